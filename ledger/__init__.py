@@ -1,0 +1,3 @@
+"""caseledger write side: everything that produces evidence."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,115 @@
+"""Canonical bytes of an event and their hashes.
+
+Canonical bytes are msgspec JSON with sorted keys, UTF-8, no insignificant
+whitespace; Decimals are strings; there are no floats (a float anywhere, NaN
+and Infinity included, is refused: msgspec would silently write NaN as null).
+The bytes that are hashed and signed are the bytes stored; verification
+hashes the stored bytes and never re-encodes.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+from typing import Any
+
+import msgspec
+
+from ledger.errors import EncodingError
+from ledger.events import UPCASTERS, Event, EventBase
+
+__all__ = [
+    "canonical_json",
+    "decode",
+    "digest",
+    "encode",
+    "format_time",
+    "leaf_hash",
+    "sha256_hex",
+]
+
+_ENCODER = msgspec.json.Encoder(order="sorted", decimal_format="string")
+_DECODER = msgspec.json.Decoder(Event)
+_RAW_DECODER = msgspec.json.Decoder()
+_CURRENT_TAGS = frozenset(
+    str(t.__struct_config__.tag) for t in Event.__args__  # type: ignore[attr-defined]
+)
+
+
+def _refuse_floats(value: Any, path: str) -> None:
+    # Walk the builtins form: only dicts, lists, str, int, bool, None, float remain.
+    if isinstance(value, float):
+        raise EncodingError(
+            f"float {value!r} at {path}: floats are not allowed in hashed bytes",
+            hint="use integer microseconds, a Decimal, or a decimal string",
+        )
+    if isinstance(value, dict):
+        for k, v in value.items():
+            _refuse_floats(v, f"{path}.{k}")
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            _refuse_floats(v, f"{path}[{i}]")
+
+
+def canonical_json(value: Any) -> bytes:
+    """Canonical JSON bytes of any msgspec-encodable value (sorted keys, no floats).
+
+    >>> canonical_json({"b": 1, "a": [True, None, "x"]})
+    b'{"a":[true,null,"x"],"b":1}'
+    """
+    builtins = msgspec.to_builtins(value, order="sorted", builtin_types=())
+    _refuse_floats(builtins, "$")
+    return _ENCODER.encode(builtins)
+
+
+def encode(event: EventBase) -> bytes:
+    """Canonical bytes of an event body. Raises EncodingError on any float."""
+    if not isinstance(event, EventBase):
+        raise EncodingError(f"not an event: {type(event).__name__}")
+    return canonical_json(event)
+
+
+def decode(body: bytes) -> Event:
+    """Decode stored bytes to the current event shape, upcasting old versions."""
+    try:
+        return _DECODER.decode(body)
+    except msgspec.ValidationError:
+        raw = _RAW_DECODER.decode(body)
+        if not isinstance(raw, dict) or raw.get("type") not in UPCASTERS:
+            raise
+        while raw.get("type") not in _CURRENT_TAGS:
+            upcast = UPCASTERS.get(raw.get("type", ""))
+            if upcast is None:
+                raise
+            raw = upcast(raw)
+        return msgspec.convert(raw, Event)
+
+
+def leaf_hash(body: bytes) -> bytes:
+    """RFC 9162 leaf hash: SHA-256(0x00 || body)."""
+    return hashlib.sha256(b"\x00" + body).digest()
+
+
+def sha256_hex(data: bytes) -> str:
+    """``sha256:<hex>`` of some bytes."""
+    return "sha256:" + hashlib.sha256(data).hexdigest()
+
+
+def digest(value: Any) -> str:
+    """``sha256:<hex>`` of the canonical JSON of a value.
+
+    >>> digest([1, "a"])[:15]
+    'sha256:20109453'
+    """
+    return sha256_hex(canonical_json(value))
+
+
+def format_time(moment: _dt.datetime) -> str:
+    """RFC 3339 UTC with microseconds, e.g. ``2026-12-02T10:00:00.000000Z``.
+
+    >>> format_time(_dt.datetime(2026, 12, 2, 10, tzinfo=_dt.UTC))
+    '2026-12-02T10:00:00.000000Z'
+    """
+    if moment.tzinfo is None:
+        raise EncodingError("naive datetime: times in events must be timezone-aware")
+    return moment.astimezone(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")

@@ -1,0 +1,78 @@
+"""Exceptions: one base class whose diagnostics() tells the user what to do next."""
+
+from __future__ import annotations
+
+
+class LedgerError(Exception):
+    """Base class of every caseledger error.
+
+    ``exit_code`` is what the CLI exits with: 1 means a check ran and failed,
+    2 means the check could not be made (bad input, missing file, usage).
+    """
+
+    exit_code: int = 2
+
+    def __init__(self, message: str, *, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+    def diagnostics(self) -> str:
+        """The message, plus what to do next when we know it."""
+        if self.hint:
+            return f"{self.message}\n  hint: {self.hint}"
+        return self.message
+
+
+class UsageError(LedgerError):
+    """Bad arguments or options."""
+
+
+class BankError(LedgerError):
+    """A question bank is malformed, leaks, or conflicts with a published version."""
+
+
+class AdapterError(LedgerError):
+    """An adapter could not be configured (not a model failure: those are events)."""
+
+
+class SandboxError(LedgerError):
+    """The execution sandbox itself failed."""
+
+
+class StoreError(LedgerError):
+    """The ledger file is missing, unreadable or not a caseledger ledger."""
+
+
+class StoreBusyError(StoreError):
+    """Another process holds the write lock for longer than we were willing to wait."""
+
+
+class StoreConflictError(StoreError):
+    """An optimistic append named an expected tree size that the log has moved past."""
+
+
+class EncodingError(LedgerError):
+    """A value cannot be put into canonical bytes (NaN, Infinity, float, unknown type)."""
+
+
+class VerificationError(LedgerError):
+    """A verification ran and failed. ``seq`` names the first bad sequence number."""
+
+    exit_code = 1
+
+    def __init__(self, message: str, *, seq: int | None = None, hint: str | None = None) -> None:
+        super().__init__(message, hint=hint)
+        self.seq = seq
+
+
+class ChainBrokenError(VerificationError):
+    """A leaf hash, chain hash or stream link does not match."""
+
+
+class SignatureError(VerificationError):
+    """A signature is invalid, by an unknown key, or by a key outside its validity window."""
+
+
+class ProofError(VerificationError):
+    """A Merkle inclusion or consistency proof, or a checkpoint, does not verify."""

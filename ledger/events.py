@@ -1,0 +1,483 @@
+"""Every event shape of the log, and nothing else.
+
+Each event is a frozen msgspec Struct in one tagged union (``type`` tag). Tags
+are stable strings written by hand and carry the shape's version (``.v1``).
+A changed shape gets a new tag and an upcaster in ``UPCASTERS``; stored bytes
+are never rewritten.
+
+Every body carries the stream envelope fields (DESIGN.md "The log"):
+``stream`` (a run id, or ``ledger``), ``stream_seq`` (0, 1, ... within the
+stream), ``stream_prev`` (``sha256:<hex>`` leaf hash of the previous event of
+the same stream, ``None`` for the first) and ``at`` (RFC 3339 UTC with
+microseconds, a claim of the writer; order is by sequence number only).
+
+Money, ratios, tolerances and scores are ``Decimal`` (encoded as strings);
+durations are integer microseconds; there are no floats anywhere.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from decimal import Decimal
+from typing import Any, Literal
+
+import msgspec
+
+__all__ = [
+    "LEDGER_STREAM",
+    "UPCASTERS",
+    "AstRule",
+    "AttemptCancelled",
+    "BankPublished",
+    "BuildSettings",
+    "CaseSpec",
+    "CheckpointIssued",
+    "Column",
+    "Event",
+    "EventBase",
+    "GenerationParams",
+    "GoldResult",
+    "Invocation",
+    "ModelResponded",
+    "OutputParsed",
+    "Plan",
+    "PromptSent",
+    "ProviderFailed",
+    "RunFinished",
+    "RunStarted",
+    "ScoreComputed",
+    "ScoreItems",
+    "SignerRegistered",
+    "SignerRetired",
+    "SqlExecuted",
+    "SqlGuarded",
+    "TableSchema",
+    "Usage",
+    "Versions",
+    "Violation",
+]
+
+LEDGER_STREAM = "ledger"
+
+# A result cell as encoded by ledger.harness.cells.encode_cell (no floats).
+Cell = Any
+
+
+class _Part(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """A nested value inside an event (not an event itself)."""
+
+
+class EventBase(
+    msgspec.Struct,
+    frozen=True,
+    kw_only=True,
+    forbid_unknown_fields=True,
+    tag_field="type",
+):
+    """Fields every event body carries: its place in its own stream."""
+
+    stream: str
+    stream_seq: int
+    stream_prev: str | None
+    at: str
+
+
+# ---------------------------------------------------------------- nested parts
+
+
+class Column(_Part, kw_only=True):
+    """A result column: its name as returned and its DuckDB type name."""
+
+    name: str
+    type: str
+
+
+class TableSchema(_Part, kw_only=True):
+    """One published table of a bank's ``main`` schema."""
+
+    name: str
+    columns: tuple[Column, ...]
+
+
+class BuildSettings(_Part, kw_only=True):
+    """How a bank database was built."""
+
+    duckdb_version: str
+    timezone: str
+    threads: int
+    external_access: bool
+
+
+class CaseSpec(_Part, kw_only=True):
+    """A case as published: everything but the reference SQL text (only its hash)."""
+
+    id: str
+    dimension: str
+    difficulty: str
+    weight: Decimal
+    question: str
+    question_en: str | None = None
+    row_order_significant: bool = False
+    abs_tolerance: Decimal = Decimal(0)
+    rel_tolerance: Decimal = Decimal(0)
+    max_rows: int
+    required_ast: tuple[str, ...] = ()
+    notes: str = ""
+    reference_sql_sha256: str
+
+
+class GoldResult(_Part, kw_only=True):
+    """The frozen typed result of one case's reference SQL."""
+
+    case_id: str
+    columns: tuple[Column, ...]
+    rows: tuple[tuple[Cell, ...], ...]
+    digest: str
+
+
+class GenerationParams(_Part, kw_only=True):
+    """Explicit generation parameters (disclosed variables, not controls)."""
+
+    temperature: Decimal | None = None
+    reasoning_effort: str | None = None
+    max_tokens: int | None = None
+
+
+class Versions(_Part, kw_only=True):
+    """Versions of everything that can change a number."""
+
+    app: str
+    scorer: str
+    duckdb: str
+    sqlglot: str
+    output_contract: str
+    report_contract: str
+
+
+class Invocation(_Part, kw_only=True):
+    """What was actually sent for one attempt: the evidence fairness reads.
+
+    Controls: ``harness_kind``, ``response_mode``, ``single_call``, ``tools``,
+    ``retries``, ``prompt_contract_digest``. Disclosed variables: ``provider``,
+    ``auth_mode``, ``model`` and ``parameters``.
+    """
+
+    harness_kind: str
+    response_mode: str
+    single_call: bool
+    tools: str
+    retries: int
+    prompt_contract_digest: str
+    system_prompt_digest: str | None
+    wire_protocol: str
+    client_version: str
+    bridge_version: str | None = None
+    policy_version: str | None = None
+    provider: str | None = None
+    auth_mode: str | None = None
+    model: str | None = None
+    parameters: dict[str, str] = {}
+
+
+class Usage(_Part, kw_only=True):
+    """Token usage. ``input`` excludes cached input; reasoning is a subset of output."""
+
+    input: int | None = None
+    cache_read: int | None = None
+    cache_write: int | None = None
+    output: int | None = None
+    reasoning_output: int | None = None
+    raw_json: str | None = None
+
+
+class Plan(_Part, kw_only=True):
+    """The ``plan`` object of query-plan-v1."""
+
+    grain: str
+    sources: tuple[str, ...]
+    joins: tuple[str, ...]
+    filters: tuple[str, ...]
+    metrics: tuple[str, ...]
+    steps: tuple[str, ...]
+    risks: tuple[str, ...]
+
+
+class Violation(_Part, kw_only=True):
+    """One reason the SQL guard rejected a query."""
+
+    check: str
+    message: str
+
+
+class AstRule(_Part, kw_only=True):
+    """One required AST capability and whether the model's SQL has it."""
+
+    rule: str
+    passed: bool
+
+
+class ScoreItems(_Part, kw_only=True):
+    """The eight items of scorer 2.x, in points."""
+
+    protocol: Decimal
+    guard: Decimal
+    executed: Decimal
+    column_count: Decimal
+    column_names: Decimal
+    rows: Decimal
+    order: Decimal
+    ast: Decimal
+
+
+# ---------------------------------------------------------------- ledger events
+
+
+class SignerRegistered(EventBase, tag="signer.registered.v1", kw_only=True):
+    """A key may sign events from ``valid_from`` on (until it is retired)."""
+
+    key_id: str
+    public_key: str
+    name: str
+    role: Literal["operator", "adapter", "auditor"]
+    valid_from: str
+
+
+class SignerRetired(EventBase, tag="signer.retired.v1", kw_only=True):
+    """A key signs nothing after ``retired_at``; its older events still verify."""
+
+    key_id: str
+    name: str
+    retired_at: str
+    reason: str = ""
+
+
+class BankPublished(EventBase, tag="bank.published.v1", kw_only=True):
+    """A question bank version, its content hashes, build settings and frozen gold."""
+
+    bank_id: str
+    version: str
+    description: str = ""
+    content_sha256: str
+    files: dict[str, str]
+    calibration_sha256: str | None = None
+    build: BuildSettings
+    schema_sql: str
+    tables: tuple[TableSchema, ...]
+    semantic_json: str
+    prompt_template: str
+    cases: tuple[CaseSpec, ...]
+    gold: tuple[GoldResult, ...]
+    gold_digest: str
+
+
+class CheckpointIssued(EventBase, tag="checkpoint.issued.v1", kw_only=True):
+    """A signed tree head over the first ``tree_size`` leaves."""
+
+    tree_size: int
+    root_hash: str
+    note: str
+
+
+# ---------------------------------------------------------------- run events
+
+
+class RunStarted(EventBase, tag="run.started.v1", kw_only=True):
+    """The identity and version evidence of a run (DESIGN.md event table)."""
+
+    run_id: str
+    run_kind: Literal["model", "self_test", "calibration"]
+    bank_id: str
+    bank_version: str
+    bank_hash: str
+    adapter_kind: str
+    profile: str
+    requested_model: str | None
+    provider: str | None
+    auth_mode: str | None
+    params: GenerationParams
+    timeout_ms: int
+    harness_kind: str
+    bridge_version: str | None
+    policy_version: str | None
+    response_mode: str
+    single_turn: bool
+    tools: str
+    retries: int
+    context_isolation: str
+    system_prompt_digest: str | None
+    prompt_contract_digest: str
+    attempts: int
+    case_ids: tuple[str, ...]
+    price_snapshot_digest: str | None = None
+    replay_file_sha256: str | None = None
+    versions: Versions
+
+
+class PromptSent(EventBase, tag="prompt.sent.v1", kw_only=True):
+    """The exact prompt of one attempt, verbatim."""
+
+    case_id: str
+    attempt: int
+    prompt: str
+    prompt_sha256: str
+
+
+class ModelResponded(EventBase, tag="model.responded.v1", kw_only=True):
+    """The raw output of one attempt, verbatim, with what was sent and what it cost."""
+
+    case_id: str
+    attempt: int
+    raw_output: str
+    provider_request_id: str | None
+    resolved_model: str | None
+    recorded_model: str | None = None
+    invocation: Invocation
+    usage: Usage | None
+    cost: Decimal | None = None
+    estimated_cost: Decimal | None = None
+    generation_us: int | None
+
+
+class ProviderFailed(EventBase, tag="provider.failed.v1", kw_only=True):
+    """The adapter got no usable answer. ``kind`` is timeout, rate_limited,
+    server_error, bad_request, auth, policy_refusal, command_failed, ..."""
+
+    case_id: str
+    attempt: int
+    kind: str
+    message: str
+    invocation: Invocation
+    provider_request_id: str | None = None
+    http_status: int | None = None
+    raw_output: str | None = None
+    usage: Usage | None = None
+    generation_us: int | None = None
+
+
+class OutputParsed(EventBase, tag="output.parsed.v1", kw_only=True):
+    """query-plan-v1 parse verdict. ``error`` set means output_contract_error."""
+
+    case_id: str
+    attempt: int
+    protocol_strict: bool
+    recovered_from_fence: bool
+    plan: Plan | None
+    sql: str | None
+    summary: str | None
+    assumptions: tuple[str, ...] | None
+    error: str | None
+
+
+class SqlGuarded(EventBase, tag="sql.guarded.v1", kw_only=True):
+    """Static guard verdict on the model's SQL."""
+
+    case_id: str
+    attempt: int
+    passed: bool
+    violations: tuple[Violation, ...]
+    ast_digest: str | None
+
+
+class SqlExecuted(EventBase, tag="sql.executed.v1", kw_only=True):
+    """One execution in the sandboxed worker. ``error_kind`` is None when ok, else
+    timeout, memory, sql_runtime or worker_crash."""
+
+    case_id: str
+    attempt: int
+    ok: bool
+    error_kind: str | None
+    error_message: str | None
+    columns: tuple[Column, ...]
+    rows: tuple[tuple[Cell, ...], ...]
+    row_count: int
+    truncated: bool
+    sql_us: int
+    worker_try: int = 1
+
+
+class ScoreComputed(EventBase, tag="score.computed.v1", kw_only=True):
+    """One attempt's score breakdown under a named scorer version."""
+
+    case_id: str
+    attempt: int
+    scorer_version: str
+    evidence: tuple[str, ...]
+    gold_digest: str
+    alignment: str
+    column_mapping: tuple[int, ...] | None
+    matched: int
+    expected_rows: int
+    actual_rows: int
+    precision: Decimal
+    recall: Decimal
+    f1: Decimal
+    order_ok: bool
+    non_finite: bool
+    ast_rules: tuple[AstRule, ...]
+    items: ScoreItems
+    total: Decimal
+    result_correct: bool | None
+    format_ok: bool
+    failure_kind: str
+    sql_structural_match: bool | None
+
+
+class AttemptCancelled(EventBase, tag="attempt.cancelled.v1", kw_only=True):
+    """An attempt ended without a score (interrupted, missing_recording,
+    prompt_leak, infrastructure). It stays in every denominator."""
+
+    case_id: str
+    attempt: int
+    reason: str
+    message: str
+
+
+class RunFinished(EventBase, tag="run.finished.v1", kw_only=True):
+    """The run's final status: completed, cancelled or failed."""
+
+    status: str
+    message: str = ""
+
+
+Event = (
+    SignerRegistered
+    | SignerRetired
+    | BankPublished
+    | CheckpointIssued
+    | RunStarted
+    | PromptSent
+    | ModelResponded
+    | ProviderFailed
+    | OutputParsed
+    | SqlGuarded
+    | SqlExecuted
+    | ScoreComputed
+    | AttemptCancelled
+    | RunFinished
+)
+
+EVENT_TYPES: tuple[type[EventBase], ...] = (
+    SignerRegistered,
+    SignerRetired,
+    BankPublished,
+    CheckpointIssued,
+    RunStarted,
+    PromptSent,
+    ModelResponded,
+    ProviderFailed,
+    OutputParsed,
+    SqlGuarded,
+    SqlExecuted,
+    ScoreComputed,
+    AttemptCancelled,
+    RunFinished,
+)
+
+# Old tag -> function turning an old body (a dict) into the next version's body.
+# Applied on read until the tag is a current one. Empty while every shape is v1.
+UPCASTERS: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {}
+
+
+def tag_of(cls: type[EventBase]) -> str:
+    """The stable tag of an event class."""
+    return str(cls.__struct_config__.tag)

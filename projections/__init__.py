@@ -1,0 +1,1 @@
+"""caseledger read side: pure folds over the event log."""
