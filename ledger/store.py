@@ -1,0 +1,451 @@
+"""The SQLite log: append-only rows with a hash chain, a signature per event and per-stream chains.
+
+One row per event (DESIGN.md "The log"): ``seq`` (0, 1, ... = Merkle leaf index),
+``body`` (canonical bytes), ``leaf_hash`` = SHA-256(0x00 || body) under a UNIQUE
+constraint (the content-derived event id), ``chain`` = SHA-256(prev chain ||
+leaf hash) with 32 zero bytes before seq 0, the signer's ``key_id`` and ``sig`` =
+Ed25519(b"caseledger/event/v1\\n" || leaf hash). ``stream``, ``stream_seq`` and
+``type`` are copies kept for queries; verification never trusts them.
+
+Durability: WAL, ``synchronous=FULL``, one transaction per batch taken with
+BEGIN IMMEDIATE, so there is one writer at a time and a batch is all or nothing.
+Triggers refuse UPDATE and DELETE.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+import sqlite3
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import msgspec
+
+from ledger import codec
+from ledger.errors import StoreBusyError, StoreConflictError, StoreError, UsageError
+from ledger.events import (
+    LEDGER_STREAM,
+    Event,
+    EventBase,
+    SignerRegistered,
+    SignerRetired,
+    tag_of,
+)
+from ledger.keys import EVENT_SIGNING_PREFIX, Keyring, Signer, encode_public_key
+
+__all__ = ["FORMAT", "GENESIS_CHAIN", "Draft", "Ledger", "StoredEvent", "link_of"]
+
+FORMAT = "caseledger-ledger/1"
+GENESIS_CHAIN = bytes(32)
+_ENVELOPE_FIELDS = ("stream", "stream_seq", "stream_prev", "at")
+_SIGNER_TAGS = (tag_of(SignerRegistered), tag_of(SignerRetired))
+_COLUMNS = "seq, body, leaf_hash, chain, key_id, sig"
+
+_SCHEMA = """
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE events (
+    seq        INTEGER PRIMARY KEY,
+    body       BLOB NOT NULL,
+    leaf_hash  BLOB NOT NULL UNIQUE,
+    chain      BLOB NOT NULL,
+    key_id     TEXT NOT NULL,
+    sig        BLOB NOT NULL,
+    stream     TEXT NOT NULL,
+    stream_seq INTEGER NOT NULL,
+    type       TEXT NOT NULL
+);
+CREATE INDEX events_by_stream ON events (stream, stream_seq);
+CREATE INDEX events_by_type ON events (type, seq);
+CREATE TRIGGER events_refuse_update BEFORE UPDATE ON events
+BEGIN SELECT RAISE(ABORT, 'caseledger events are append-only: UPDATE refused'); END;
+CREATE TRIGGER events_refuse_delete BEFORE DELETE ON events
+BEGIN SELECT RAISE(ABORT, 'caseledger events are append-only: DELETE refused'); END;
+"""
+
+
+def link_of(leaf_hash: bytes) -> str:
+    """How ``stream_prev`` names the previous event of a stream: ``sha256:<hex leaf hash>``."""
+    return "sha256:" + leaf_hash.hex()
+
+
+def _now() -> str:
+    return codec.format_time(_dt.datetime.now(_dt.UTC))
+
+
+class Draft(NamedTuple):
+    """An event whose stream envelope (stream_seq, stream_prev, at) the store fills in."""
+
+    cls: type[EventBase]
+    stream: str
+    fields: dict[str, Any]
+
+
+class StoredEvent(NamedTuple):
+    """One row of the log, as stored."""
+
+    seq: int
+    body: bytes
+    leaf_hash: bytes
+    chain: bytes
+    key_id: str
+    sig: bytes
+
+    def event(self) -> Event:
+        """The decoded (upcast) body."""
+        return codec.decode(self.body)
+
+
+class Ledger:
+    """An open ledger file. Use ``create`` or ``open``; close when done."""
+
+    def __init__(self, path: Path, conn: sqlite3.Connection, clock: Callable[[], str]) -> None:
+        self.path = path
+        self._conn = conn
+        self._clock = clock
+        self._busy_timeout_s = 10.0
+        self._keyring = Keyring()
+        self._keyring_size = 0  # signer events below this seq are in _keyring
+
+    # ------------------------------------------------------------ open / create
+
+    @classmethod
+    def create(
+        cls, path: Path, signer: Signer, *, clock: Callable[[], str] | None = None
+    ) -> Ledger:
+        """Create a new ledger file whose first event registers ``signer`` (an operator)."""
+        if path.exists():
+            raise StoreError(
+                f"a ledger already exists at {path}", hint="use it, or pick another path"
+            )
+        if signer.role != "operator":
+            raise UsageError(
+                f"the first signer must be an operator, {signer.name} is {signer.role}"
+            )
+        path.parent.mkdir(parents=True, exist_ok=True)
+        conn = _connect(path, readonly=False, busy_timeout_s=10.0)
+        conn.execute("PRAGMA journal_mode=WAL")
+        # One script, one transaction: a half-made ledger file never has a schema.
+        conn.executescript(
+            f"BEGIN IMMEDIATE;{_SCHEMA}INSERT INTO meta VALUES ('format', '{FORMAT}');COMMIT;"
+        )
+        ledger = cls(path, conn, clock or _now)
+        at = ledger._clock()
+        ledger.append([_registration(signer, at)], signer)
+        return ledger
+
+    @classmethod
+    def open(
+        cls,
+        path: Path,
+        *,
+        readonly: bool = False,
+        busy_timeout_s: float = 10.0,
+        clock: Callable[[], str] | None = None,
+    ) -> Ledger:
+        """Open an existing ledger. Raises StoreError when it is missing or not a ledger."""
+        if not path.is_file():
+            raise StoreError(
+                f"no ledger at {path}", hint="run `caseledger init`, or pass --ledger PATH"
+            )
+        conn = _connect(path, readonly=readonly, busy_timeout_s=busy_timeout_s)
+        try:
+            row = conn.execute("SELECT value FROM meta WHERE key = 'format'").fetchone()
+        except sqlite3.DatabaseError as exc:
+            conn.close()
+            raise StoreError(f"{path} is not a caseledger ledger ({exc})") from None
+        if row is None or row[0] != FORMAT:
+            conn.close()
+            found = row[0] if row else "nothing"
+            raise StoreError(f"{path} is not a {FORMAT} ledger (format says {found})")
+        ledger = cls(path, conn, clock or _now)
+        ledger._busy_timeout_s = busy_timeout_s
+        return ledger
+
+    def close(self) -> None:
+        """Close the connection."""
+        self._conn.close()
+
+    def __enter__(self) -> Ledger:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ------------------------------------------------------------ reading
+
+    def size(self) -> int:
+        """Number of events (the tree size)."""
+        row = self._conn.execute("SELECT MAX(seq) FROM events").fetchone()
+        return 0 if row[0] is None else int(row[0]) + 1
+
+    def head(self) -> tuple[int, bytes]:
+        """(size, chain hash of the last event) in one read."""
+        row = self._conn.execute(
+            "SELECT seq, chain FROM events ORDER BY seq DESC LIMIT 1"
+        ).fetchone()
+        return (0, GENESIS_CHAIN) if row is None else (int(row[0]) + 1, bytes(row[1]))
+
+    def get(self, seq: int) -> StoredEvent | None:
+        """The row at ``seq``, if any."""
+        row = self._conn.execute(f"SELECT {_COLUMNS} FROM events WHERE seq = ?", (seq,)).fetchone()
+        return None if row is None else StoredEvent._make(row)
+
+    def iter_events(self, start: int = 0, stop: int | None = None) -> Iterator[StoredEvent]:
+        """Rows in sequence order, streamed (one consistent snapshot while iterating)."""
+        if stop is None:
+            sql, args = f"SELECT {_COLUMNS} FROM events WHERE seq >= ? ORDER BY seq", (start,)
+        else:
+            sql = f"SELECT {_COLUMNS} FROM events WHERE seq >= ? AND seq < ? ORDER BY seq"
+            args = (start, stop)
+        cursor = self._conn.execute(sql, args)
+        try:
+            while rows := cursor.fetchmany(1024):
+                yield from map(StoredEvent._make, rows)
+        finally:
+            cursor.close()
+
+    def leaf_hashes(self, stop: int | None = None) -> list[bytes]:
+        """Leaf hashes of seq 0 .. stop-1 (all when stop is None), for proofs."""
+        sql = "SELECT leaf_hash FROM events WHERE seq < ? ORDER BY seq"
+        limit = (1 << 62) if stop is None else stop
+        return [bytes(r[0]) for r in self._conn.execute(sql, (limit,))]
+
+    def stream_events(self, stream: str) -> list[StoredEvent]:
+        """Every row of one stream (a run id, or ``ledger``) in order."""
+        sql = f"SELECT {_COLUMNS} FROM events WHERE stream = ? ORDER BY seq"
+        return [StoredEvent._make(r) for r in self._conn.execute(sql, (stream,))]
+
+    def events_of_type(self, *classes: type[EventBase]) -> Iterator[StoredEvent]:
+        """Rows whose body is one of these event classes, in sequence order."""
+        tags = [tag_of(c) for c in classes]
+        marks = ", ".join("?" * len(tags))
+        sql = f"SELECT {_COLUMNS} FROM events WHERE type IN ({marks}) ORDER BY seq"
+        yield from map(StoredEvent._make, self._conn.execute(sql, tags))
+
+    def streams(self) -> list[str]:
+        """Every stream name, in order of first appearance."""
+        sql = "SELECT stream FROM events GROUP BY stream ORDER BY MIN(seq)"
+        return [r[0] for r in self._conn.execute(sql)]
+
+    def origin(self) -> str:
+        """The checkpoint origin line: ``caseledger/<first 16 hex of the genesis leaf hash>``."""
+        first = self.get(0)
+        if first is None:
+            raise StoreError(f"{self.path} holds no events")
+        return "caseledger/" + first.leaf_hash.hex()[:16]
+
+    def keyring(self) -> Keyring:
+        """The signers registered so far, read from the stored signer events."""
+        self._refresh_keyring(self.size())
+        return self._keyring
+
+    # ------------------------------------------------------------ writing
+
+    def append(
+        self,
+        items: Sequence[EventBase | Draft],
+        signer: Signer,
+        *,
+        expect_size: int | None = None,
+    ) -> list[int]:
+        """Append a batch in one transaction; returns the seq of each item.
+
+        A Draft gets its stream envelope from the stream head and the clock; a complete
+        event is stored as is and must continue its stream. The same body twice
+        returns the existing seq and writes nothing. ``expect_size`` makes the
+        append optimistic: StoreConflictError, nothing written, when the log moved.
+        """
+        try:
+            self._conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError as exc:
+            if "locked" in str(exc) or "busy" in str(exc):
+                raise StoreBusyError(
+                    f"ledger is busy: another process has held the write lock on {self.path} "
+                    f"for more than {self._busy_timeout_s:g} s",
+                    hint="wait for the other caseledger command to finish, then retry",
+                ) from None
+            raise StoreError(f"cannot write to {self.path}: {exc}") from None
+        try:
+            seqs = self._append_locked(items, signer, expect_size)
+            self._conn.execute("COMMIT")
+        except BaseException:
+            self._conn.execute("ROLLBACK")
+            # The keyring may hold signer events of the abandoned batch: rebuild lazily.
+            self._keyring, self._keyring_size = Keyring(), 0
+            raise
+        return seqs
+
+    def _append_locked(
+        self, items: Sequence[EventBase | Draft], signer: Signer, expect_size: int | None
+    ) -> list[int]:
+        size, chain = self.head()
+        if expect_size is not None and expect_size != size:
+            raise StoreConflictError(
+                f"the ledger moved: expected tree size {expect_size}, found {size}",
+                hint="re-read the ledger and retry the import against the new size",
+            )
+        self._refresh_keyring(size)
+        keyring = self._keyring
+        heads: dict[str, tuple[int, str | None]] = {}
+        pending: dict[bytes, int] = {}
+        rows: list[tuple[Any, ...]] = []
+        seqs: list[int] = []
+        for item in items:
+            event = self._complete(item, heads)
+            body = codec.encode(event)
+            leaf = codec.leaf_hash(body)
+            known = pending.get(leaf)
+            if known is None:
+                found = self._conn.execute(
+                    "SELECT seq FROM events WHERE leaf_hash = ?", (leaf,)
+                ).fetchone()
+                known = None if found is None else int(found[0])
+            if known is not None:
+                seqs.append(known)
+                continue
+            _validate(body)
+            if not isinstance(item, Draft):
+                self._check_link(event, heads)
+            seq = size + len(rows)
+            problem = keyring.signer_problem(seq, signer.key_id, event) or keyring.event_problem(
+                event
+            )
+            if problem:
+                raise UsageError(f"append refused: seq {seq}: {problem}")
+            keyring.apply(seq, event)
+            chain = hashlib.sha256(chain + leaf).digest()
+            sig = signer.sign(EVENT_SIGNING_PREFIX + leaf)
+            rows.append(
+                (
+                    seq,
+                    body,
+                    leaf,
+                    chain,
+                    signer.key_id,
+                    sig,
+                    event.stream,
+                    event.stream_seq,
+                    tag_of(type(event)),
+                )
+            )
+            heads[event.stream] = (event.stream_seq, link_of(leaf))
+            pending[leaf] = seq
+            seqs.append(seq)
+        self._conn.executemany("INSERT INTO events VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
+        self._keyring_size = size + len(rows)
+        return seqs
+
+    def _stream_head(
+        self, stream: str, heads: dict[str, tuple[int, str | None]]
+    ) -> tuple[int, str | None]:
+        # (stream_seq of the last event, its link); (-1, None) for a new stream.
+        if stream not in heads:
+            row = self._conn.execute(
+                "SELECT stream_seq, leaf_hash FROM events WHERE stream = ? "
+                "ORDER BY stream_seq DESC LIMIT 1",
+                (stream,),
+            ).fetchone()
+            heads[stream] = (-1, None) if row is None else (int(row[0]), link_of(bytes(row[1])))
+        return heads[stream]
+
+    def _complete(
+        self, item: EventBase | Draft, heads: dict[str, tuple[int, str | None]]
+    ) -> EventBase:
+        if isinstance(item, EventBase):
+            return item
+        if not isinstance(item, Draft):
+            raise UsageError(f"cannot append a {type(item).__name__}: expected an event or a Draft")
+        clash = [f for f in _ENVELOPE_FIELDS if f in item.fields]
+        if clash:
+            raise UsageError(f"a Draft must not set {', '.join(clash)}: the store fills them in")
+        last, prev = self._stream_head(item.stream, heads)
+        try:
+            return item.cls(
+                stream=item.stream,
+                stream_seq=last + 1,
+                stream_prev=prev,
+                at=self._clock(),
+                **item.fields,
+            )
+        except TypeError as exc:
+            raise UsageError(f"bad {item.cls.__name__} draft: {exc}") from None
+
+    def _check_link(self, event: EventBase, heads: dict[str, tuple[int, str | None]]) -> None:
+        last, prev = self._stream_head(event.stream, heads)
+        if event.stream_seq != last + 1 or event.stream_prev != prev:
+            raise StoreConflictError(
+                f"stream {event.stream}: event has stream_seq {event.stream_seq} after "
+                f"{event.stream_prev}, but the stream head is stream_seq {last} ({prev})",
+                hint="import the stream's events in order, onto the stream head",
+            )
+
+    def _refresh_keyring(self, size: int) -> None:
+        if size <= self._keyring_size:
+            return
+        marks = ", ".join("?" * len(_SIGNER_TAGS))
+        sql = (
+            f"SELECT seq, body FROM events WHERE type IN ({marks}) AND seq >= ? AND seq < ? "
+            "ORDER BY seq"
+        )
+        for seq, body in self._conn.execute(sql, (*_SIGNER_TAGS, self._keyring_size, size)):
+            self._keyring.apply(int(seq), codec.decode(body))
+        self._keyring_size = size
+
+    # ------------------------------------------------------------ keyring changes
+
+    def register(self, new: Signer, *, by: Signer) -> int:
+        """Register ``new`` (SignerRegistered signed by the operator ``by``); returns its seq."""
+        return self.append([_registration(new, self._clock())], by)[0]
+
+    def retire(self, name: str, *, by: Signer, reason: str = "") -> int:
+        """Retire the signer called ``name`` (SignerRetired signed by ``by``); returns its seq."""
+        entry = self.keyring().by_name(name)
+        if entry is None:
+            raise UsageError(f"no signer called {name} in {self.path}")
+        others = [e for e in self.keyring().active_operators() if e.key_id != entry.key_id]
+        if entry.role == "operator" and not others:
+            raise UsageError(
+                f"retiring {name} would leave no active operator key",
+                hint="register another operator first (caseledger keys add NAME --role operator)",
+            )
+        fields = {
+            "key_id": entry.key_id,
+            "name": name,
+            "retired_at": self._clock(),
+            "reason": reason,
+        }
+        return self.append([Draft(SignerRetired, LEDGER_STREAM, fields)], by)[0]
+
+
+def _registration(signer: Signer, at: str) -> Draft:
+    fields = {
+        "key_id": signer.key_id,
+        "public_key": encode_public_key(signer.public_key),
+        "name": signer.name,
+        "role": signer.role,
+        "valid_from": at,
+    }
+    return Draft(SignerRegistered, LEDGER_STREAM, fields)
+
+
+def _validate(body: bytes) -> None:
+    # Struct construction does not check field types; decoding does. An event that
+    # could not be decoded later must never be stored.
+    try:
+        codec.decode(body)
+    except msgspec.ValidationError as exc:
+        raise UsageError(f"event does not match its declared shape: {exc}") from None
+
+
+def _connect(path: Path, *, readonly: bool, busy_timeout_s: float) -> sqlite3.Connection:
+    uri = path.resolve().as_uri() + ("?mode=ro" if readonly else "?mode=rwc")
+    try:
+        conn = sqlite3.connect(
+            uri, uri=True, isolation_level=None, timeout=busy_timeout_s, check_same_thread=False
+        )
+        conn.execute("PRAGMA synchronous=FULL")
+    except sqlite3.DatabaseError as exc:
+        raise StoreError(f"cannot open ledger {path}: {exc}") from None
+    return conn
