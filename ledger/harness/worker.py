@@ -1,0 +1,454 @@
+"""Sandboxed SQL execution: a model's query runs in a separate, locked-down DuckDB process.
+
+Each worker is a ``spawn`` child that opens the frozen bank database read-only
+with external access off, a 512 MB memory limit, one thread, ``TimeZone='UTC'``
+and the configuration locked.  The parent talks to it over a pipe in msgpack
+(never pickle: a child that ran hostile SQL is not trusted to hand us objects).
+A query that runs past its timeout is interrupted inside the worker; if it
+does not stop within a short grace the parent kills the process with SIGKILL
+and starts a fresh one.  Failures are data (:class:`ExecResult`), classified as
+``timeout``, ``memory``, ``sql_runtime`` or ``worker_crash``; only a broken
+harness (unreadable database, a bug in the worker) raises ``SandboxError``.
+The worker is defence in depth behind the static guard, not an OS sandbox:
+see ``docs/sandbox.md``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import multiprocessing
+import os
+import queue
+import signal
+import threading
+import time
+import traceback
+from multiprocessing.connection import Connection
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import msgspec
+
+from ledger import events
+from ledger.errors import SandboxError
+from ledger.harness import cells
+
+__all__ = [
+    "ERROR_KINDS",
+    "ExecResult",
+    "WorkerPool",
+    "execute_once",
+]
+
+ERROR_KINDS = ("timeout", "memory", "sql_runtime", "worker_crash")
+
+# How long a worker may take to stop after DuckDB was asked to interrupt it.
+KILL_GRACE_S = 1.0
+# How long a freshly spawned worker may take to import duckdb and open the file.
+STARTUP_TIMEOUT_S = 60.0
+# How often an idle worker checks that its parent is still alive.
+_PARENT_CHECK_S = 0.25
+
+
+class ExecResult(msgspec.Struct, frozen=True, kw_only=True):
+    """One execution, shaped like the fields of ``events.SqlExecuted``.
+
+    ``rows`` hold cells encoded by :func:`ledger.harness.cells.encode_cell`;
+    ``row_count`` is the number of rows kept (at most ``max_rows``) and
+    ``truncated`` says that more existed.  ``sql_us`` is measured inside the
+    worker around execute + fetch (for a kill or crash: the parent's wait).
+    """
+
+    ok: bool
+    error_kind: str | None
+    error_message: str | None
+    columns: tuple[events.Column, ...]
+    rows: tuple[tuple[Any, ...], ...]
+    row_count: int
+    truncated: bool
+    sql_us: int
+
+
+class _Request(msgspec.Struct, frozen=True):
+    sql: str
+    max_rows: int
+    timeout_s: float
+
+
+class _Reply(msgspec.Struct, frozen=True):
+    # kind: ready | open_failed | result | fault
+    kind: str
+    message: str | None = None
+    result: ExecResult | None = None
+
+
+def _failure(kind: str, message: str, sql_us: int) -> ExecResult:
+    return ExecResult(
+        ok=False,
+        error_kind=kind,
+        error_message=message,
+        columns=(),
+        rows=(),
+        row_count=0,
+        truncated=False,
+        sql_us=sql_us,
+    )
+
+
+# --------------------------------------------------------------------------- child side
+
+
+def _open(db_path: str, memory_limit: str) -> Any:
+    """Open the bank read-only and lock it down (runs in the worker process)."""
+    import duckdb
+
+    con = duckdb.connect(
+        db_path,
+        read_only=True,
+        config={
+            "enable_external_access": False,
+            "memory_limit": memory_limit,
+            "threads": 1,
+            "allow_community_extensions": False,
+            "allow_unsigned_extensions": False,
+            "autoload_known_extensions": False,
+            "autoinstall_known_extensions": False,
+            "allow_persistent_secrets": False,
+            # No spilling: a big query hits the memory limit instead of writing temp files.
+            "temp_directory": "",
+        },
+    )
+    # TimeZone only after connecting: ICU is not loaded while the config is applied.
+    con.execute("SET TimeZone='UTC'")
+    con.execute("SET lock_configuration=true")
+    return con
+
+
+class _Watchdog(threading.Thread):
+    """Interrupts the running query at its deadline; exits the process if the parent dies."""
+
+    def __init__(self, parent_pid: int) -> None:
+        super().__init__(name="caseledger-watchdog", daemon=True)
+        self._parent_pid = parent_pid
+        self._cond = threading.Condition()
+        self._cursor: Any = None
+        self._deadline: float | None = None
+        self._fired = False
+
+    def arm(self, cursor: Any, timeout_s: float) -> None:
+        with self._cond:
+            self._cursor, self._deadline, self._fired = cursor, time.monotonic() + timeout_s, False
+            self._cond.notify()
+
+    def disarm(self) -> bool:
+        """Stop watching; True when the deadline fired (the query was interrupted)."""
+        with self._cond:
+            fired = self._fired
+            self._cursor, self._deadline, self._fired = None, None, False
+            return fired
+
+    def run(self) -> None:
+        import duckdb
+
+        while True:
+            with self._cond:
+                now = time.monotonic()
+                wait = _PARENT_CHECK_S
+                if self._deadline is not None and not self._fired:
+                    wait = min(wait, max(0.0, self._deadline - now))
+                self._cond.wait(wait)
+                due = self._deadline is not None and time.monotonic() >= self._deadline
+                if due and not self._fired:
+                    self._fired = True
+                    # A cursor that finished in the meantime may refuse: fine.
+                    with contextlib.suppress(duckdb.Error):
+                        self._cursor.interrupt()
+            if os.getppid() != self._parent_pid:
+                # Orphaned: the pool is gone, so is our job.
+                os._exit(3)
+
+
+def _run_query(con: Any, watchdog: _Watchdog, req: _Request) -> ExecResult:
+    """Execute one query on a fresh cursor (temp objects die with it) and encode the rows."""
+    import duckdb
+
+    cursor = con.cursor()
+    start = time.perf_counter_ns()
+    watchdog.arm(cursor, req.timeout_s)
+    failure: tuple[str, str] | None = None
+    try:
+        cursor.execute(req.sql)
+        description = cursor.description or []
+        fetched = cursor.fetchmany(req.max_rows + 1) if description else []
+    except duckdb.InterruptException:
+        failure = ("timeout", f"query interrupted after {req.timeout_s:g} s")
+    except (duckdb.OutOfMemoryException, MemoryError) as exc:
+        failure = ("memory", str(exc) or "out of memory")
+    except duckdb.Error as exc:
+        failure = ("sql_runtime", str(exc))
+    finally:
+        sql_us = (time.perf_counter_ns() - start) // 1000
+        interrupted = watchdog.disarm()
+        cursor.close()
+    if failure is not None:
+        kind, message = failure
+        if interrupted and kind == "sql_runtime":
+            # The interrupt may surface as another error type mid-operator.
+            kind, message = "timeout", f"query interrupted after {req.timeout_s:g} s: {message}"
+        return _failure(kind, message, sql_us)
+    truncated = len(fetched) > req.max_rows
+    kept = fetched[: req.max_rows]
+    columns = tuple(events.Column(name=str(d[0]), type=str(d[1])) for d in description)
+    rows = tuple(tuple(cells.encode_row(row)) for row in kept)
+    return ExecResult(
+        ok=True,
+        error_kind=None,
+        error_message=None,
+        columns=columns,
+        rows=rows,
+        row_count=len(rows),
+        truncated=truncated,
+        sql_us=sql_us,
+    )
+
+
+def _worker_main(conn: Connection, db_path: str, memory_limit: str) -> None:
+    """Entry point of a worker process: open, report ready, serve until EOF."""
+    # Ctrl-C belongs to the harness; it closes the pool, which ends us through EOF.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    import duckdb
+
+    encoder = msgspec.msgpack.Encoder()
+    try:
+        con = _open(db_path, memory_limit)
+    except duckdb.Error as exc:
+        conn.send_bytes(encoder.encode(_Reply(kind="open_failed", message=str(exc))))
+        return
+    watchdog = _Watchdog(os.getppid())
+    watchdog.start()
+    conn.send_bytes(encoder.encode(_Reply(kind="ready")))
+    decoder = msgspec.msgpack.Decoder(_Request)
+    while True:
+        try:
+            raw = conn.recv_bytes()
+        except (EOFError, OSError):
+            break
+        req = decoder.decode(raw)
+        try:
+            reply = _Reply(kind="result", result=_run_query(con, watchdog, req))
+        except Exception:
+            # A bug in the worker, not a model failure: hand the traceback to the parent.
+            reply = _Reply(kind="fault", message=traceback.format_exc())
+        conn.send_bytes(encoder.encode(reply))
+    con.close()
+
+
+# --------------------------------------------------------------------------- parent side
+
+_DECODER = msgspec.msgpack.Decoder(_Reply)
+_ENCODER = msgspec.msgpack.Encoder()
+
+
+class _Worker:
+    """The parent's handle on one worker process."""
+
+    def __init__(self, ctx: Any, db_path: Path, memory_limit: str) -> None:
+        parent_end, child_end = ctx.Pipe(duplex=True)
+        self.process = ctx.Process(
+            target=_worker_main,
+            args=(child_end, str(db_path), memory_limit),
+            name="caseledger-sql-worker",
+            daemon=True,
+        )
+        self.process.start()
+        child_end.close()  # so that our end sees EOF when the child dies
+        self.conn: Connection = parent_end
+        self.ready = False
+        self.db_path = db_path
+
+    def wait_ready(self, timeout_s: float) -> str | None:
+        """Wait for the child to open the database; None when ready, else why not."""
+        try:
+            if not self.conn.poll(timeout_s):
+                return f"worker did not start within {timeout_s:g} s"
+            reply = _DECODER.decode(self.conn.recv_bytes())
+        except (EOFError, OSError):
+            return f"worker died while starting ({self._exit_text()})"
+        if reply.kind == "open_failed":
+            raise SandboxError(
+                f"{self.db_path}: cannot open the bank database read-only: {reply.message}",
+                hint="build the bank first, and make sure no other process has it open for writing",
+            )
+        self.ready = True
+        return None
+
+    def run(self, req: _Request, grace_s: float) -> tuple[ExecResult, bool]:
+        """Send one query and wait for its result; returns (result, worker still usable)."""
+        if not self.ready:
+            why = self.wait_ready(STARTUP_TIMEOUT_S)
+            if why is not None:
+                return _failure("worker_crash", why, 0), False
+        start = time.perf_counter_ns()
+        try:
+            self.conn.send_bytes(_ENCODER.encode(req))
+            if not self.conn.poll(req.timeout_s + grace_s):
+                self.kill()
+                us = (time.perf_counter_ns() - start) // 1000
+                message = (
+                    f"query did not stop within {req.timeout_s:g} s + {grace_s:g} s grace; "
+                    "worker killed"
+                )
+                return _failure("timeout", message, us), False
+            reply = _DECODER.decode(self.conn.recv_bytes())
+        except (EOFError, OSError):
+            us = (time.perf_counter_ns() - start) // 1000
+            message = f"worker process died while running the query ({self._exit_text()})"
+            return _failure("worker_crash", message, us), False
+        if reply.kind == "fault":
+            raise SandboxError(f"the SQL worker failed (a harness bug):\n{reply.message}")
+        assert reply.result is not None
+        return reply.result, True
+
+    def _exit_text(self) -> str:
+        self.process.join(0.5)
+        code = self.process.exitcode
+        if code is None:
+            return "still running"
+        if code < 0:
+            return f"killed by signal {-code}"
+        return f"exit code {code}"
+
+    def kill(self) -> None:
+        """SIGKILL the process and reap it (no zombie left behind)."""
+        if self.process.is_alive():
+            self.process.kill()
+        self.process.join()
+
+    def stop(self) -> None:
+        """Close the pipe (the child exits on EOF); kill it if it lingers."""
+        self.conn.close()
+        self.process.join(2.0)
+        self.kill()
+        self.process.close()
+
+
+class WorkerPool:
+    """Persistent sandboxed workers over one bank database.
+
+    ``execute`` may be called from several threads; each call takes an idle
+    worker (waiting for one), and a worker that timed out hard or crashed is
+    replaced.  Use as a context manager, or call :meth:`close`: no worker
+    process outlives the pool.
+
+    Raises:
+        SandboxError: the database is missing or cannot be opened read-only.
+    """
+
+    def __init__(
+        self,
+        db_path: Path,
+        *,
+        size: int = 1,
+        timeout_s: float = 5.0,
+        memory_limit: str = "512MB",
+    ) -> None:
+        if size < 1:
+            raise ValueError(f"pool size must be at least 1, got {size}")
+        db_path = Path(db_path)
+        if not db_path.is_file():
+            raise SandboxError(
+                f"{db_path}: bank database not found", hint="build the bank before running it"
+            )
+        self._db_path = db_path
+        self._timeout_s = timeout_s
+        self._memory_limit = memory_limit
+        self._ctx = multiprocessing.get_context("spawn")
+        self._lock = threading.Lock()
+        self._all: list[_Worker] = []
+        self._idle: queue.Queue[_Worker] = queue.Queue()
+        self._closed = False
+        try:
+            for _ in range(size):
+                self._all.append(_Worker(self._ctx, db_path, memory_limit))
+            for worker in self._all:
+                why = worker.wait_ready(STARTUP_TIMEOUT_S)
+                if why is not None:
+                    raise SandboxError(f"{db_path}: SQL worker failed to start: {why}")
+                self._idle.put(worker)
+        except BaseException:
+            self.close()
+            raise
+
+    def __enter__(self) -> WorkerPool:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def pids(self) -> tuple[int, ...]:
+        """Process ids of the current workers (for monitoring and tests)."""
+        with self._lock:
+            return tuple(w.process.pid for w in self._all if w.process.pid is not None)
+
+    def execute(self, sql: str, *, max_rows: int) -> ExecResult:
+        """Run one query in a worker and return its result or classified failure.
+
+        Fetches at most ``max_rows + 1`` rows; ``truncated`` is True when more
+        than ``max_rows`` existed.  Never retries.
+        """
+        if max_rows < 0:
+            raise ValueError(f"max_rows must be >= 0, got {max_rows}")
+        worker = self._take()
+        usable = False
+        try:
+            result, usable = worker.run(_Request(sql, max_rows, self._timeout_s), KILL_GRACE_S)
+        finally:
+            self._give_back(worker, usable)
+        return result
+
+    def _take(self) -> _Worker:
+        while True:
+            if self._closed:
+                raise SandboxError("the SQL worker pool is closed")
+            try:
+                return self._idle.get(timeout=0.5)
+            except queue.Empty:
+                continue
+
+    def _give_back(self, worker: _Worker, usable: bool) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            if not usable:
+                worker.stop()
+                self._all.remove(worker)
+                worker = _Worker(self._ctx, self._db_path, self._memory_limit)
+                self._all.append(worker)
+            self._idle.put(worker)
+
+    def close(self) -> None:
+        """Stop every worker and reap it. Safe to call twice."""
+        with self._lock:
+            self._closed = True
+            workers, self._all = self._all, []
+        for worker in workers:
+            worker.stop()
+
+
+def execute_once(
+    db_path: Path,
+    sql: str,
+    *,
+    max_rows: int,
+    timeout_s: float = 5.0,
+    memory_limit: str = "512MB",
+) -> ExecResult:
+    """Run one query in a freshly spawned worker that is gone when this returns."""
+    with WorkerPool(db_path, size=1, timeout_s=timeout_s, memory_limit=memory_limit) as pool:
+        return pool.execute(sql, max_rows=max_rows)
