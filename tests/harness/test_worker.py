@@ -1,0 +1,472 @@
+"""The sandboxed SQL worker: typed results, truncation, hostile SQL, limits, crashes, cleanup."""
+
+from __future__ import annotations
+
+import hashlib
+import multiprocessing
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import duckdb
+import msgspec
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from ledger import codec, events
+from ledger.errors import SandboxError
+from ledger.harness.worker import KILL_GRACE_S, ExecResult, WorkerPool, execute_once
+
+REPO = Path(__file__).resolve().parents[2]
+
+# ---------------------------------------------------------------- fixtures and helpers
+
+
+def _build_bank(path: Path) -> None:
+    """A tiny bank with the types the encoding must keep (built by hand, values known)."""
+    con = duckdb.connect(str(path))
+    con.execute("SET TimeZone='UTC'")
+    con.execute(
+        """
+        CREATE TABLE customer (id INTEGER PRIMARY KEY, name VARCHAR, city VARCHAR);
+        INSERT INTO customer VALUES (1, 'Ana', 'Porto'), (2, 'Ben', NULL), (3, 'Chloé', 'Lyon');
+        CREATE TABLE account (
+            id INTEGER, customer_id INTEGER, balance DECIMAL(12,2),
+            opened DATE, updated TIMESTAMP, settled TIMESTAMPTZ
+        );
+        INSERT INTO account VALUES
+            (10, 1, 12.40, DATE '2026-09-30', TIMESTAMP '2026-09-30 16:00:00',
+             TIMESTAMPTZ '2026-09-30 18:00:00+02:00'),
+            (11, 1, -3.05, DATE '2026-01-02', TIMESTAMP '2026-01-02 00:00:00.5',
+             TIMESTAMPTZ '2026-01-02 00:30:00-01:00'),
+            (12, 3, NULL, NULL, NULL, NULL);
+        """
+    )
+    con.close()
+
+
+@pytest.fixture(scope="module")
+def bank_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("bank") / "bank.duckdb"
+    _build_bank(path)
+    return path
+
+
+@pytest.fixture(scope="module")
+def pool(bank_db: Path) -> Iterator[WorkerPool]:
+    with WorkerPool(bank_db) as p:
+        yield p
+
+
+def _alive(pid: int) -> bool:
+    """True when /proc shows the process and it is not a zombie."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+    state = stat.rsplit(")", 1)[1].split()[0]
+    return state not in ("Z", "X")
+
+
+def _worker_children() -> set[int]:
+    """Live children of this process that are SQL workers (not multiprocessing's tracker)."""
+    found = set()
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            cmdline = (entry / "cmdline").read_bytes()
+        except OSError:
+            continue
+        fields = stat.rsplit(")", 1)[1].split()
+        mine = int(fields[1]) == os.getpid() and fields[0] not in ("Z", "X")
+        if mine and b"resource_tracker" not in cmdline:
+            found.add(int(entry.name))
+    return found
+
+
+def _wait_gone(pid: int, within_s: float) -> bool:
+    end = time.monotonic() + within_s
+    while time.monotonic() < end:
+        if not _alive(pid):
+            return True
+        time.sleep(0.05)
+    return not _alive(pid)
+
+
+def _timed(pool: WorkerPool, sql: str, max_rows: int = 10) -> tuple[ExecResult, float]:
+    start = time.monotonic()
+    result = pool.execute(sql, max_rows=max_rows)
+    return result, time.monotonic() - start
+
+
+def _assert_still_serves(pool: WorkerPool) -> None:
+    result = pool.execute("SELECT count(*) AS n FROM customer", max_rows=5)
+    assert result.ok, result.error_message
+    assert result.rows == ((3,),)
+
+
+# ---------------------------------------------------------------- results
+
+
+def test_typed_cells_keep_types(pool: WorkerPool) -> None:
+    result = pool.execute(
+        "SELECT balance, opened, updated, settled FROM account ORDER BY id", max_rows=10
+    )
+    assert result.ok
+    assert result.columns == (
+        events.Column(name="balance", type="DECIMAL(12,2)"),
+        events.Column(name="opened", type="DATE"),
+        events.Column(name="updated", type="TIMESTAMP"),
+        events.Column(name="settled", type="TIMESTAMP WITH TIME ZONE"),
+    )
+    assert result.rows == (
+        ("12.40", "2026-09-30", "2026-09-30T16:00:00.000000", "2026-09-30T16:00:00.000000Z"),
+        ("-3.05", "2026-01-02", "2026-01-02T00:00:00.500000", "2026-01-02T01:30:00.000000Z"),
+        (None, None, None, None),
+    )
+    assert result.row_count == 3
+    assert result.truncated is False
+    assert result.error_kind is None
+    assert result.error_message is None
+
+
+def test_non_finite_doubles_travel_as_strings(pool: WorkerPool) -> None:
+    # DuckDB 1.5.5 divides to inf rather than raising; 0.0/0 is NaN.
+    result = pool.execute(
+        "SELECT 1.0/0 AS pos, -1.0/0 AS neg, 0.0/0 AS nan, 1/0 AS int_div, "
+        "CAST(1.5 AS DECIMAL(3,1)) AS x",
+        max_rows=1,
+    )
+    assert result.ok
+    assert [c.type for c in result.columns] == [
+        "DOUBLE",
+        "DOUBLE",
+        "DOUBLE",
+        "DOUBLE",
+        "DECIMAL(3,1)",
+    ]
+    assert result.rows == (("Infinity", "-Infinity", "NaN", "Infinity", "1.5"),)
+
+
+def test_null_and_unicode_strings(pool: WorkerPool) -> None:
+    result = pool.execute("SELECT name, city FROM customer ORDER BY id", max_rows=10)
+    assert result.rows == (("Ana", "Porto"), ("Ben", None), ("Chloé", "Lyon"))
+    assert [c.type for c in result.columns] == ["VARCHAR", "VARCHAR"]
+
+
+def test_result_maps_onto_sql_executed_event(pool: WorkerPool) -> None:
+    result = pool.execute("SELECT id, balance, settled FROM account ORDER BY id", max_rows=2)
+    event = events.SqlExecuted(
+        stream="run-1",
+        stream_seq=7,
+        stream_prev=None,
+        at="2026-12-02T10:00:00.000000Z",
+        case_id="c1",
+        attempt=1,
+        **msgspec.structs.asdict(result),
+    )
+    body = codec.encode(event)  # refuses floats: the cells must carry none
+    assert codec.decode(body) == event
+
+
+def test_truncation_at_max_rows(pool: WorkerPool) -> None:
+    result = pool.execute("SELECT id FROM customer ORDER BY id", max_rows=2)
+    assert result.rows == ((1,), (2,))
+    assert result.row_count == 2
+    assert result.truncated is True
+    exact = pool.execute("SELECT id FROM customer ORDER BY id", max_rows=3)
+    assert exact.rows == ((1,), (2,), (3,))
+    assert exact.truncated is False
+
+
+def test_truncation_stops_early_on_an_endless_stream(pool: WorkerPool) -> None:
+    # Only max_rows + 1 rows are fetched, so ten billion rows cost nothing.
+    result, took = _timed(pool, "SELECT i FROM range(10000000000) r(i)", max_rows=2)
+    assert result.rows == ((0,), (1,))
+    assert result.truncated is True
+    assert took < 2.0
+
+
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(n=st.integers(min_value=0, max_value=40), max_rows=st.integers(min_value=0, max_value=40))
+def test_truncation_property(pool: WorkerPool, n: int, max_rows: int) -> None:
+    result = pool.execute(f"SELECT i FROM range({n}) r(i) ORDER BY i", max_rows=max_rows)
+    kept = min(n, max_rows)
+    assert result.row_count == kept
+    assert result.rows == tuple((i,) for i in range(kept))
+    assert result.truncated is (n > max_rows)
+
+
+def test_sql_error_is_data(pool: WorkerPool) -> None:
+    result = pool.execute("SELECT no_such_column FROM customer", max_rows=5)
+    assert result.ok is False
+    assert result.error_kind == "sql_runtime"
+    assert "no_such_column" in (result.error_message or "")
+    assert result.rows == ()
+    assert result.columns == ()
+
+
+def test_temp_objects_do_not_leak_between_queries(pool: WorkerPool) -> None:
+    made = pool.execute("CREATE TEMP TABLE scratch AS SELECT 1 AS a", max_rows=5)
+    assert made.ok  # temp tables live in memory only, in this query's own cursor
+    later = pool.execute("SELECT * FROM scratch", max_rows=5)
+    assert later.error_kind == "sql_runtime"
+    assert "scratch" in (later.error_message or "")
+
+
+def test_negative_max_rows_is_a_caller_bug(pool: WorkerPool) -> None:
+    with pytest.raises(ValueError, match="max_rows"):
+        pool.execute("SELECT 1", max_rows=-1)
+
+
+def test_concurrent_callers_share_a_pool(bank_db: Path) -> None:
+    results: list[ExecResult] = []
+    with WorkerPool(bank_db, size=2) as two:
+
+        def work() -> None:
+            for _ in range(5):
+                results.append(two.execute("SELECT sum(id) FROM customer", max_rows=1))
+
+        threads = [threading.Thread(target=work) for _ in range(3)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    assert len(results) == 15
+    assert all(r.rows == ((6,),) for r in results)
+
+
+# ---------------------------------------------------------------- defence in depth (no guard)
+
+HOSTILE = [
+    ("read_csv", "SELECT * FROM read_csv('/etc/passwd')", "disabled by configuration"),
+    ("read_csv_auto", "SELECT * FROM read_csv_auto('/etc/passwd')", "disabled by configuration"),
+    ("path_in_from", "FROM '/etc/passwd'", "/etc/passwd"),
+    ("select_path", "SELECT * FROM '/etc/passwd'", "/etc/passwd"),
+    ("read_text", "SELECT content FROM read_text('/etc/passwd')", "disabled by configuration"),
+    ("read_blob", "SELECT content FROM read_blob('/etc/passwd')", "disabled by configuration"),
+    ("glob", "SELECT * FROM glob('/etc/*')", "disabled by configuration"),
+    ("insert", "INSERT INTO customer VALUES (9, 'Eve', 'Nowhere')", "read-only"),
+    ("update", "UPDATE account SET balance = 0", "read-only"),
+    ("delete", "DELETE FROM customer", "read-only"),
+    ("create", "CREATE TABLE stolen AS SELECT * FROM customer", "read-only"),
+    ("drop", "DROP TABLE customer", "read-only"),
+    ("copy_to", "COPY customer TO '{out}/leak.csv'", "disabled by configuration"),
+    ("export", "EXPORT DATABASE '{out}/dump'", "disabled by configuration"),
+    ("attach_file", "ATTACH '{out}/other.duckdb' AS other", "disabled by configuration"),
+    ("attach_memory", "ATTACH ':memory:' AS scratch", "read-only"),
+    ("install", "INSTALL httpfs", "disabled by configuration"),
+    ("load", "LOAD httpfs", "disabled through configuration"),
+    ("set_memory", "SET memory_limit='64GB'", "configuration has been locked"),
+    ("set_access", "SET enable_external_access=true", "configuration has been locked"),
+    ("unlock", "SET lock_configuration=false", "configuration has been locked"),
+    ("reset", "RESET threads", "configuration has been locked"),
+    ("pragma", "PRAGMA threads=8", "configuration has been locked"),
+    ("stacked", "SELECT 1; INSERT INTO customer VALUES (9, 'Eve', NULL)", "read-only"),
+]
+
+
+@pytest.mark.parametrize(("sql", "fragment"), [h[1:] for h in HOSTILE], ids=[h[0] for h in HOSTILE])
+def test_hostile_sql_ends_as_error(
+    pool: WorkerPool, bank_db: Path, tmp_path: Path, sql: str, fragment: str
+) -> None:
+    before = hashlib.sha256(bank_db.read_bytes()).hexdigest()
+    result = pool.execute(sql.format(out=tmp_path), max_rows=100)
+    assert result.ok is False
+    assert result.error_kind == "sql_runtime"
+    assert fragment in (result.error_message or "")
+    assert result.rows == ()
+    assert "root:" not in (result.error_message or "")
+    assert list(tmp_path.iterdir()) == []  # nothing written, nothing created
+    assert hashlib.sha256(bank_db.read_bytes()).hexdigest() == before
+
+
+def test_settings_really_are_in_force(pool: WorkerPool) -> None:
+    result = pool.execute(
+        "SELECT current_setting('access_mode'), current_setting('enable_external_access'), "
+        "current_setting('threads'), current_setting('memory_limit'), "
+        "current_setting('TimeZone'), current_setting('lock_configuration'), "
+        "current_setting('autoload_known_extensions'), current_setting('temp_directory')",
+        max_rows=1,
+    )
+    # DuckDB reports 512MB as 488.2 MiB (512 * 10^6 bytes) and UTC by its canonical name.
+    assert result.rows == (("read_only", False, 1, "488.2 MiB", "Etc/UTC", True, False, ""),)
+
+
+# ---------------------------------------------------------------- runaway queries
+
+
+@pytest.mark.slow
+def test_memory_hog_ends_as_memory_not_timeout(pool: WorkerPool) -> None:
+    # ~20M rows x 100-byte strings must all be sorted in memory (no LIMIT, so no top-N):
+    # far beyond 512 MB, and with no temp directory there is nowhere to spill.
+    sql = (
+        "SELECT i, repeat('x', 100) || i::VARCHAR AS s FROM range(20000000) r(i) "
+        "ORDER BY s DESC, i DESC"
+    )
+    result, took = _timed(pool, sql)
+    assert result.error_kind == "memory", result.error_message
+    assert "Out of Memory" in (result.error_message or "")
+    assert took < 5.0  # it hit the limit, not the clock
+    _assert_still_serves(pool)
+
+
+@pytest.mark.slow
+def test_list_aggregate_of_a_big_range_ends_as_memory(pool: WorkerPool) -> None:
+    result, took = _timed(pool, "SELECT list(i) FROM range(200000000) r(i)")
+    assert result.error_kind == "memory", result.error_message
+    assert took < 5.0
+    _assert_still_serves(pool)
+
+
+RUNAWAY = [
+    ("cross_join_bomb", "SELECT count(*) FROM range(100000) a, range(100000) b, range(100000) c"),
+    (
+        "endless_recursive_cte",
+        "WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r) SELECT count(*) FROM r",
+    ),
+]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sql", [r[1] for r in RUNAWAY], ids=[r[0] for r in RUNAWAY])
+def test_runaway_query_ends_as_timeout(pool: WorkerPool, sql: str) -> None:
+    pids = pool.pids()
+    result, took = _timed(pool, sql)
+    assert result.error_kind == "timeout", result.error_message
+    assert 5.0 <= took <= 5.0 + KILL_GRACE_S + 1.0
+    assert result.sql_us >= 5_000_000
+    _assert_still_serves(pool)
+    assert pool.pids() == pids  # interrupted in place: no respawn needed
+    assert _worker_children() >= set(pids)
+
+
+def test_worker_that_ignores_the_interrupt_is_killed(bank_db: Path) -> None:
+    with WorkerPool(bank_db, timeout_s=1.0) as p:
+        (pid,) = p.pids()
+        box: list[tuple[ExecResult, float]] = []
+        runner = threading.Thread(
+            target=lambda: box.append(
+                _timed(p, "SELECT count(*) FROM range(100000) a, range(100000) b")
+            )
+        )
+        runner.start()
+        time.sleep(0.3)
+        os.kill(pid, signal.SIGSTOP)  # a frozen worker cannot honour the interrupt
+        runner.join(10)
+        ((result, took),) = box
+        assert result.error_kind == "timeout"
+        assert "killed" in (result.error_message or "")
+        assert took <= 1.0 + KILL_GRACE_S + 1.0
+        assert _wait_gone(pid, 2.0)
+        _assert_still_serves(p)
+        assert p.pids() != (pid,)
+
+
+def test_worker_killed_from_outside_is_a_crash(bank_db: Path) -> None:
+    with WorkerPool(bank_db) as p:
+        (pid,) = p.pids()
+        box: list[ExecResult] = []
+        runner = threading.Thread(
+            target=lambda: box.append(
+                p.execute("SELECT count(*) FROM range(100000) a, range(100000) b", max_rows=1)
+            )
+        )
+        runner.start()
+        time.sleep(0.5)
+        os.kill(pid, signal.SIGKILL)
+        runner.join(10)
+        (result,) = box
+        assert result.ok is False
+        assert result.error_kind == "worker_crash"
+        assert "signal 9" in (result.error_message or "")
+        assert not _alive(pid)
+        _assert_still_serves(p)
+        (new_pid,) = p.pids()
+        assert new_pid != pid
+
+
+# ---------------------------------------------------------------- nothing left behind
+
+
+def test_no_worker_outlives_its_pool(bank_db: Path) -> None:
+    with WorkerPool(bank_db, size=2) as p:
+        pids = p.pids()
+        assert len(pids) == 2
+        assert all(_alive(pid) for pid in pids)
+        assert set(pids) <= _worker_children()
+        _assert_still_serves(p)
+    assert not any(_alive(pid) for pid in pids)
+    assert not set(pids) & _worker_children()
+    assert not {c.pid for c in multiprocessing.active_children()} & set(pids)
+    with pytest.raises(SandboxError, match="closed"):
+        p.execute("SELECT 1", max_rows=1)
+
+
+def test_execute_once_leaves_nothing(bank_db: Path) -> None:
+    before = _worker_children()
+    result = execute_once(bank_db, "SELECT name FROM customer WHERE id = 3", max_rows=1)
+    assert result.rows == (("Chloé",),)
+    assert _worker_children() <= before
+
+
+_ORPHAN_SCRIPT = """
+import os, signal, sys, threading, time
+from pathlib import Path
+from ledger.harness.worker import WorkerPool
+
+if __name__ == "__main__":
+    pool = WorkerPool(Path(sys.argv[1]))
+    print(pool.pids()[0], flush=True)
+    if sys.argv[2] == "busy":
+        sql = "SELECT count(*) FROM range(100000) a, range(100000) b, range(100000) c"
+        threading.Thread(target=pool.execute, args=(sql,), kwargs={"max_rows": 1}).start()
+        time.sleep(0.5)
+    os.kill(os.getpid(), signal.SIGKILL)  # no close(), no atexit: the harness just dies
+"""
+
+
+@pytest.mark.parametrize("state", ["idle", "busy"])
+def test_worker_exits_when_its_parent_dies(bank_db: Path, tmp_path: Path, state: str) -> None:
+    script = tmp_path / "orphan.py"
+    script.write_text(_ORPHAN_SCRIPT)
+    proc = subprocess.run(
+        [sys.executable, str(script), str(bank_db), state],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=REPO,
+        check=False,
+    )
+    assert proc.returncode == -signal.SIGKILL
+    worker_pid = int(proc.stdout.split()[0])
+    # Idle: EOF on the pipe. Busy: the watchdog notices the new parent (well before 5 s).
+    assert _wait_gone(worker_pid, 3.0)
+
+
+# ---------------------------------------------------------------- harness faults
+
+
+def test_missing_database_is_a_sandbox_error(tmp_path: Path) -> None:
+    with pytest.raises(SandboxError, match="not found"):
+        WorkerPool(tmp_path / "absent.duckdb")
+
+
+def test_unreadable_database_is_a_sandbox_error(tmp_path: Path) -> None:
+    junk = tmp_path / "junk.duckdb"
+    junk.write_bytes(b"this is not a duckdb file" * 1000)
+    before = _worker_children()
+    with pytest.raises(SandboxError, match="cannot open the bank database read-only") as info:
+        WorkerPool(junk)
+    assert info.value.hint
+    assert _worker_children() <= before
