@@ -1,0 +1,290 @@
+"""Cell normalisation and column alignment for the comparator (DESIGN.md fine print).
+
+Normalised cells, by the type class of ``cells.type_class``:
+
+- numeric: an ``int`` cell stays an ``int``; a decimal string, a float's
+  shortest digits or a big integer's string becomes ``Decimal(cell)``.
+  Python compares and hashes ``int`` and ``Decimal`` by value, so 12, "12.0"
+  and "12.00" are one value, and 12.4 is not 12.
+- string: NFC, never trimmed.
+- timestamp: the trailing ``Z`` of an aware (UTC) cell is dropped, so a naive
+  TIMESTAMP (read as UTC) equals the same instant as TIMESTAMPTZ.
+- other classes (date, time, boolean, interval, blob, ``other:<TYPE>``): the
+  cell as encoded; lists and maps become tuples so they can be hashed.
+- NULL stays ``None`` and only equals ``None``.
+
+Cells of two columns in different type classes never compare equal (a DATE
+never equals a string; a BOOLEAN never equals 1): the actual side is wrapped
+in a marker tuple. Only NULL still equals NULL there.
+
+Alignment: names (casefolded, NFC, quote characters removed) as a multiset ->
+exact fingerprint (type class + multiset of normalised cells) -> a bipartite
+graph whose edge (gold i, actual j) needs the same type class and the same
+values as a multiset, compared within the tolerance when column i takes one
+(the values sorted, paired in order). Exactly one bijection or perfect
+matching wins; several -> ``ambiguous``; none -> ``none``.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from collections import Counter
+from collections.abc import Sequence
+from decimal import (
+    MAX_EMAX,
+    MIN_EMIN,
+    Context,
+    Decimal,
+    DivisionByZero,
+    Inexact,
+    InvalidOperation,
+    Overflow,
+    localcontext,
+)
+from functools import cached_property
+from typing import Any
+
+from ledger.events import Column
+from ledger.harness import cells
+from ledger.harness.matching import unique_perfect_matching
+
+__all__ = [
+    "EXACT",
+    "ColumnInfo",
+    "align",
+    "column_info",
+    "is_tolerance_pair",
+    "normalise_name",
+    "normalise_pair",
+    "within",
+]
+
+# Tolerance arithmetic is exact: a precision wide enough for any double or
+# DECIMAL(38) difference, and a trap on Inexact so a rounding can never pass silently.
+EXACT = Context(
+    prec=5000,
+    Emax=MAX_EMAX,
+    Emin=MIN_EMIN,
+    traps=[InvalidOperation, DivisionByZero, Overflow, Inexact],
+)
+_QUOTES = str.maketrans("", "", "\"'`")
+_MISMATCH = "\x00type-class-mismatch"
+_NON_FINITE_MARK = "\x00non-finite"
+_FLOAT_NAMES = ("DOUBLE", "FLOAT", "REAL")
+
+
+def normalise_name(name: str) -> str:
+    """A column name as compared: NFC, quote characters removed, casefolded.
+
+    >>> normalise_name('"Total Revenue"'), normalise_name("STRASSE") == normalise_name("straße")
+    ('total revenue', True)
+    """
+    return unicodedata.normalize("NFC", name).translate(_QUOTES).casefold()
+
+
+def _freeze(value: Any) -> Any:
+    if isinstance(value, list | tuple):
+        return tuple(_freeze(v) for v in value)
+    if isinstance(value, dict):
+        return tuple(sorted((k, _freeze(v)) for k, v in value.items()))
+    return value
+
+
+def _has_non_finite(value: Any) -> bool:
+    if isinstance(value, str):
+        return value in cells.NON_FINITE
+    if isinstance(value, list | tuple):
+        return any(_has_non_finite(v) for v in value)
+    if isinstance(value, dict):
+        return any(_has_non_finite(v) for v in value.values())
+    return False
+
+
+class ColumnInfo:
+    """One column of a result: its normalised name, type class and cells (raw and normalised)."""
+
+    def __init__(self, column: Column, values: tuple[Any, ...]) -> None:
+        self.column = column
+        self.values = values
+        self.name = normalise_name(column.name)
+        self.cls = cells.type_class(column.type)
+        self.is_int = cells.is_integer_type(column.type)
+        self.type = column.type.strip().upper()
+        if self.cls == "numeric":
+            self.non_finite = not cells.NON_FINITE.isdisjoint(values)
+        elif self.cls.startswith("other:") and any(f in self.type for f in _FLOAT_NAMES):
+            self.non_finite = any(_has_non_finite(v) for v in values)
+        else:
+            self.non_finite = False
+
+    @cached_property
+    def normalised(self) -> list[Any]:
+        """Every cell normalised by this column's type class (module doc)."""
+        vals = self.values
+        if self.cls == "numeric":
+            return [_number(v) for v in vals]
+        if self.cls == "string":
+            if all(map(str.isascii, filter(None, vals))):
+                return list(vals)
+            return [v if v is None else unicodedata.normalize("NFC", v) for v in vals]
+        if self.cls == "timestamp":
+            return [v[:-1] if isinstance(v, str) and v.endswith("Z") else v for v in vals]
+        if self.cls.startswith("other:"):
+            return [_freeze(v) for v in vals]
+        return list(vals)
+
+    @cached_property
+    def canonical_raw(self) -> bool:
+        """True when the encoded cells are already canonical within this exact type.
+
+        Then two columns of the same type compare cell by cell without any
+        conversion (the 1,000,000-row fast path).
+        """
+        vals = self.values
+        if self.cls == "numeric":
+            if self.is_int:
+                return True  # ints, or decimal strings only beyond 2**53: one spelling per value
+            if self.type in ("FLOAT", "DOUBLE", "REAL", "FLOAT4", "FLOAT8"):
+                return vals.count("-0.0") == 0  # -0.0 == 0.0 by value, not by spelling
+            return True  # DECIMAL(p,s): str() keeps the scale, one spelling per value
+        if self.cls == "string":
+            return all(map(str.isascii, filter(None, vals)))
+        if self.cls.startswith("other:"):
+            return not any(isinstance(v, list | dict) for v in vals)
+        return True
+
+    @cached_property
+    def fingerprint(self) -> tuple[str, frozenset[tuple[Any, int]]]:
+        """Type class plus the multiset of normalised cells."""
+        return self.cls, frozenset(Counter(self.normalised).items())
+
+    @cached_property
+    def sorted_numbers(self) -> tuple[int, list[Any]]:
+        """NULL count and the sorted non-NULL numbers (numeric columns only)."""
+        nums = [v for v in self.normalised if v is not None]
+        return len(self.normalised) - len(nums), sorted(nums)
+
+
+def column_info(column: Column, values: tuple[Any, ...]) -> ColumnInfo:
+    """Wrap one column (its spec and its cells) for alignment and normalisation."""
+    return ColumnInfo(column, values)
+
+
+def _number(v: Any) -> Any:
+    if v is None or type(v) is int:
+        return v
+    if isinstance(v, str):
+        if v in cells.NON_FINITE:
+            return (_NON_FINITE_MARK, v)  # never equal to any number (the result is rejected)
+        return Decimal(v)
+    if isinstance(v, float):
+        return Decimal(repr(v))
+    return Decimal(v)
+
+
+def normalise_pair(gold: ColumnInfo, actual: ColumnInfo) -> tuple[list[Any], list[Any]] | None:
+    """Comparable cells of an aligned column pair, or None when the raw cells already are."""
+    if gold.cls != actual.cls:
+        wrapped = [v if v is None else (_MISMATCH, v) for v in actual.normalised]
+        return gold.normalised, wrapped
+    if (gold.type == actual.type or (gold.is_int and actual.is_int) or gold.cls not in _TYPED) and (
+        gold.canonical_raw and actual.canonical_raw
+    ):
+        return None
+    return gold.normalised, actual.normalised
+
+
+# Classes whose encoded spelling depends on the exact type (numeric scale, naive vs aware).
+_TYPED = frozenset({"numeric", "timestamp"})
+
+
+def is_tolerance_pair(
+    gold: ColumnInfo, actual: ColumnInfo, abs_tol: Decimal, rel_tol: Decimal
+) -> bool:
+    """True when this aligned pair compares within the case's tolerance.
+
+    Only non-integer numeric gold columns facing a numeric column, and only
+    when the case has a nonzero tolerance; integer gold columns are exact.
+    """
+    return (
+        gold.cls == "numeric"
+        and actual.cls == "numeric"
+        and not gold.is_int
+        and (abs_tol > 0 or rel_tol > 0)
+    )
+
+
+def within(e: Any, a: Any, abs_tol: Decimal, rel_tol: Decimal) -> bool:
+    """|e - a| <= max(abs_tol, rel_tol * max(|e|, |a|)), inclusive; call under ``EXACT``.
+
+    >>> from decimal import localcontext
+    >>> with localcontext(EXACT):
+    ...     within(Decimal("100.00"), Decimal("100.01"), Decimal("0.01"), Decimal(0))
+    True
+    """
+    if e is None or a is None:
+        return e is None and a is None
+    d = abs(e - a)
+    return d <= abs_tol or d <= rel_tol * max(abs(e), abs(a))
+
+
+def _values_within(
+    gold: ColumnInfo, actual: ColumnInfo, abs_tol: Decimal, rel_tol: Decimal
+) -> bool:
+    g_nulls, g_nums = gold.sorted_numbers
+    a_nulls, a_nums = actual.sorted_numbers
+    if g_nulls != a_nulls or len(g_nums) != len(a_nums):
+        return False
+    with localcontext(EXACT):
+        return all(within(e, a, abs_tol, rel_tol) for e, a in zip(g_nums, a_nums, strict=True))
+
+
+def align(
+    gold: Sequence[ColumnInfo],
+    actual: Sequence[ColumnInfo],
+    abs_tol: Decimal,
+    rel_tol: Decimal,
+) -> tuple[str, list[int] | None]:
+    """The alignment kind and the actual column index for each gold column (or None)."""
+    k = len(gold)
+    if k != len(actual):
+        return "count_mismatch", None
+    if Counter(g.name for g in gold) == Counter(a.name for a in actual):
+        # Equal names pair up in their order of appearance (only duplicates need the order).
+        slots: dict[str, list[int]] = {}
+        for j, a in enumerate(actual):
+            slots.setdefault(a.name, []).append(j)
+        return "names", [slots[g.name].pop(0) for g in gold]
+    gfp = [g.fingerprint for g in gold]
+    afp = [a.fingerprint for a in actual]
+    if Counter(gfp) == Counter(afp):
+        if len(set(gfp)) < k:
+            # Interchangeable columns: every bijection among them is valid. The bipartite
+            # step would find the same several matchings (its edges include these).
+            return "ambiguous", None
+        where = {fp: j for j, fp in enumerate(afp)}
+        return "fingerprint", [where[fp] for fp in gfp]
+    by_fp: dict[Any, list[int]] = {}
+    for j, fp in enumerate(afp):
+        by_fp.setdefault(fp, []).append(j)
+    adj: list[list[int]] = []
+    for g in gold:
+        if any(is_tolerance_pair(g, a, abs_tol, rel_tol) for a in actual):
+            adj.append(
+                [
+                    j
+                    for j, a in enumerate(actual)
+                    if g.cls == a.cls
+                    and (
+                        _values_within(g, a, abs_tol, rel_tol)
+                        if is_tolerance_pair(g, a, abs_tol, rel_tol)
+                        else g.fingerprint == a.fingerprint
+                    )
+                ]
+            )
+        else:
+            adj.append(list(by_fp.get(g.fingerprint, [])))
+    verdict, match = unique_perfect_matching(adj, k)
+    if verdict == "unique":
+        return "bipartite", match
+    return ("ambiguous" if verdict == "several" else "none"), None

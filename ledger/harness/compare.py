@@ -1,0 +1,360 @@
+"""Compare a model's typed result with the frozen gold result: columns, rows, order.
+
+Pure: both sides arrive as ``events.Column`` pairs plus rows of cells encoded
+by ``ledger.harness.cells`` (never raw DuckDB values), so a rescore from
+recorded events sees exactly what the live comparison saw.
+
+Steps (DESIGN.md "Comparison" and "Fine print"):
+
+1. Non-finite scan. A ``NaN`` / ``Infinity`` / ``-Infinity`` cell in a
+   numeric column (or inside a list of floats) of the *actual* result marks
+   it ``non_finite``: no row can match and order fails, on every path. Gold
+   may never contain one (publishing refuses it); here it is a ``ValueError``.
+2. Column alignment (:mod:`ledger.harness.align`): names -> exact
+   fingerprint -> type- and tolerance-constrained bipartite graph.
+3. Rows as multisets. With no tolerance column the rows become tuples of
+   normalised cells and two ``Counter`` objects are intersected. Otherwise
+   rows are partitioned by their exactly-compared cells, and inside a
+   partition a row-equality bipartite graph (candidates found by bisecting
+   the sorted first tolerance column) goes to Hopcroft-Karp.
+4. Precision, recall, F1 and order.
+
+Ratios in :class:`Comparison` are Decimals rounded half-up to 10 places (what
+the event shows); the scorer recomputes them exactly from ``matched``,
+``expected_rows`` and ``actual_rows`` with :class:`fractions.Fraction`.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from decimal import Decimal, localcontext
+from fractions import Fraction
+from typing import Any
+
+from ledger.events import Column
+from ledger.harness.align import (
+    EXACT,
+    ColumnInfo,
+    align,
+    column_info,
+    is_tolerance_pair,
+    normalise_pair,
+    within,
+)
+from ledger.harness.matching import max_matching
+
+__all__ = ["RATIO_PLACES", "Comparison", "compare", "f1_fraction"]
+
+RATIO_PLACES = Decimal("1e-10")
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """The verdict of one comparison (the comparison fields of ScoreComputed)."""
+
+    alignment: str  # names | fingerprint | bipartite | ambiguous | none | count_mismatch
+    column_mapping: tuple[int, ...] | None  # actual column index per gold column
+    column_count_ok: bool
+    column_names_ok: bool
+    matched: int
+    expected_rows: int
+    actual_rows: int
+    precision: Decimal
+    recall: Decimal
+    f1: Decimal
+    order_ok: bool
+    non_finite: bool
+
+    @property
+    def f1_exact(self) -> Fraction:
+        """F1 as an exact fraction (what the score uses)."""
+        return f1_fraction(self.matched, self.expected_rows, self.actual_rows, self.mapped)
+
+    @property
+    def mapped(self) -> bool:
+        """True when the columns were aligned (rows could be compared at all)."""
+        return self.column_mapping is not None and not self.non_finite
+
+
+def f1_fraction(matched: int, expected: int, actual: int, mapped: bool = True) -> Fraction:
+    """Exact F1 = 2PR/(P+R) = 2m/(e+a); both sides empty -> 1, one side empty -> 0.
+
+    >>> f1_fraction(2, 3, 3), f1_fraction(0, 0, 0), f1_fraction(0, 0, 2)
+    (Fraction(2, 3), Fraction(1, 1), Fraction(0, 1))
+    >>> f1_fraction(0, 0, 0, mapped=False)
+    Fraction(0, 1)
+    """
+    if not mapped:
+        return Fraction(0)
+    if expected == 0 and actual == 0:
+        return Fraction(1)
+    return Fraction(2 * matched, expected + actual)
+
+
+def _ratio(num: int, den: int, both_empty: bool, mapped: bool) -> Decimal:
+    """num/den rounded half-up to 10 places; 1 when both sides are empty; 0 when unmapped."""
+    if not mapped:
+        value = Fraction(0)
+    elif both_empty:
+        value = Fraction(1)
+    else:
+        value = Fraction(num, den) if den else Fraction(0)
+    return _to_decimal(value)
+
+
+def _to_decimal(value: Fraction) -> Decimal:
+    with localcontext(prec=60):
+        return (Decimal(value.numerator) / Decimal(value.denominator)).quantize(
+            RATIO_PLACES, rounding="ROUND_HALF_UP"
+        )
+
+
+def compare(
+    gold_columns: Sequence[Column],
+    gold_rows: Sequence[Sequence[Any]],
+    actual_columns: Sequence[Column],
+    actual_rows: Sequence[Sequence[Any]],
+    *,
+    abs_tolerance: Decimal,
+    rel_tolerance: Decimal,
+    order_significant: bool,
+) -> Comparison:
+    """Compare an actual result with gold under a case's tolerances and order contract.
+
+    Raises:
+        ValueError: malformed input (a row of the wrong width, a non-finite gold
+            cell, a negative tolerance). The scorer turns it into a ScoringError.
+
+    Example:
+        >>> g = (Column(name="k", type="VARCHAR"),)
+        >>> c = compare(g, [("A",), ("A",), ("B",)], g, [("A",), ("B",), ("B",)],
+        ...             abs_tolerance=Decimal(0), rel_tolerance=Decimal(0),
+        ...             order_significant=False)
+        >>> c.matched, c.precision, c.f1, c.order_ok
+        (2, Decimal('0.6666666667'), Decimal('0.6666666667'), False)
+    """
+    if abs_tolerance < 0 or rel_tolerance < 0:
+        raise ValueError(f"tolerances must be >= 0, got abs {abs_tolerance}, rel {rel_tolerance}")
+    gold_rows = _as_tuples(gold_rows, len(gold_columns), "gold")
+    actual_rows = _as_tuples(actual_rows, len(actual_columns), "actual")
+    n_gold, n_actual = len(gold_rows), len(actual_rows)
+    gold_cols = _columns_of(gold_rows, len(gold_columns))
+    actual_cols = _columns_of(actual_rows, len(actual_columns))
+    gold_info = [column_info(c, v) for c, v in zip(gold_columns, gold_cols, strict=True)]
+    actual_info = [column_info(c, v) for c, v in zip(actual_columns, actual_cols, strict=True)]
+    bad = [i.column.name for i in gold_info if i.non_finite]
+    if bad:
+        raise ValueError(f"gold result has a non-finite cell in column(s) {bad}")
+    non_finite = any(i.non_finite for i in actual_info)
+    count_ok = len(gold_columns) == len(actual_columns)
+    names_ok = count_ok and [i.name for i in gold_info] == [i.name for i in actual_info]
+
+    alignment, mapping = align(gold_info, actual_info, abs_tolerance, rel_tolerance)
+    matched, order_ok = 0, False
+    if mapping is not None and not non_finite:
+        matched, order_ok = _match_rows(
+            gold_info,
+            [actual_info[j] for j in mapping],
+            gold_rows,
+            actual_rows,
+            mapping,
+            abs_tolerance,
+            rel_tolerance,
+            order_significant,
+        )
+    mapped = mapping is not None and not non_finite
+    both_empty = n_gold == 0 and n_actual == 0
+    f1 = f1_fraction(matched, n_gold, n_actual, mapped)
+    if not order_significant:
+        order_ok = mapped and f1 == 1
+    return Comparison(
+        alignment=alignment,
+        column_mapping=tuple(mapping) if mapping is not None else None,
+        column_count_ok=count_ok,
+        column_names_ok=names_ok,
+        matched=matched,
+        expected_rows=n_gold,
+        actual_rows=n_actual,
+        precision=_ratio(matched, n_actual, both_empty, mapped),
+        recall=_ratio(matched, n_gold, both_empty, mapped),
+        f1=_to_decimal(f1),
+        order_ok=order_ok,
+        non_finite=non_finite,
+    )
+
+
+def _as_tuples(rows: Sequence[Sequence[Any]], width: int, side: str) -> Sequence[tuple[Any, ...]]:
+    if not all(type(r) is tuple for r in rows):
+        rows = [tuple(r) for r in rows]
+    if rows and set(map(len, rows)) != {width}:
+        widths = sorted(set(map(len, rows)))
+        raise ValueError(f"{side} rows must have {width} cells (one per column), found {widths}")
+    return rows
+
+
+def _columns_of(rows: Sequence[tuple[Any, ...]], width: int) -> list[tuple[Any, ...]]:
+    if not rows:
+        return [() for _ in range(width)]
+    return list(zip(*rows, strict=True))
+
+
+def _match_rows(
+    gold_info: list[ColumnInfo],
+    actual_info: list[ColumnInfo],
+    gold_rows: Sequence[tuple[Any, ...]],
+    actual_rows: Sequence[tuple[Any, ...]],
+    mapping: list[int],
+    abs_tol: Decimal,
+    rel_tol: Decimal,
+    order_significant: bool,
+) -> tuple[int, bool]:
+    """Matched row count (multiset) and, when order is significant, position-wise equality."""
+    pairs = [normalise_pair(g, a) for g, a in zip(gold_info, actual_info, strict=True)]
+    identity_order = mapping == list(range(len(mapping)))
+    if all(p is None for p in pairs) and identity_order:
+        gold_keys: Sequence[tuple[Any, ...]] = gold_rows  # already canonical: no copy at all
+        actual_keys: Sequence[tuple[Any, ...]] = actual_rows
+    else:
+        gcols, acols = [], []
+        for (g, a), pair in zip(zip(gold_info, actual_info, strict=True), pairs, strict=True):
+            gcols.append(g.values if pair is None else pair[0])
+            acols.append(a.values if pair is None else pair[1])
+        gold_keys = list(zip(*gcols, strict=True)) if gold_rows else []
+        actual_keys = list(zip(*acols, strict=True)) if actual_rows else []
+
+    tol = [
+        i
+        for i, (g, a) in enumerate(zip(gold_info, actual_info, strict=True))
+        if is_tolerance_pair(g, a, abs_tol, rel_tol)
+    ]
+    if not tol:
+        order_ok = order_significant and list(gold_keys) == list(actual_keys)
+        gc, ac = Counter(gold_keys), Counter(actual_keys)
+        if len(gc) > len(ac):
+            gc, ac = ac, gc
+        matched = sum(min(n, ac[k]) for k, n in gc.items() if k in ac)
+        return matched, order_ok
+    with localcontext(EXACT):
+        matched = _tolerance_matching(gold_keys, actual_keys, tol, abs_tol, rel_tol)
+        order_ok = order_significant and _same_positions(
+            gold_keys, actual_keys, tol, abs_tol, rel_tol
+        )
+    return matched, order_ok
+
+
+def _same_positions(
+    gold: Sequence[tuple[Any, ...]],
+    actual: Sequence[tuple[Any, ...]],
+    tol: list[int],
+    abs_tol: Decimal,
+    rel_tol: Decimal,
+) -> bool:
+    if len(gold) != len(actual):
+        return False
+    tol_set = set(tol)
+    for g, a in zip(gold, actual, strict=True):
+        for i, (e, x) in enumerate(zip(g, a, strict=True)):
+            if i in tol_set:
+                if not _cell_within(e, x, abs_tol, rel_tol):
+                    return False
+            elif e != x:
+                return False
+    return True
+
+
+def _cell_within(e: Any, a: Any, abs_tol: Decimal, rel_tol: Decimal) -> bool:
+    if e is None or a is None:
+        return e is None and a is None
+    return within(e, a, abs_tol, rel_tol)
+
+
+def _tolerance_matching(
+    gold: Sequence[tuple[Any, ...]],
+    actual: Sequence[tuple[Any, ...]],
+    tol: list[int],
+    abs_tol: Decimal,
+    rel_tol: Decimal,
+) -> int:
+    """Maximum multiset matching when some columns compare within a tolerance.
+
+    Rows are partitioned by their exactly-compared cells plus the NULL pattern
+    of the tolerance cells (NULL only equals NULL), so edges only ever join
+    rows of the same partition.
+    """
+    tol_set = set(tol)
+    exact = [i for i in range(len(gold[0]) if gold else 0) if i not in tol_set]
+
+    def key(row: tuple[Any, ...]) -> tuple[Any, ...]:
+        return (*(row[i] for i in exact), *(row[i] is None for i in tol))
+
+    parts: dict[tuple[Any, ...], tuple[list[int], list[int]]] = {}
+    for n, row in enumerate(gold):
+        parts.setdefault(key(row), ([], []))[0].append(n)
+    for n, row in enumerate(actual):
+        part = parts.get(key(row))
+        if part is not None:
+            part[1].append(n)
+    matched = 0
+    for part_key, (gi, ai) in parts.items():
+        if not gi or not ai:
+            continue
+        live = [t for t, is_null in zip(tol, part_key[len(exact) :], strict=True) if not is_null]
+        if not live:  # every tolerance cell is NULL on both sides: all rows are equal
+            matched += min(len(gi), len(ai))
+            continue
+        matched += _partition_matching(gold, actual, gi, ai, live, abs_tol, rel_tol)
+    return matched
+
+
+def _partition_matching(
+    gold: Sequence[tuple[Any, ...]],
+    actual: Sequence[tuple[Any, ...]],
+    gi: list[int],
+    ai: list[int],
+    live: list[int],
+    abs_tol: Decimal,
+    rel_tol: Decimal,
+) -> int:
+    """Hopcroft-Karp on one partition; candidates come from a window on the first live column."""
+    t0, rest = live[0], live[1:]
+    ai = sorted(ai, key=lambda n: actual[n][t0])
+    keys = [actual[n][t0] for n in ai]
+    adj: list[list[int]] = []
+    for g in sorted(gi, key=lambda n: gold[n][t0]):
+        row = gold[g]
+        e = row[t0]
+        reach = _reach(e, abs_tol, rel_tol)
+        if reach is None:
+            lo, hi = 0, len(keys)
+        else:
+            lo = bisect.bisect_left(keys, e - reach)
+            hi = bisect.bisect_right(keys, e + reach)
+        nbrs = []
+        for pos in range(lo, hi):
+            a = actual[ai[pos]]
+            x = a[t0]
+            if (x == e or within(e, x, abs_tol, rel_tol)) and all(
+                within(row[t], a[t], abs_tol, rel_tol) for t in rest
+            ):
+                nbrs.append(pos)
+        adj.append(nbrs)
+    return max_matching(adj, len(ai))[0]
+
+
+def _reach(e: Any, abs_tol: Decimal, rel_tol: Decimal) -> Decimal | None:
+    """A bound on |e - a| for any a within tolerance of e (None: no bound when rel >= 1).
+
+    From d <= max(abs, rel * max(|e|, |a|)) and |a| <= |e| + d:
+    d <= max(abs, rel * |e| / (1 - rel)). Rounded up, so the window never
+    loses a candidate; every candidate is then checked exactly.
+    """
+    if rel_tol == 0:
+        return abs_tol
+    if rel_tol >= 1:
+        return None
+    with localcontext(prec=40, rounding="ROUND_CEILING"):
+        bound = rel_tol * abs(Decimal(e)) / (1 - rel_tol)
+    return max(abs_tol, bound)
