@@ -1,0 +1,458 @@
+"""Verify a ledger from its stored bytes alone and name the first bad sequence number.
+
+The steps, numbered as in docs/verification.md:
+  (1) body -> leaf hash, and the body decodes to a known event shape;
+  (2) chain = SHA-256(previous chain || leaf hash), with no gap in ``seq``;
+  (3) signature by a key registered in the log, inside its window (checked in
+      parallel across cores: the keyring walk stays in order, only the Ed25519
+      arithmetic is farmed out);
+  (4) per-stream chains: ``stream_seq`` contiguous, ``stream_prev`` the previous leaf;
+  (5) Merkle tree heads: every CheckpointIssued in the log, and every checkpoint
+      note given by the caller (which also catches a cut-off tail).
+Only ``body``, ``leaf_hash``, ``chain``, ``key_id`` and ``sig`` are read; the query
+columns (``stream``, ``type``) are never trusted. Verification fails closed.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import multiprocessing
+import os
+from collections import deque
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future, ProcessPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import msgspec
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
+from ledger import codec
+from ledger.checkpoint import (
+    Checkpoint,
+    NoteError,
+    NoteVerifier,
+    open_note,
+    parse_checkpoint,
+    parse_verifier_key,
+)
+from ledger.errors import (
+    ChainBrokenError,
+    ProofError,
+    SignatureError,
+    UsageError,
+    VerificationError,
+)
+from ledger.events import CheckpointIssued, SignerRegistered
+from ledger.keys import EVENT_SIGNING_PREFIX, Keyring
+from ledger.merkle import TreeAccumulator
+from ledger.store import GENESIS_CHAIN, Ledger, StoredEvent, link_of
+
+__all__ = ["Recompute", "VerifyResult", "verify_chain", "verify_ledger"]
+
+#: The ``--recompute`` hook: given the verified events in order, raise a
+#: VerificationError naming the first seq whose recorded score differs.
+Recompute = Callable[[Iterator[StoredEvent]], None]
+
+_CHUNK = 1024  # signatures per job sent to a worker process
+_PARALLEL_MIN = 4096  # below this many events, starting workers costs more than it saves
+
+
+@dataclass(frozen=True)
+class VerifyResult:
+    """What a successful verification established."""
+
+    size: int
+    root_hash: bytes
+    head_chain: bytes
+    origin: str
+    streams: int
+    signers: int
+    checkpoints_in_log: int
+    checkpoint_sizes: tuple[int, ...] = ()
+    signatures_checked: bool = True
+    recomputed: bool = False
+    trusted: tuple[str, ...] = field(default=())
+
+    def summary(self) -> str:
+        """One line for people."""
+        what = "verified" if self.signatures_checked else "chain verified (signatures NOT checked)"
+        parts = [
+            f"{what}: {self.size} events, {self.streams} streams, {self.signers} signers",
+            f"root sha256:{self.root_hash.hex()}",
+        ]
+        if self.checkpoint_sizes:
+            parts.append("checkpoints at size " + ", ".join(map(str, self.checkpoint_sizes)))
+        if self.recomputed:
+            parts.append("scores recomputed")
+        return "; ".join(parts)
+
+
+def _fail(cls: type[VerificationError], seq: int, message: str) -> VerificationError:
+    return cls(f"seq {seq}: {message}", seq=seq)
+
+
+# ----------------------------------------------------------------- signatures
+
+_WORKER_KEYS: dict[bytes, Ed25519PublicKey] = {}
+
+
+def _first_bad_signature(jobs: list[tuple[int, bytes, bytes, bytes]]) -> int | None:
+    """The first seq in a chunk whose signature does not verify (runs in a worker)."""
+    keys = _WORKER_KEYS
+    for seq, public_key, leaf, sig in jobs:
+        key = keys.get(public_key)
+        if key is None:
+            key = keys[public_key] = Ed25519PublicKey.from_public_bytes(public_key)
+        try:
+            key.verify(sig, EVENT_SIGNING_PREFIX + leaf)
+        except (InvalidSignature, ValueError, TypeError):
+            return seq
+    return None
+
+
+class _SignatureChecker:
+    """Checks signatures in order of submission, in a process pool or in process."""
+
+    def __init__(self, workers: int) -> None:
+        self._pool: ProcessPoolExecutor | None = None
+        if workers > 1:
+            # fork: workers need only this module's function and no re-import of the
+            # caller's __main__ (spawn/forkserver would run an unguarded script again).
+            methods = multiprocessing.get_all_start_methods()
+            ctx = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
+            self._pool = ProcessPoolExecutor(max_workers=workers, mp_context=ctx)
+        self._limit = 2 * max(workers, 1)
+        self._inflight: deque[Future[int | None]] = deque()
+        self._chunk: list[tuple[int, bytes, bytes, bytes]] = []
+        self.first_bad: int | None = None
+
+    def add(self, seq: int, public_key: bytes, leaf: bytes, sig: bytes) -> None:
+        self._chunk.append((seq, public_key, leaf, sig))
+        if len(self._chunk) >= _CHUNK:
+            self._flush()
+
+    def _flush(self) -> None:
+        chunk, self._chunk = self._chunk, []
+        if not chunk:
+            return
+        if self._pool is None:
+            self._record(_first_bad_signature(chunk))
+            return
+        self._inflight.append(self._pool.submit(_first_bad_signature, chunk))
+        # Bounded queue: memory stays flat however long the ledger is.
+        while len(self._inflight) > self._limit:
+            self._record(self._inflight.popleft().result())
+
+    def _record(self, bad: int | None) -> None:
+        if bad is not None and (self.first_bad is None or bad < self.first_bad):
+            self.first_bad = bad
+
+    def finish(self) -> int | None:
+        """Wait for every chunk; the first seq with a bad signature, if any."""
+        self._flush()
+        while self._inflight:
+            self._record(self._inflight.popleft().result())
+        return self.first_bad
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+
+
+# ----------------------------------------------------------------- checkpoints
+
+
+@dataclass
+class _GivenCheckpoint:
+    label: str
+    note: str
+    body: Checkpoint
+
+
+def _parse_given(notes: Sequence[str], labels: Sequence[str]) -> list[_GivenCheckpoint]:
+    given = []
+    for i, note in enumerate(notes):
+        label = labels[i] if i < len(labels) else f"checkpoint {i + 1}"
+        split = note.rfind("\n\n")
+        try:
+            body = parse_checkpoint(note[: split + 1] if split >= 0 else note)
+        except NoteError as exc:
+            raise UsageError(f"{label}: not a signed checkpoint note: {exc.message}") from None
+        given.append(_GivenCheckpoint(label, note, body))
+    return given
+
+
+def _operator_verifiers(keyring: Keyring, extra: Sequence[NoteVerifier]) -> list[NoteVerifier]:
+    found = [NoteVerifier(e.name, e.public_key) for e in keyring.entries() if e.role == "operator"]
+    return found + list(extra)
+
+
+def _check_given(
+    cp: _GivenCheckpoint, size: int, origin: str, verifiers: list[NoteVerifier], root: bytes
+) -> None:
+    try:
+        open_note(cp.note, verifiers)
+    except NoteError as exc:
+        raise ProofError(f"{cp.label}: {exc.message}", hint=exc.hint) from None
+    if cp.body.origin != origin:
+        raise ProofError(
+            f"{cp.label}: checkpoint is for log {cp.body.origin!r}, this ledger is {origin!r}"
+        )
+    if cp.body.size > size:
+        raise ProofError(
+            f"seq {size}: the ledger ends at size {size}, but {cp.label} covers "
+            f"{cp.body.size} events: seq {size}..{cp.body.size - 1} are missing (tail cut off)",
+            seq=size,
+        )
+    if root != cp.body.root_hash:
+        last = cp.body.size - 1
+        raise ProofError(
+            f"seq {last}: the tree head over seq 0..{last} is "
+            f"{base64.b64encode(root).decode()}, but {cp.label} signed "
+            f"{base64.b64encode(cp.body.root_hash).decode()} (the log was rewritten)",
+            seq=last,
+        )
+
+
+def _check_in_log(
+    seq: int, event: CheckpointIssued, root: bytes, origin: str, keyring: Keyring
+) -> None:
+    if event.tree_size != seq:
+        raise _fail(ProofError, seq, f"CheckpointIssued covers {event.tree_size} events, not {seq}")
+    if event.root_hash != "sha256:" + root.hex():
+        raise _fail(
+            ProofError, seq, f"CheckpointIssued root {event.root_hash} != sha256:{root.hex()}"
+        )
+    try:
+        opened = open_note(event.note, _operator_verifiers(keyring, ()))
+        body = parse_checkpoint(opened.text, origin)
+    except NoteError as exc:
+        raise _fail(ProofError, seq, f"CheckpointIssued note: {exc.message}") from None
+    if body.size != seq or body.root_hash != root:
+        raise _fail(ProofError, seq, "CheckpointIssued note does not match its tree size and root")
+
+
+# ----------------------------------------------------------------- the walk
+
+
+def _open(source: Path | Ledger) -> tuple[Ledger, bool]:
+    if isinstance(source, Ledger):
+        return source, False
+    return Ledger.open(Path(source), readonly=True), True
+
+
+def _trusted(keys: Sequence[str]) -> list[NoteVerifier]:
+    return [parse_verifier_key(k.strip()) for k in keys]
+
+
+def verify_ledger(
+    source: Path | Ledger,
+    *,
+    checkpoints: Sequence[str] = (),
+    checkpoint_labels: Sequence[str] = (),
+    trusted_keys: Sequence[str] = (),
+    workers: int | None = None,
+    recompute: Recompute | None = None,
+) -> VerifyResult:
+    """Verify every event of a ledger, then the given checkpoint notes; None or raise.
+
+    Args:
+        source: a ledger path (opened read-only) or an open Ledger.
+        checkpoints: signed checkpoint notes (file contents) the log must match.
+        checkpoint_labels: names for them in messages (e.g. their file names).
+        trusted_keys: verifier-key strings of the operator; when given, the genesis
+            signer must be one of them, and they may also sign checkpoint notes.
+        workers: processes for signatures (default: every core; 1 = in process).
+        recompute: the ``--recompute`` hook, run over the verified events.
+
+    Raises:
+        VerificationError: its message starts with ``seq N:`` naming the first bad row.
+        UsageError / StoreError: the ledger or an argument could not be read (exit 2).
+    """
+    trusted = _trusted(trusted_keys)
+    given = _parse_given(checkpoints, checkpoint_labels)
+    wanted = {cp.body.size: b"" for cp in given}  # size -> tree head, filled by the walk
+    ledger, owned = _open(source)
+    try:
+        size = ledger.size()
+        if workers is None:
+            workers = 1 if size < _PARALLEL_MIN else (os.cpu_count() or 1)
+        checker = _SignatureChecker(workers)
+        try:
+            result = _walk(ledger, checker, trusted, given, wanted)
+        finally:
+            checker.close()
+        if recompute is not None:
+            recompute(ledger.iter_events(0, result.size))
+            result = _replace_recomputed(result)
+        return result
+    finally:
+        if owned:
+            ledger.close()
+
+
+def _replace_recomputed(result: VerifyResult) -> VerifyResult:
+    from dataclasses import replace
+
+    return replace(result, recomputed=True)
+
+
+def _walk(
+    ledger: Ledger,
+    checker: _SignatureChecker,
+    trusted: list[NoteVerifier],
+    given: list[_GivenCheckpoint],
+    wanted: dict[int, bytes],
+) -> VerifyResult:
+    keyring = Keyring()
+    tree = TreeAccumulator()
+    streams: dict[str, tuple[int, bytes]] = {}
+    sha256 = hashlib.sha256
+    prev_chain = GENESIS_CHAIN
+    origin = ""
+    in_log = 0
+    expected = 0
+    seq = -1
+    try:
+        for seq, body, leaf, chain, key_id, sig in ledger.iter_events():
+            if seq != expected:
+                raise _fail(
+                    ChainBrokenError, expected, f"missing (the next stored row is seq {seq})"
+                )
+            if expected in wanted:
+                wanted[expected] = tree.root()
+            if type(body) is not bytes or type(leaf) is not bytes or type(chain) is not bytes:
+                raise _fail(ChainBrokenError, seq, "body, leaf hash or chain is not a blob")
+            # (1) body -> leaf hash
+            found = sha256(b"\x00" + body).digest()
+            if found != leaf:
+                raise _fail(
+                    ChainBrokenError,
+                    seq,
+                    f"body hashes to {link_of(found)}, stored leaf hash is {link_of(leaf)}",
+                )
+            # (2) chain
+            prev_chain = sha256(prev_chain + leaf).digest()
+            if prev_chain != chain:
+                raise _fail(
+                    ChainBrokenError,
+                    seq,
+                    f"chain is {link_of(chain)}, expected {link_of(prev_chain)} "
+                    f"(SHA-256 of the previous chain and this leaf)",
+                )
+            try:
+                event = codec.decode(body)
+            except (msgspec.ValidationError, msgspec.DecodeError) as exc:
+                raise _fail(VerificationError, seq, f"body is not a known event: {exc}") from None
+            # (3) signer window, in order; the Ed25519 check itself goes to the checker
+            problem = keyring.signer_problem(seq, key_id, event) or keyring.event_problem(event)
+            if problem:
+                raise _fail(SignatureError, seq, problem)
+            if seq == 0:
+                origin = "caseledger/" + leaf.hex()[:16]
+                _check_genesis(event, trusted)
+                keyring.apply(0, event)
+                entry = keyring.get(key_id)
+            else:
+                entry = keyring.get(key_id)
+                keyring.apply(seq, event)
+            assert entry is not None  # signer_problem returned None
+            if type(sig) is not bytes:
+                raise _fail(SignatureError, seq, "signature is not a blob")
+            checker.add(seq, entry.public_key, leaf, sig)
+            # (4) stream chain
+            last = streams.get(event.stream)
+            want_seq, want_prev = (0, None) if last is None else (last[0] + 1, link_of(last[1]))
+            if event.stream_seq != want_seq or event.stream_prev != want_prev:
+                raise _fail(
+                    ChainBrokenError,
+                    seq,
+                    f"stream {event.stream}: stream_seq {event.stream_seq} after "
+                    f"{event.stream_prev}, expected stream_seq {want_seq} after {want_prev}",
+                )
+            streams[event.stream] = (event.stream_seq, leaf)
+            # (5) in-log tree heads
+            if isinstance(event, CheckpointIssued):
+                _check_in_log(seq, event, tree.root(), origin, keyring)
+                in_log += 1
+            tree.append(leaf)
+            expected += 1
+    except VerificationError as exc:
+        # A row-level failure at seq S: an earlier bad signature still comes first.
+        bad = checker.finish()
+        if bad is not None and (exc.seq is None or bad < exc.seq):
+            raise _fail(SignatureError, bad, "signature does not verify") from None
+        raise
+    bad = checker.finish()
+    if bad is not None:
+        raise _fail(SignatureError, bad, "signature does not verify")
+    size = expected
+    if size == 0:
+        raise VerificationError("the ledger holds no events (not even its genesis)", seq=0)
+    if size in wanted:
+        wanted[size] = tree.root()
+    verifiers = _operator_verifiers(keyring, trusted)
+    for cp in sorted(given, key=lambda c: c.body.size):
+        _check_given(cp, size, origin, verifiers, wanted.get(cp.body.size, b""))
+    return VerifyResult(
+        size=size,
+        root_hash=tree.root(),
+        head_chain=prev_chain,
+        origin=origin,
+        streams=len(streams),
+        signers=len(keyring),
+        checkpoints_in_log=in_log,
+        checkpoint_sizes=tuple(sorted(cp.body.size for cp in given)),
+        trusted=tuple(v.key_string for v in trusted),
+    )
+
+
+def _check_genesis(event: object, trusted: list[NoteVerifier]) -> None:
+    if not trusted:
+        return
+    assert isinstance(event, SignerRegistered)  # signer_problem guarantees it at seq 0
+    public_key = base64.b64decode(event.public_key)
+    if not any(v.name == event.name and v.public_key == public_key for v in trusted):
+        raise _fail(
+            SignatureError,
+            0,
+            f"the ledger's operator key {event.name} ({event.key_id}) is not a trusted key "
+            f"({', '.join(v.key_string for v in trusted)})",
+        )
+
+
+def verify_chain(source: Path | Ledger) -> VerifyResult:
+    """Steps (1) and (2) only: leaf hashes and the chain. Signatures are NOT checked.
+
+    For benchmarks and quick integrity checks; never a substitute for verify_ledger.
+    """
+    ledger, owned = _open(source)
+    sha256 = hashlib.sha256
+    prev = GENESIS_CHAIN
+    expected = 0
+    try:
+        for seq, body, leaf, chain, _key_id, _sig in ledger.iter_events():
+            if seq != expected:
+                raise _fail(ChainBrokenError, expected, f"missing (next stored row is seq {seq})")
+            if sha256(b"\x00" + body).digest() != leaf:
+                raise _fail(ChainBrokenError, seq, "body does not hash to the stored leaf hash")
+            prev = sha256(prev + leaf).digest()
+            if prev != chain:
+                raise _fail(ChainBrokenError, seq, "chain hash does not match")
+            expected += 1
+    finally:
+        if owned:
+            ledger.close()
+    return VerifyResult(
+        size=expected,
+        root_hash=b"",
+        head_chain=prev,
+        origin="",
+        streams=0,
+        signers=0,
+        checkpoints_in_log=0,
+        signatures_checked=False,
+    )
