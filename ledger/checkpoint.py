@@ -45,6 +45,7 @@ __all__ = [
     "sign_cosignature",
     "sign_note",
     "signer_key_string",
+    "split_note",
     "tile_index_path",
     "tile_path",
     "tile_widths",
@@ -274,8 +275,11 @@ def _malformed(why: str) -> NoteError:
     )
 
 
-def _split_note(note: str | bytes) -> tuple[str, list[NoteSignature]]:
-    """Split a note into its text and signature lines, enforcing the C2SP format."""
+def split_note(note: str | bytes) -> tuple[str, list[NoteSignature]]:
+    """Split a note into its text and signature lines, enforcing the C2SP format.
+
+    Nothing is verified here: use :func:`open_note` before trusting the text.
+    """
     if isinstance(note, bytes):
         try:
             note = note.decode("utf-8")
@@ -315,7 +319,7 @@ def open_note(note: str | bytes, verifiers: Sequence[NoteVerifier]) -> Note:
         NoteError: the note is malformed, a known key's signature is invalid, or no
             trusted key signed it.
     """
-    text, sigs = _split_note(note)
+    text, sigs = split_note(note)
     known = {(v.name, v.key_id): v for v in verifiers}
     message = text.encode()
     verified: list[NoteSignature] = []
