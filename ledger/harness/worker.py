@@ -38,6 +38,7 @@ __all__ = [
     "ERROR_KINDS",
     "ExecResult",
     "WorkerPool",
+    "connect_sandboxed",
     "execute_once",
 ]
 
@@ -99,12 +100,17 @@ def _failure(kind: str, message: str, sql_us: int) -> ExecResult:
 # --------------------------------------------------------------------------- child side
 
 
-def _open(db_path: str, memory_limit: str) -> Any:
-    """Open the bank read-only and lock it down (runs in the worker process)."""
+def connect_sandboxed(db_path: str | Path, *, memory_limit: str = "512MB") -> Any:
+    """Open a bank database read-only with the worker's locked-down settings, in this process.
+
+    The worker calls this in its own process.  Called directly it gives the same
+    DuckDB settings without the process boundary, the timeout or the kill: use it
+    only for trusted SQL (benchmarks, differential checks), never for a model's.
+    """
     import duckdb
 
     con = duckdb.connect(
-        db_path,
+        str(db_path),
         read_only=True,
         config={
             "enable_external_access": False,
@@ -221,7 +227,7 @@ def _worker_main(conn: Connection, db_path: str, memory_limit: str) -> None:
 
     encoder = msgspec.msgpack.Encoder()
     try:
-        con = _open(db_path, memory_limit)
+        con = connect_sandboxed(db_path, memory_limit=memory_limit)
     except duckdb.Error as exc:
         conn.send_bytes(encoder.encode(_Reply(kind="open_failed", message=str(exc))))
         return
