@@ -1,0 +1,286 @@
+"""The one small interface every model adapter implements, and build_adapter().
+
+An adapter turns one prompt into a ``Reply`` (becomes ModelResponded), a
+``Failure`` (becomes ProviderFailed) or, for replays only, a
+``MissingRecording`` (the runner cancels the attempt). A model's or a
+provider's failure is data, never an exception: ``call`` raises only for
+faults of the harness itself. Configuration mistakes raise ``UsageError`` or
+``AdapterError`` (exit 2) when the adapter is built, before anything is
+appended to the ledger.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from decimal import Decimal, InvalidOperation
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+import msgspec
+
+from ledger import __version__ as _APP_VERSION
+from ledger import events
+from ledger.errors import UsageError
+
+__all__ = [
+    "ADAPTER_KINDS",
+    "RUNNER_OPTIONS",
+    "Adapter",
+    "Failure",
+    "Identity",
+    "MissingRecording",
+    "Reply",
+    "Request",
+    "build_adapter",
+    "client_version",
+    "usage_from_fields",
+]
+
+# kind -> module under ledger.adapters that defines ``build(options, ctx)``.
+ADAPTER_KINDS: dict[str, str] = {
+    "openai": "ledger.adapters.openai",
+    "command": "ledger.adapters.command",
+    "replay": "ledger.adapters.replay",
+    "reference": "ledger.adapters.reference",
+}
+
+# Options of ``caseledger run`` that belong to the runner, not to an adapter.
+# build_adapter ignores them so the CLI may pass its whole option dict.
+RUNNER_OPTIONS = frozenset(
+    {"attempts", "bank", "profile", "run_id", "concurrency", "retries", "resume", "adapter"}
+)
+
+# Option name -> the CLI flag a user typed, for error messages.
+_FLAGS = {"timeout_s": "--timeout"}
+
+
+class Request(msgspec.Struct, frozen=True):
+    """One attempt to answer: the case, the attempt number (1..N) and the prompt verbatim."""
+
+    case_id: str
+    attempt: int
+    prompt: str
+
+
+class Reply(msgspec.Struct, frozen=True):
+    """A usable answer; the runner copies these fields into ModelResponded."""
+
+    raw_output: str
+    provider_request_id: str | None
+    resolved_model: str | None
+    recorded_model: str | None
+    usage: events.Usage | None
+    cost: Decimal | None
+    estimated_cost: Decimal | None
+    generation_us: int | None
+
+
+class Failure(msgspec.Struct, frozen=True):
+    """No usable answer; the runner copies these fields into ProviderFailed.
+
+    ``kind``: timeout, rate_limited, server_error, bad_request, auth,
+    policy_refusal, connection_error, malformed_response, command_failed, or a
+    kind a replay file recorded.
+    """
+
+    kind: str
+    message: str
+    http_status: int | None = None
+    provider_request_id: str | None = None
+    raw_output: str | None = None
+    usage: events.Usage | None = None
+    generation_us: int | None = None
+
+
+class MissingRecording(msgspec.Struct, frozen=True):
+    """Replay only: no recording for this attempt (cancelled, reason missing_recording)."""
+
+    message: str
+
+
+class Identity(msgspec.Struct, frozen=True):
+    """What RunStarted records about the adapter."""
+
+    adapter_kind: str
+    run_kind: str
+    requested_model: str | None
+    provider: str | None
+    auth_mode: str | None
+    params: events.GenerationParams
+    timeout_ms: int
+    harness_kind: str
+    bridge_version: str | None
+    policy_version: str | None
+    system_prompt_digest: str | None
+    price_snapshot_digest: str | None
+    replay_file_sha256: str | None
+    default_attempts: int | None
+
+
+@runtime_checkable
+class Adapter(Protocol):
+    """A model source. ``call`` is safe to use from several threads at once."""
+
+    identity: Identity
+
+    def invocation(self, prompt_contract_digest: str, retries: int) -> events.Invocation:
+        """What is actually sent per call (the evidence fairness reads)."""
+        ...
+
+    def validate_cases(self, case_ids: Iterable[str]) -> None:
+        """Refuse (AdapterError) input that names cases the bank does not have."""
+        ...
+
+    def call(self, request: Request) -> Reply | Failure | MissingRecording:
+        """Answer one prompt. Never raises for a model's or provider's failure."""
+        ...
+
+    def close(self) -> None:
+        """Release whatever the adapter holds (idempotent)."""
+        ...
+
+
+class BuildContext(msgspec.Struct, frozen=True):
+    """What build_adapter hands a module besides the options."""
+
+    cases: Mapping[str, str] | None
+    environ: Mapping[str, str]
+    hidden_paths: tuple[str, ...]
+
+
+def build_adapter(
+    kind: str,
+    options: Mapping[str, Any],
+    *,
+    cases: Mapping[str, str] | None = None,
+    environ: Mapping[str, str] | None = None,
+    hidden_paths: Sequence[str | Path] = (),
+) -> Adapter:
+    """Build the adapter ``kind`` from the CLI's adapter options (by name).
+
+    Options whose value is None are treated as not given, and the runner's own
+    options (``RUNNER_OPTIONS``) are ignored. ``cases`` (case id -> reference
+    SQL) may only be given to the reference adapter. ``environ`` is the
+    environment the CLI read (the openai adapter takes its key from it, the
+    command adapter gives the model a stripped copy of it); it defaults to
+    ``os.environ``. ``hidden_paths`` (the ledger, bank folders) are removed
+    from the command adapter's environment.
+
+    Raises:
+        UsageError: unknown kind, an option the adapter does not take, a bad value.
+        AdapterError: the adapter's input (replay file, price snapshot) is invalid.
+    """
+    module_name = ADAPTER_KINDS.get(kind)
+    if module_name is None:
+        raise UsageError(
+            f"unknown adapter kind {kind!r}",
+            hint="use one of: " + ", ".join(sorted(ADAPTER_KINDS)),
+        )
+    if cases is not None and kind != "reference":
+        raise UsageError(f"the {kind} adapter must not receive reference SQL")
+    if environ is None:
+        import os
+
+        environ = os.environ
+    ctx = BuildContext(
+        cases=cases, environ=environ, hidden_paths=tuple(str(p) for p in hidden_paths)
+    )
+    module = importlib.import_module(module_name)
+    build: Callable[[dict[str, Any], BuildContext], Adapter] = module.build
+    return build(dict(options), ctx)
+
+
+# ---------------------------------------------------------------- option helpers
+
+
+def client_version(module_version: str, name: str) -> str:
+    """``caseledger/<app> <name>/<module version>``, the Invocation's client_version."""
+    return f"caseledger/{_APP_VERSION} {name}/{module_version}"
+
+
+def flag(name: str) -> str:
+    """The CLI flag of an option name (``api_key_env`` -> ``--api-key-env``)."""
+    return _FLAGS.get(name, "--" + name.replace("_", "-"))
+
+
+def take_options(
+    kind: str, options: Mapping[str, Any], allowed: Iterable[str], required: Iterable[str] = ()
+) -> dict[str, Any]:
+    """The given options of an adapter; refuse any it does not take or a missing one."""
+    allowed = tuple(allowed)
+    given = {
+        k: v for k, v in options.items() if v is not None and v != () and k not in RUNNER_OPTIONS
+    }
+    unknown = sorted(set(given) - set(allowed))
+    if unknown:
+        takes = ", ".join(flag(a) for a in allowed) or "no options"
+        raise UsageError(
+            f"the {kind} adapter does not take {flag(unknown[0])} (option {unknown[0]!r})",
+            hint=f"the {kind} adapter takes: {takes}",
+        )
+    for name in required:
+        if name not in given:
+            raise UsageError(f"the {kind} adapter needs {flag(name)}")
+    return given
+
+
+def decimal_option(name: str, value: Any, *, positive: bool = False) -> Decimal:
+    """A finite, non-negative Decimal from an int, a decimal string, a Decimal or a float."""
+    if isinstance(value, bool):
+        raise UsageError(f"{flag(name)} must be a number, got {value!r}")
+    try:
+        # str() of a float is its shortest round-trip form: 0.2 -> Decimal("0.2").
+        number = value if isinstance(value, Decimal) else Decimal(str(value).strip())
+    except InvalidOperation:
+        raise UsageError(f"{flag(name)} must be a number, got {value!r}") from None
+    if not number.is_finite() or number < 0 or (positive and number == 0):
+        need = "a positive" if positive else "a non-negative"
+        raise UsageError(f"{flag(name)} must be {need} number, got {value!r}")
+    return number
+
+
+def int_option(name: str, value: Any, *, minimum: int = 1) -> int:
+    """An integer option (an int or its decimal string) of at least ``minimum``."""
+    if isinstance(value, bool):
+        raise UsageError(f"{flag(name)} must be an integer, got {value!r}")
+    if isinstance(value, str) and value.strip().isdigit():
+        value = int(value)
+    if not isinstance(value, int) or value < minimum:
+        raise UsageError(f"{flag(name)} must be an integer >= {minimum}, got {value!r}")
+    return value
+
+
+def str_option(name: str, value: Any) -> str:
+    """A non-empty string option."""
+    if not isinstance(value, str) or not value.strip():
+        raise UsageError(f"{flag(name)} must be a non-empty string, got {value!r}")
+    return value
+
+
+def timeout_ms(value: Decimal) -> int:
+    """Seconds (Decimal) to whole milliseconds, for Identity.timeout_ms."""
+    return int(value * 1000)
+
+
+USAGE_FIELDS = ("input", "cache_read", "cache_write", "output", "reasoning_output")
+
+
+def usage_from_fields(obj: Any) -> events.Usage:
+    """Usage from an object with the keys of ``USAGE_FIELDS`` (each a count or null).
+
+    Raises:
+        ValueError: not an object, an unknown key, or a value that is not a count.
+    """
+    if not isinstance(obj, dict):
+        raise ValueError("usage must be a JSON object")
+    for key, value in obj.items():
+        if key not in USAGE_FIELDS:
+            raise ValueError(
+                f"usage has unknown field {key!r} (allowed: {', '.join(USAGE_FIELDS)})"
+            )
+        if value is not None and (
+            not isinstance(value, int) or isinstance(value, bool) or value < 0
+        ):
+            raise ValueError(f"usage.{key} must be a non-negative integer or null, got {value!r}")
+    return events.Usage(**{k: obj.get(k) for k in USAGE_FIELDS})

@@ -1,0 +1,309 @@
+"""The replay adapter: recorded outputs from a JSON Lines file, zero model calls.
+
+One JSON object per line and per attempt::
+
+    {"case": "r01", "attempt": 1, "output": "RAW TEXT", "usage": {"input": 900, "output": 120},
+     "generation_ms": "1530.5", "model": "some-model-2025", "request_id": "req-1"}
+
+or, to replay a provider failure, ``"error": {"kind": "timeout", "message": "..."}``
+(with ``output`` optional). The whole file is checked when the adapter is
+built; every error names its line. A recording's ``model`` is kept as
+``recorded_model``, never as a resolved model id: nobody asked a provider.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from decimal import Decimal, InvalidOperation
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from ledger import events
+from ledger.adapters import base, pricing
+from ledger.adapters.base import Failure, Identity, MissingRecording, Reply, Request
+from ledger.codec import sha256_hex
+from ledger.errors import AdapterError, UsageError
+
+__all__ = ["ADAPTER_VERSION", "Recording", "ReplayAdapter", "build", "parse_replay"]
+
+ADAPTER_VERSION = "1"
+HARNESS_KIND = "caseledger-replay"
+WIRE_PROTOCOL = "replay"
+_OPTIONS = ("replay_file", "model", "price_snapshot")
+_FIELDS = ("case", "attempt", "output", "usage", "generation_ms", "model", "request_id", "error")
+_ERROR_FIELDS = ("kind", "message")
+
+
+class Recording(msgspec.Struct, frozen=True):
+    """One checked line of a replay file."""
+
+    line: int
+    case: str
+    attempt: int
+    output: str | None
+    usage: events.Usage | None
+    generation_us: int | None
+    model: str | None
+    request_id: str | None
+    error_kind: str | None
+    error_message: str | None
+
+
+class _LineError(Exception):
+    """A problem with one line; the caller adds the file name and line number."""
+
+
+def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise _LineError(f"duplicate key {key!r}")
+        out[key] = value
+    return out
+
+
+def _reject_constant(name: str) -> Any:
+    raise _LineError(f"non-finite number {name}")
+
+
+def _string(obj: dict[str, Any], key: str, *, required: bool = False) -> str | None:
+    value = obj.get(key)
+    if value is None:
+        if required:
+            raise _LineError(f"missing key {key!r}")
+        if key in obj:
+            raise _LineError(f"{key!r} must be a string, got null")
+        return None
+    if not isinstance(value, str):
+        raise _LineError(f"{key!r} must be a string, got {type(value).__name__}")
+    return value
+
+
+def _generation_us(value: Any) -> int:
+    # Integer milliseconds, or a decimal string with at most 3 decimals (exact us).
+    if isinstance(value, int) and not isinstance(value, bool):
+        number = Decimal(value)
+    elif isinstance(value, str):
+        try:
+            number = Decimal(value)
+        except InvalidOperation:
+            raise _LineError(f"'generation_ms' is not a decimal number: {value!r}") from None
+    else:
+        raise _LineError(f"'generation_ms' must be an integer or a decimal string, got {value!r}")
+    micros = number * 1000
+    if not number.is_finite() or number < 0 or micros != micros.to_integral_value():
+        raise _LineError(f"'generation_ms' must be >= 0 with at most 3 decimals, got {value!r}")
+    return int(micros)
+
+
+def _recording(text: str, line: int) -> Recording:
+    try:
+        obj = json.loads(
+            text,
+            object_pairs_hook=_no_duplicate_keys,
+            parse_float=Decimal,
+            parse_constant=_reject_constant,
+        )
+    except json.JSONDecodeError as exc:
+        raise _LineError(f"invalid JSON: {exc.msg} (column {exc.colno})") from None
+    if not isinstance(obj, dict):
+        raise _LineError("not a JSON object")
+    for key in obj:
+        if key not in _FIELDS:
+            raise _LineError(f"unknown field {key!r} (allowed: {', '.join(_FIELDS)})")
+    case = _string(obj, "case", required=True)
+    assert case is not None
+    if not case:
+        raise _LineError("'case' is empty")
+    attempt = obj.get("attempt")
+    if "attempt" not in obj:
+        raise _LineError("missing key 'attempt'")
+    if not isinstance(attempt, int) or isinstance(attempt, bool) or attempt < 1:
+        raise _LineError(f"'attempt' must be an integer >= 1, got {attempt!r}")
+    error_kind = error_message = None
+    if "error" in obj:
+        error = obj["error"]
+        if not isinstance(error, dict):
+            raise _LineError("'error' must be an object with 'kind' and 'message'")
+        for key in error:
+            if key not in _ERROR_FIELDS:
+                raise _LineError(f"unknown field 'error.{key}' (allowed: kind, message)")
+        for key in _ERROR_FIELDS:
+            if not isinstance(error.get(key), str) or not error[key]:
+                raise _LineError(f"'error.{key}' must be a non-empty string")
+        error_kind, error_message = error["kind"], error["message"]
+    output = _string(obj, "output", required=error_kind is None)
+    usage = None
+    if "usage" in obj:
+        try:
+            usage = base.usage_from_fields(obj["usage"])
+        except ValueError as exc:
+            raise _LineError(str(exc)) from None
+    generation_us = _generation_us(obj["generation_ms"]) if "generation_ms" in obj else None
+    return Recording(
+        line=line,
+        case=case,
+        attempt=attempt,
+        output=output,
+        usage=usage,
+        generation_us=generation_us,
+        model=_string(obj, "model"),
+        request_id=_string(obj, "request_id"),
+        error_kind=error_kind,
+        error_message=error_message,
+    )
+
+
+def parse_replay(data: bytes, name: str) -> dict[tuple[str, int], Recording]:
+    """Check every line of a replay file; (case, attempt) -> Recording.
+
+    Blank lines are skipped. Raises AdapterError naming the file and line.
+    """
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise AdapterError(f"replay file {name}: not UTF-8 (byte {exc.start})") from None
+    recordings: dict[tuple[str, int], Recording] = {}
+    # Split on "\n" only: an output may hold other line separators inside its string.
+    for number, line in enumerate(text.split("\n"), start=1):
+        if not line.strip():
+            continue
+        try:
+            rec = _recording(line, number)
+        except _LineError as exc:
+            raise AdapterError(f"replay file {name} line {number}: {exc}") from None
+        key = (rec.case, rec.attempt)
+        if key in recordings:
+            raise AdapterError(
+                f"replay file {name} line {number}: duplicate recording for case "
+                f"{rec.case!r} attempt {rec.attempt} (first on line {recordings[key].line})"
+            )
+        recordings[key] = rec
+    if not recordings:
+        raise AdapterError(f"replay file {name} holds no recordings")
+    return recordings
+
+
+class ReplayAdapter:
+    """Answers each planned attempt with its recorded line, or MissingRecording."""
+
+    def __init__(
+        self,
+        *,
+        recordings: dict[tuple[str, int], Recording],
+        name: str,
+        file_sha256: str,
+        model: str | None,
+        snapshot: pricing.PriceSnapshot | None,
+    ) -> None:
+        self._recordings = recordings
+        self._name = name
+        self._snapshot = snapshot
+        self._client = base.client_version(ADAPTER_VERSION, "adapter-replay")
+        self.identity = Identity(
+            adapter_kind="replay",
+            run_kind="model",
+            requested_model=model,
+            provider=None,
+            auth_mode=None,
+            params=events.GenerationParams(),
+            timeout_ms=0,
+            harness_kind=HARNESS_KIND,
+            bridge_version=None,
+            policy_version=None,
+            system_prompt_digest=None,
+            price_snapshot_digest=snapshot.digest if snapshot else None,
+            replay_file_sha256=file_sha256,
+            default_attempts=max(attempt for _, attempt in recordings),
+        )
+
+    def invocation(self, prompt_contract_digest: str, retries: int) -> events.Invocation:
+        """What this replay did: read a line. It says nothing about the recorded call."""
+        return events.Invocation(
+            harness_kind=HARNESS_KIND,
+            response_mode="text",
+            single_call=True,
+            tools="unknown",
+            retries=retries,
+            prompt_contract_digest=prompt_contract_digest,
+            system_prompt_digest=None,
+            wire_protocol=WIRE_PROTOCOL,
+            client_version=self._client,
+            model=self.identity.requested_model,
+            parameters={},
+        )
+
+    def validate_cases(self, case_ids: Iterable[str]) -> None:
+        """Refuse a file that names a case the bank does not have (first such line)."""
+        known = set(case_ids)
+        unknown = [r for r in self._recordings.values() if r.case not in known]
+        if unknown:
+            first = min(unknown, key=lambda r: r.line)
+            raise AdapterError(
+                f"replay file {self._name} line {first.line}: unknown case id {first.case!r} "
+                "(not in the bank)",
+                hint="check the bank and version given with --bank",
+            )
+
+    def close(self) -> None:
+        """Nothing to release: the file was read whole at construction."""
+
+    def call(self, request: Request) -> Reply | Failure | MissingRecording:
+        """The recording of (case, attempt) as a Reply or Failure; MissingRecording if none."""
+        rec = self._recordings.get((request.case_id, request.attempt))
+        if rec is None:
+            return MissingRecording(
+                message=f"replay file {self._name} has no line for case "
+                f"{request.case_id!r} attempt {request.attempt}"
+            )
+        if rec.error_kind is not None:
+            return Failure(
+                kind=rec.error_kind,
+                message=f"replayed from line {rec.line}: {rec.error_message}",
+                provider_request_id=rec.request_id,
+                raw_output=rec.output,
+                usage=rec.usage,
+                generation_us=rec.generation_us,
+            )
+        assert rec.output is not None
+        estimated = None
+        if self._snapshot is not None:
+            key = pricing.price_key(self._snapshot, self.identity.requested_model, rec.model)
+            estimated = self._snapshot.estimate(rec.usage, key)
+        return Reply(
+            raw_output=rec.output,
+            provider_request_id=rec.request_id,
+            resolved_model=None,
+            recorded_model=rec.model,
+            usage=rec.usage,
+            cost=None,
+            estimated_cost=estimated,
+            generation_us=rec.generation_us,
+        )
+
+
+def build(options: dict[str, Any], ctx: base.BuildContext) -> ReplayAdapter:
+    """Build the replay adapter from CLI options (see docs/adapters.md)."""
+    given = base.take_options("replay", options, _OPTIONS, required=("replay_file",))
+    path = Path(given["replay_file"])
+    name = str(given["replay_file"])
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise UsageError(f"cannot read replay file {name}: {exc.strerror}") from None
+    recordings = parse_replay(data, name)
+    model = base.str_option("model", given["model"]) if "model" in given else None
+    snapshot = None
+    if "price_snapshot" in given:
+        snapshot = pricing.load_snapshot(given["price_snapshot"])
+        pricing.check_priced(snapshot, model, str(given["price_snapshot"]))
+    return ReplayAdapter(
+        recordings=recordings,
+        name=name,
+        file_sha256=sha256_hex(data),
+        model=model,
+        snapshot=snapshot,
+    )
