@@ -1,0 +1,524 @@
+"""Static SQL guard: decide from the sqlglot AST alone whether a model's SQL may run.
+
+The guard parses the SQL with sqlglot (DuckDB dialect) and runs every check in
+``CHECKS`` over the tree; each check yields ``Violation(check, message)``. The
+query passes only when it parses, is exactly one statement and no check finds
+anything. Everything is fail closed: a construct the guard does not know is
+rejected, never waved through. The sandboxed worker (external access off,
+read-only database) is the second, independent line of defence.
+
+Rules, in the order reported (docs/protocol-and-guard.md explains each one):
+
+- ``table_allowlist``: an empty set of published tables rejects everything;
+- ``parse``: the SQL must parse; the parser's reason is kept;
+- ``single_statement``: exactly one statement (empty statements such as a
+  trailing ``;`` do not count);
+- ``read_only_root``: the root is a query (SELECT, set operation, VALUES,
+  PIVOT/UNPIVOT, a parenthesised query, each with an optional WITH);
+- ``no_side_effects``: no write, DDL, transaction, session or utility node
+  anywhere in the tree (CTE bodies included);
+- ``known_constructs``: every non-function node is on an allow-list;
+- ``table_functions``: FROM items are tables, subqueries, VALUES, UNNEST,
+  ``range()`` or ``generate_series()``; no other table function;
+- ``file_references``: no file, glob or URL name in FROM (``FROM 'x.csv'``);
+- ``table_references``: only published ``main`` tables or CTEs in scope;
+- ``denied_functions``: no function of the documented deny-list, anywhere.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import string
+from collections.abc import Callable, Collection, Iterator
+
+import msgspec
+import sqlglot
+from sqlglot import exp
+from sqlglot.errors import ParseError, SqlglotError
+from sqlglot.optimizer.normalize_identifiers import normalize_identifiers
+
+from ledger.codec import sha256_hex
+from ledger.events import Violation
+
+__all__ = [
+    "ALLOWED_TABLE_FUNCTIONS",
+    "CHECKS",
+    "DENIED_FUNCTIONS",
+    "DENIED_FUNCTION_PREFIXES",
+    "DENIED_FUNCTION_SUFFIXES",
+    "DIALECT",
+    "Verdict",
+    "guard",
+]
+
+DIALECT = "duckdb"
+
+# Table functions a FROM clause may call. VALUES and UNNEST are the literal-row
+# sources; range()/generate_series() build calendar spines for empty periods.
+ALLOWED_TABLE_FUNCTIONS: tuple[str, ...] = ("unnest", "values", "range", "generate_series")
+
+# Functions that reach outside the database (files, network, environment,
+# settings, catalog, other statements) or change session state. Matched on the
+# ASCII-lowercased function name, in any position (select list, lambdas, FROM).
+DENIED_FUNCTIONS: tuple[str, ...] = (
+    "getenv",  # environment variables of the worker process
+    "current_setting",  # configuration, including paths (home, temp, extension dirs)
+    "getvariable",  # session variables
+    "set_config",
+    "setseed",  # changes session state
+    "nextval",  # writes a sequence
+    "currval",
+    "glob",  # lists files
+    "sniff_csv",  # reads a file
+    "query",  # runs arbitrary SQL text
+    "query_table",  # reads a table named by a runtime string
+    "json_execute_serialized_sql",
+    "to_file",
+    "secret",
+    "which_secret",
+    "checkpoint",
+    "force_checkpoint",
+    "current_database",  # catalog: names the database file
+    "current_catalog",
+    "current_schema",
+    "current_schemas",
+    "current_user",
+    "session_user",
+    "user",
+    "version",
+    "in_search_path",
+    "has_any_column_privilege",
+    "has_column_privilege",
+    "has_database_privilege",
+    "has_foreign_data_wrapper_privilege",
+    "has_function_privilege",
+    "has_language_privilege",
+    "has_schema_privilege",
+    "has_sequence_privilege",
+    "has_server_privilege",
+    "has_table_privilege",
+    "has_tablespace_privilege",
+    "col_description",
+    "obj_description",
+    "shobj_description",
+    "format_pg_type",
+    "format_type",
+    "st_read",  # spatial extension: reads files
+    "st_read_meta",
+    "st_readosm",
+)
+DENIED_FUNCTION_PREFIXES: tuple[str, ...] = (
+    "read_",  # read_csv, read_csv_auto, read_parquet, read_json*, read_text, read_blob, ...
+    "duckdb_",  # catalog and settings functions
+    "pragma_",  # pragma table functions
+    "parquet_",  # parquet_metadata, parquet_schema, parquet_kv_metadata, ...
+    "iceberg_",
+    "delta_",
+    "sqlite_",
+    "postgres_",
+    "mysql_",
+    "http_",
+    "pg_",  # PostgreSQL catalog compatibility functions
+)
+DENIED_FUNCTION_SUFFIXES: tuple[str, ...] = (
+    "_scan",  # parquet_scan, csv_scan, arrow_scan, sqlite_scan, ...
+    "_attach",
+)
+
+# Statement-level nodes: writes, DDL, transactions, session and utility
+# commands. Forbidden anywhere, which covers `WITH x AS (DELETE ... RETURNING *)`.
+_SIDE_EFFECTS: dict[type[exp.Expression], str] = {
+    exp.Insert: "INSERT (a write)",
+    exp.Update: "UPDATE (a write)",
+    exp.Delete: "DELETE (a write)",
+    exp.Merge: "MERGE (a write)",
+    exp.Copy: "COPY",
+    exp.Into: "SELECT ... INTO (creates a table)",
+    exp.Returning: "RETURNING (belongs to a write)",
+    exp.Create: "CREATE (DDL)",
+    exp.Drop: "DROP (DDL)",
+    exp.Alter: "ALTER (DDL)",
+    exp.TruncateTable: "TRUNCATE (a write)",
+    exp.Comment: "COMMENT ON (DDL)",
+    exp.Attach: "ATTACH",
+    exp.Detach: "DETACH",
+    exp.Install: "INSTALL",
+    exp.Pragma: "PRAGMA",
+    exp.Set: "SET",
+    exp.Use: "USE",
+    exp.Transaction: "a transaction statement",
+    exp.Commit: "COMMIT",
+    exp.Rollback: "ROLLBACK",
+    exp.Describe: "DESCRIBE",
+    exp.Show: "SHOW",
+    exp.Summarize: "SUMMARIZE",
+    exp.Export: "EXPORT",
+    exp.Analyze: "ANALYZE",
+    exp.Cache: "CACHE",
+    exp.Uncache: "UNCACHE",
+    exp.Refresh: "REFRESH",
+    exp.LoadData: "LOAD DATA",
+    exp.Grant: "GRANT",
+    exp.Revoke: "REVOKE",
+    exp.Kill: "KILL",
+    exp.Execute: "EXECUTE",
+    exp.Lock: "a locking clause",
+    exp.Command: "a statement sqlglot could not parse (LOAD, CALL, RESET, VACUUM, ...)",
+}
+
+# Non-function nodes a read-only query is made of. Function nodes (exp.Func) are
+# judged by name instead (denied_functions, table_functions).
+_KNOWN_NODES: frozenset[type[exp.Expression]] = frozenset(
+    {
+        *(exp.Select, exp.Union, exp.Intersect, exp.Except, exp.Subquery, exp.Values),
+        *(exp.With, exp.CTE, exp.From, exp.Join, exp.Lateral, exp.Where, exp.Group, exp.Having),
+        *(exp.Qualify, exp.Order, exp.Ordered, exp.Limit, exp.Offset, exp.Fetch, exp.Distinct),
+        *(exp.Window, exp.WindowSpec, exp.Filter, exp.WithinGroup, exp.IgnoreNulls),
+        *(exp.RespectNulls, exp.Cube, exp.Rollup, exp.GroupingSets, exp.TableSample),
+        *(exp.Pivot, exp.PivotAlias, exp.UnpivotColumns, exp.Table, exp.TableAlias, exp.Alias),
+        *(exp.Aliases, exp.Identifier, exp.Column, exp.Star, exp.Literal, exp.Null, exp.Boolean),
+        *(exp.Var, exp.DataType, exp.DataTypeParam, exp.Interval, exp.IntervalSpan, exp.Tuple),
+        *(exp.Lambda, exp.Kwarg, exp.PropertyEQ, exp.Slice, exp.Bracket, exp.Dot, exp.Paren),
+        *(exp.Comprehension, exp.PositionalColumn, exp.Between, exp.In, exp.Is, exp.Like),
+        *(exp.ILike, exp.Glob, exp.SimilarTo, exp.Escape, exp.Any, exp.All, exp.Not, exp.Neg),
+        *(exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE, exp.NullSafeEQ, exp.NullSafeNEQ),
+        *(exp.Add, exp.Sub, exp.Mul, exp.Div, exp.IntDiv, exp.Mod, exp.DPipe, exp.Overlaps),
+        *(exp.BitwiseAnd, exp.BitwiseOr, exp.BitwiseXor, exp.BitwiseNot, exp.BitwiseLeftShift),
+        *(exp.BitwiseRightShift, exp.AtTimeZone, exp.FromTimeZone, exp.HexString),
+        *(exp.BitString, exp.ByteString, exp.RawString, exp.UnicodeString, exp.National),
+        *(exp.JSONPath, exp.JSONPathKey, exp.JSONPathRoot, exp.JSONPathSubscript),
+        *(exp.JSONPathSlice, exp.JSONPathWildcard, exp.JSONPathUnion, exp.JSONPathSelector),
+    }
+)
+
+# Query roots that only read. exp.Subquery is a parenthesised query.
+_READ_ONLY_ROOTS = (exp.Select, exp.SetOperation, exp.Values, exp.Pivot, exp.Subquery)
+
+# A FROM name that looks like a path, glob or URL (DuckDB would scan the file).
+_FILE_LIKE = re.compile(r"[./\\:*?~\[\]{}]")
+_ASCII_LOWER = str.maketrans(string.ascii_uppercase, string.ascii_lowercase)
+_CALL_NAME = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\s*\(")
+
+
+class Verdict(msgspec.Struct, frozen=True, kw_only=True):
+    """The guard's verdict: the SqlGuarded event's ``passed``, ``violations``, ``ast_digest``.
+
+    ``ast_digest`` is ``sha256:<hex>`` of the normalised AST (identifiers folded the
+    DuckDB way, comments dropped, regenerated as DuckDB SQL) whenever the SQL
+    parses to exactly one statement, also when a check rejects it; else None.
+    """
+
+    passed: bool
+    violations: tuple[Violation, ...]
+    ast_digest: str | None
+
+
+Check = Callable[[exp.Expression, frozenset[str]], Iterator[Violation]]
+
+
+def fold(name: str) -> str:
+    """Fold an identifier the way DuckDB compares them: ASCII letters only, quoted or not.
+
+    >>> fold("Customers"), fold("ÄB")
+    ('customers', 'Äb')
+    """
+    return name.translate(_ASCII_LOWER)
+
+
+def _where(node: exp.Expression) -> str:
+    """`` (line L, col C)`` of the first node with a position, or ''."""
+    for sub in node.walk():
+        meta = sub.meta
+        if "line" in meta:
+            return f" (line {meta['line']}, col {meta['col']})"
+    return ""
+
+
+def _function_names(node: exp.Func) -> tuple[str, ...]:
+    """Every name a function node may stand for, the DuckDB spelling first.
+
+    An unknown function keeps the name as written; a known one may be written
+    under several names, so sqlglot's names for its class count too.
+    """
+    if isinstance(node, exp.Anonymous):
+        return (fold(node.name),)
+    names: list[str] = []
+    match = _CALL_NAME.match(node.sql(dialect=DIALECT))
+    if match:
+        names.append(match.group(1))
+    # Abstract function classes have no SQL name.
+    with contextlib.suppress(NotImplementedError):
+        names.extend(type(node).sql_names())
+    return tuple(dict.fromkeys(fold(n) for n in names))
+
+
+def _is_denied(name: str) -> bool:
+    return (
+        name in DENIED_FUNCTIONS
+        or name.startswith(DENIED_FUNCTION_PREFIXES)
+        or name.endswith(DENIED_FUNCTION_SUFFIXES)
+    )
+
+
+# ------------------------------------------------------------------------- checks
+
+
+def read_only_root(tree: exp.Expression, tables: frozenset[str]) -> Iterator[Violation]:
+    """The statement itself must be a query that only reads."""
+    ok = isinstance(tree, _READ_ONLY_ROOTS)
+    if isinstance(tree, exp.Subquery):
+        ok = isinstance(tree.unnest(), _READ_ONLY_ROOTS) and not isinstance(
+            tree.unnest(), exp.Subquery
+        )
+    if not ok:
+        kind = _SIDE_EFFECTS.get(type(tree), type(tree).__name__)
+        yield Violation(
+            check="read_only_root",
+            message=f"statement is {kind}, expected a read-only query "
+            "(SELECT, set operation, VALUES, PIVOT or UNPIVOT)",
+        )
+
+
+def no_side_effects(tree: exp.Expression, tables: frozenset[str]) -> Iterator[Violation]:
+    """No write, DDL, transaction, session or utility node anywhere in the tree."""
+    for node in tree.walk():
+        kind = _SIDE_EFFECTS.get(type(node))
+        if kind is not None:
+            yield Violation(check="no_side_effects", message=f"{kind} is not allowed{_where(node)}")
+
+
+def known_constructs(tree: exp.Expression, tables: frozenset[str]) -> Iterator[Violation]:
+    """Fail closed: a non-function node the guard does not know is rejected."""
+    for node in tree.walk():
+        cls = type(node)
+        if isinstance(node, exp.Func) or cls in _KNOWN_NODES or cls in _SIDE_EFFECTS:
+            continue
+        yield Violation(
+            check="known_constructs",
+            message=f"unknown construct {cls.__name__}{_where(node)}: the guard rejects "
+            "what it does not know",
+        )
+
+
+def _from_items(tree: exp.Expression) -> Iterator[exp.Expression]:
+    """Every FROM item: the sources of FROM, JOIN, LATERAL, PIVOT and a Table's inner call."""
+    for node in tree.walk():
+        if isinstance(node, exp.From | exp.Join | exp.Lateral):
+            source = node.this
+            if isinstance(source, exp.Func):
+                yield source
+        elif isinstance(node, exp.Pivot) and isinstance(node.this, exp.Func):
+            yield node.this
+        elif isinstance(node, exp.Table) and not isinstance(node.this, exp.Identifier):
+            yield node
+
+
+def table_functions(tree: exp.Expression, tables: frozenset[str]) -> Iterator[Violation]:
+    """Only UNNEST, VALUES, range() and generate_series() may be called in FROM."""
+    for item in _from_items(tree):
+        call = item.this if isinstance(item, exp.Table) else item
+        qualified = isinstance(item, exp.Table) and bool(item.args.get("db"))
+        if isinstance(call, exp.Unnest) and not qualified:
+            continue
+        names = _function_names(call) if isinstance(call, exp.Func) else ()
+        if (
+            isinstance(call, exp.GenerateSeries)
+            and not qualified
+            and {"range", "generate_series"}.intersection(names)
+        ):
+            continue
+        shown = names[0] if names else type(call).__name__
+        yield Violation(
+            check="table_functions",
+            message=f"table function {shown}(){_where(item)} is not allowed in FROM; "
+            f"allowed: {', '.join(ALLOWED_TABLE_FUNCTIONS)}",
+        )
+
+
+def _cte_in_scope(table: exp.Table, name: str) -> bool:
+    """Whether a bare table name resolves to a CTE visible at this point, as DuckDB scopes them.
+
+    A CTE sees only the CTEs declared before it; it sees itself only inside the
+    recursive term (right side of the top UNION) of a WITH RECURSIVE. Anywhere
+    else DuckDB resolves the name to the catalog or even to a file, so the
+    guard must not treat it as the CTE.
+    """
+    child: exp.Expression = table
+    node = table.parent
+    while node is not None:
+        if isinstance(node, exp.CTE):
+            with_ = node.parent
+            assert isinstance(with_, exp.With)
+            ctes = list(with_.expressions)
+            index = next(i for i, c in enumerate(ctes) if c is node)
+            if name in {fold(c.alias_or_name) for c in ctes[:index]}:
+                return True
+            body = node.this
+            if (
+                with_.args.get("recursive")
+                and fold(node.alias_or_name) == name
+                and isinstance(body, exp.Union)
+                and _inside(table, body.expression)
+            ):
+                return True
+            # Skip the owner's own WITH: later CTEs are not visible from here.
+            child, node = with_, with_.parent
+            if node is None:
+                break
+        else:
+            with_ = node.args.get("with_")
+            if (
+                isinstance(with_, exp.With)
+                and with_ is not child
+                and name in {fold(c.alias_or_name) for c in with_.expressions}
+            ):
+                return True
+        child, node = node, node.parent
+    return False
+
+
+def _inside(node: exp.Expression, ancestor: exp.Expression) -> bool:
+    current: exp.Expression | None = node
+    while current is not None:
+        if current is ancestor:
+            return True
+        current = current.parent
+    return False
+
+
+def _named_tables(tree: exp.Expression) -> Iterator[exp.Table]:
+    for node in tree.walk():
+        if isinstance(node, exp.Table) and isinstance(node.this, exp.Identifier):
+            yield node
+
+
+def _is_known_table(table: exp.Table, tables: frozenset[str]) -> bool:
+    if table.args.get("catalog"):
+        return False
+    name = fold(table.name)
+    if table.args.get("db"):
+        # `main.x` is always the catalog's table, never a CTE named x.
+        return fold(table.text("db")) == "main" and name in tables
+    return name in tables or _cte_in_scope(table, name)
+
+
+def file_references(tree: exp.Expression, tables: frozenset[str]) -> Iterator[Violation]:
+    """No file, glob or URL names in FROM: DuckDB would scan them (``FROM 'x.csv'``)."""
+    for table in _named_tables(tree):
+        if not _is_known_table(table, tables) and _FILE_LIKE.search(table.name):
+            yield Violation(
+                check="file_references",
+                message=f"FROM names a file, glob or URL {table.name!r}{_where(table)}; "
+                "only published tables may be read",
+            )
+
+
+def table_references(tree: exp.Expression, tables: frozenset[str]) -> Iterator[Violation]:
+    """Only published ``main`` tables (bare or ``main.``-qualified) and CTEs in scope."""
+    for table in _named_tables(tree):
+        if _is_known_table(table, tables) or _FILE_LIKE.search(table.name):
+            continue
+        parts = [table.text(k) for k in ("catalog", "db") if table.args.get(k)]
+        shown = ".".join([*parts, table.name])
+        if table.args.get("catalog") or (parts and fold(parts[-1]) != "main"):
+            why = "is outside the bank's main schema"
+        else:
+            why = "is not a published table or a CTE in scope"
+        listed = ", ".join(sorted(tables)) if len(tables) <= 12 else f"{len(tables)} tables"
+        yield Violation(
+            check="table_references",
+            message=f"table {shown!r}{_where(table)} {why}; published: {listed}",
+        )
+
+
+def denied_functions(tree: exp.Expression, tables: frozenset[str]) -> Iterator[Violation]:
+    """No function of the deny-list (files, environment, settings, catalog), anywhere."""
+    for node in tree.walk():
+        if isinstance(node, exp.Func):
+            denied = [n for n in _function_names(node) if _is_denied(n)]
+            if denied:
+                yield Violation(
+                    check="denied_functions",
+                    message=f"function {denied[0]}(){_where(node)} reaches outside the "
+                    "database and is on the deny-list",
+                )
+
+
+CHECKS: tuple[Check, ...] = (
+    read_only_root,
+    no_side_effects,
+    known_constructs,
+    table_functions,
+    file_references,
+    table_references,
+    denied_functions,
+)
+
+
+# -------------------------------------------------------------------------- guard
+
+
+def _parse(sql: str) -> tuple[list[exp.Expression], Violation | None]:
+    """Parse with sqlglot; empty statements (``;`` alone, a trailing comment) are dropped."""
+    if not sql.strip():
+        return [], Violation(check="parse", message="empty SQL")
+    try:
+        statements = sqlglot.parse(sql, read=DIALECT)
+    except ParseError as error:
+        first = error.errors[0] if error.errors else {}
+        reason = str(first.get("description", error)).split("<Token")[0].strip()
+        at = f" at line {first['line']}, col {first['col']}" if "line" in first else ""
+        return [], Violation(check="parse", message=f"does not parse{at}: {reason}")
+    except SqlglotError as error:  # TokenError: unterminated string or comment
+        return [], Violation(check="parse", message=f"does not parse: {error}")
+    except RecursionError:
+        return [], Violation(check="parse", message="does not parse: nested too deeply")
+    real = [s for s in statements if s is not None and not isinstance(s, exp.Semicolon)]
+    return real, None
+
+
+def _digest(tree: exp.Expression) -> str:
+    normalised = normalize_identifiers(tree.copy(), dialect=DIALECT)
+    return sha256_hex(normalised.sql(dialect=DIALECT, comments=False).encode("utf-8"))
+
+
+def guard(sql: str, tables: Collection[str]) -> Verdict:
+    """Judge one model SQL against the bank's published ``main`` tables.
+
+    Args:
+        sql: the SQL text exactly as the model wrote it.
+        tables: names of the published tables (compared case-insensitively).
+
+    Returns:
+        A Verdict; ``passed`` is true only when there is no violation at all.
+
+    Example:
+        >>> guard("SELECT count(*) FROM orders", {"orders"}).passed
+        True
+        >>> [v.check for v in guard("SELECT * FROM read_csv('/etc/passwd')", {"orders"}).violations]
+        ['table_functions', 'denied_functions']
+    """
+    allowed = frozenset(fold(t) for t in tables)
+    if not allowed:
+        # Without this an empty allow-list would still let table-free queries through.
+        violation = Violation(
+            check="table_allowlist", message="no published tables given: every query is rejected"
+        )
+        return Verdict(passed=False, violations=(violation,), ast_digest=None)
+    statements, failure = _parse(sql)
+    if failure is not None:
+        return Verdict(passed=False, violations=(failure,), ast_digest=None)
+    if len(statements) != 1:
+        violation = Violation(
+            check="single_statement",
+            message=f"found {len(statements)} statements, expected exactly one",
+        )
+        return Verdict(passed=False, violations=(violation,), ast_digest=None)
+    tree = statements[0]
+    found: list[Violation] = []
+    for check in CHECKS:
+        for violation in check(tree, allowed):
+            if violation not in found:
+                found.append(violation)
+    return Verdict(passed=not found, violations=tuple(found), ast_digest=_digest(tree))
