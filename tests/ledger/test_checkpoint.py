@@ -433,3 +433,25 @@ def test_sumdb_tile_vectors(vectors_dir: Path) -> None:
     for bad in ["tile/4/0/001.p/16", "tile/4/0/001.p/0", "tile/0/0/001", "tiles/4/0/001"]:
         with pytest.raises(TilePathError):
             parse_sumdb_tile_path(bad)
+
+
+# ------------------------------------------------------------ docs
+
+
+def test_worked_example_in_formats_md_verifies() -> None:
+    """The example note, keys and hashes in docs/formats.md are real and agree."""
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "formats.md").read_text("utf-8")
+    vkey = re.search(r"verifier key: (\S+)", doc)
+    skey = re.search(r"signer key: +(\S+)", doc)
+    note = re.search(r"```\n(example\.com/caseledger\n3\n.*?\n\n— .*?\n)```", doc, re.S)
+    assert vkey and skey and note
+    verifier = parse_verifier_key(vkey.group(1))
+    checkpoint, _ = open_checkpoint(note.group(1), [verifier], "example.com/caseledger")
+    leaves = [hashlib.sha256(b"\x00" + x).digest() for x in (b"a", b"b", b"c")]
+    h01 = hashlib.sha256(b"\x01" + leaves[0] + leaves[1]).digest()
+    assert checkpoint.root_hash == hashlib.sha256(b"\x01" + h01 + leaves[2]).digest()
+    for value in [*leaves, h01, checkpoint.root_hash]:
+        assert value.hex() in doc
+    name, seed = parse_signer_key(skey.group(1))
+    assert seed == bytes(range(32))
+    assert sign_note(checkpoint.text(), name, TEST_KEY) == note.group(1)
