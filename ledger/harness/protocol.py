@@ -1,0 +1,261 @@
+"""Output protocol query-plan-v1: parse a model's raw answer into a plan, SQL and summary.
+
+The verdict is one of three (DESIGN.md, fine print "Output"):
+
+- strict: the whole raw text, surrounding whitespace aside, is one JSON object
+  with exactly the contract's fields and types, no duplicate key at any depth
+  and no NaN/Infinity -> ``protocol_strict=True``;
+- recovered: surrounding whitespace, then exactly one fence opened by a line
+  ```` ```json ```` and closed by ```` ``` ```` at the very end, no other fence
+  inside, and a strict body -> ``protocol_strict=False, recovered_from_fence=True``;
+- anything else is an output_contract_error: ``error`` holds the reason and
+  nothing is extracted (plan, sql, summary and assumptions are None).
+
+The reasons, checked in this order: ``empty output``, ``several fences``,
+``unclosed fence``, ``text before the fence``, ``text after the fence``,
+``fence is not opened by a ```json line``, ``empty fence``, ``text before the
+object``, ``text after the object``, ``NaN/Infinity is not JSON``, ``not JSON: ...``,
+``duplicate key K``, ``not an object: got T``, ``missing field(s) X``,
+``extra field(s) X``, ``wrong type for X: expected E, got T``.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import msgspec
+
+from ledger.events import Plan
+
+__all__ = ["ANSWER_FIELDS", "PLAN_FIELDS", "Parsed", "parse_output"]
+
+# The one field list of query-plan-v1 (the prompt module owns the JSON Schema
+# text; keep the two in step). Kinds: "string", "strings" (array of strings),
+# "object" (the plan).
+PLAN_FIELDS: tuple[tuple[str, str], ...] = (
+    ("grain", "string"),
+    ("sources", "strings"),
+    ("joins", "strings"),
+    ("filters", "strings"),
+    ("metrics", "strings"),
+    ("steps", "strings"),
+    ("risks", "strings"),
+)
+ANSWER_FIELDS: tuple[tuple[str, str], ...] = (
+    ("plan", "object"),
+    ("sql", "string"),
+    ("summary", "string"),
+    ("assumptions", "strings"),
+)
+
+FENCE = "```"
+_OPENER = "```json"
+# JSON's own whitespace (RFC 8259); other Unicode spaces are text.
+_WS = " \t\n\r"
+_DECODER = msgspec.json.Decoder()
+
+
+class Parsed(msgspec.Struct, frozen=True, kw_only=True):
+    """The parse verdict: exactly the OutputParsed event's verdict fields.
+
+    Build the event with ``OutputParsed(..., **msgspec.structs.asdict(parsed))``.
+    ``error`` set means output_contract_error, and then every other field is
+    empty (False or None): a contract error extracts no SQL.
+    """
+
+    protocol_strict: bool
+    recovered_from_fence: bool
+    plan: Plan | None
+    sql: str | None
+    summary: str | None
+    assumptions: tuple[str, ...] | None
+    error: str | None
+
+
+class _ContractError(Exception):
+    """A reason the output breaks the contract (internal; becomes ``Parsed.error``)."""
+
+
+def _kind(value: Any) -> str:
+    """The JSON type name of a decoded value."""
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int | float):
+        return "number"
+    return {str: "string", list: "array", dict: "object", type(None): "null"}.get(
+        type(value), type(value).__name__
+    )
+
+
+def _refuse_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    seen: set[str] = set()
+    for key, _ in pairs:
+        if key in seen:
+            raise _ContractError(f"duplicate key {key}")
+        seen.add(key)
+    return dict(pairs)
+
+
+def _refuse_constant(token: str) -> Any:
+    raise _ContractError("NaN/Infinity is not JSON")
+
+
+def _diagnose(text: str, error: msgspec.DecodeError) -> str:
+    """Why text that starts with ``{`` is not one JSON document."""
+    if "trailing characters" in str(error):
+        return "text after the object"
+    # msgspec rejects NaN/Infinity as a bad character; the stdlib parser, which
+    # accepts them, tells the two cases apart.
+    try:
+        json.loads(text, parse_constant=_refuse_constant)
+    except _ContractError as reason:
+        return str(reason)
+    except (ValueError, RecursionError):
+        pass
+    return f"not JSON: {error}"
+
+
+def _decode(text: str) -> Any:
+    """Decode one JSON document with msgspec; then look for duplicate keys at any depth."""
+    try:
+        value = _DECODER.decode(text.encode("utf-8", "surrogatepass"))
+    except msgspec.DecodeError as error:
+        raise _ContractError(_diagnose(text, error)) from None
+    except RecursionError:
+        raise _ContractError("not JSON: nested too deeply") from None
+    # msgspec keeps the last of duplicate keys silently, so a second pass
+    # with the stdlib parser (syntax already known to be valid) finds them.
+    try:
+        json.loads(text, object_pairs_hook=_refuse_duplicates)
+    except RecursionError:
+        raise _ContractError("not JSON: nested too deeply") from None
+    except ValueError as error:  # never seen: msgspec accepted the same text
+        raise _ContractError(f"not JSON: {error}") from None
+    return value
+
+
+def _check_object(value: dict[str, Any], fields: tuple[tuple[str, str], ...], path: str) -> None:
+    names = [name for name, _ in fields]
+    missing = [f"{path}{n}" for n in names if n not in value]
+    if missing:
+        raise _ContractError(f"missing field{'s' if len(missing) > 1 else ''} {', '.join(missing)}")
+    extra = [f"{path}{k}" for k in value if k not in names]
+    if extra:
+        raise _ContractError(f"extra field{'s' if len(extra) > 1 else ''} {', '.join(extra)}")
+    for name, kind in fields:
+        _check_value(value[name], kind, f"{path}{name}")
+
+
+def _check_value(value: Any, kind: str, path: str) -> None:
+    if kind == "object":
+        if not isinstance(value, dict):
+            raise _ContractError(f"wrong type for {path}: expected object, got {_kind(value)}")
+        _check_object(value, PLAN_FIELDS, f"{path}.")
+    elif kind == "string":
+        if not isinstance(value, str):
+            raise _ContractError(f"wrong type for {path}: expected string, got {_kind(value)}")
+    elif not isinstance(value, list):
+        raise _ContractError(f"wrong type for {path}: expected array, got {_kind(value)}")
+    else:
+        for index, item in enumerate(value):
+            if not isinstance(item, str):
+                raise _ContractError(
+                    f"wrong type for {path}[{index}]: expected string, got {_kind(item)}"
+                )
+
+
+def _strict(text: str) -> dict[str, Any]:
+    """The answer object of a text that must be exactly one contract object."""
+    if not text.startswith("{"):
+        try:
+            value = _DECODER.decode(text.encode("utf-8", "surrogatepass"))
+        except (msgspec.DecodeError, RecursionError):
+            if "{" in text:
+                raise _ContractError("text before the object") from None
+            if text.startswith(("NaN", "Infinity", "-Infinity")):
+                raise _ContractError("NaN/Infinity is not JSON") from None
+            raise _ContractError("not JSON") from None
+        raise _ContractError(f"not an object: got {_kind(value)}")
+    value = _decode(text)
+    _check_object(value, ANSWER_FIELDS, "")
+    return value
+
+
+def _unfence(text: str) -> str:
+    """The body of the one ```json fence that makes up the whole text."""
+    count = text.count(FENCE)
+    if count > 2:
+        raise _ContractError("several fences")
+    if count == 1:
+        raise _ContractError("unclosed fence")
+    if not text.startswith(FENCE):
+        raise _ContractError("text before the fence")
+    if not text.endswith(FENCE):
+        raise _ContractError("text after the fence")
+    opener, newline, rest = text.partition("\n")
+    if opener.rstrip(" \t\r") != _OPENER or not newline:
+        raise _ContractError("fence is not opened by a ```json line")
+    body = rest[: -len(FENCE)].strip(_WS)
+    if not body:
+        raise _ContractError("empty fence")
+    return body
+
+
+def _answer(value: dict[str, Any], *, strict: bool) -> Parsed:
+    plan = msgspec.convert(value["plan"], type=Plan)
+    return Parsed(
+        protocol_strict=strict,
+        recovered_from_fence=not strict,
+        plan=plan,
+        sql=value["sql"],
+        summary=value["summary"],
+        assumptions=tuple(value["assumptions"]),
+        error=None,
+    )
+
+
+def _contract_error(reason: str) -> Parsed:
+    return Parsed(
+        protocol_strict=False,
+        recovered_from_fence=False,
+        plan=None,
+        sql=None,
+        summary=None,
+        assumptions=None,
+        error=reason,
+    )
+
+
+def parse_output(raw: str) -> Parsed:
+    """Judge a raw model output against query-plan-v1.
+
+    Args:
+        raw: the model's output, verbatim.
+
+    Returns:
+        Parsed: strict, recovered from a fence, or a contract error with its reason.
+
+    Example:
+        >>> plan = {"grain": "one row per store", "sources": ["stores"], "joins": [],
+        ...         "filters": [], "metrics": [], "steps": [], "risks": []}
+        >>> answer = {"plan": plan, "sql": "SELECT 1", "summary": "s", "assumptions": []}
+        >>> text = json.dumps(answer)
+        >>> parse_output(text).protocol_strict
+        True
+        >>> parse_output("```json\\n" + text + "\\n```").recovered_from_fence
+        True
+        >>> parse_output("Sure! " + text).error
+        'text before the object'
+    """
+    text = raw.strip(_WS)
+    if not text:
+        return _contract_error("empty output")
+    try:
+        if text.startswith("{"):
+            return _answer(_strict(text), strict=True)
+        if FENCE in text:
+            return _answer(_strict(_unfence(text)), strict=False)
+        return _answer(_strict(text), strict=True)
+    except _ContractError as reason:
+        return _contract_error(str(reason))
