@@ -336,7 +336,6 @@ class _Worker:
         self.conn.close()
         self.process.join(2.0)
         self.kill()
-        self.process.close()
 
 
 class WorkerPool:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import multiprocessing
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -21,7 +22,13 @@ from hypothesis import strategies as st
 
 from ledger import codec, events
 from ledger.errors import SandboxError
-from ledger.harness.worker import KILL_GRACE_S, ExecResult, WorkerPool, execute_once
+from ledger.harness.worker import (
+    KILL_GRACE_S,
+    ExecResult,
+    WorkerPool,
+    connect_sandboxed,
+    execute_once,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -289,6 +296,20 @@ def test_hostile_sql_ends_as_error(
     assert "root:" not in (result.error_message or "")
     assert list(tmp_path.iterdir()) == []  # nothing written, nothing created
     assert hashlib.sha256(bank_db.read_bytes()).hexdigest() == before
+
+
+@pytest.mark.parametrize(("sql", "fragment"), [h[1:] for h in HOSTILE], ids=[h[0] for h in HOSTILE])
+def test_duckdb_settings_alone_refuse_hostile_sql(
+    bank_db: Path, tmp_path: Path, sql: str, fragment: str
+) -> None:
+    # The same refusals come from DuckDB's own settings, not from anything the worker adds.
+    con = connect_sandboxed(bank_db)
+    try:
+        with pytest.raises(duckdb.Error, match=re.escape(fragment)):
+            con.execute(sql.format(out=tmp_path)).fetchall()
+    finally:
+        con.close()
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_settings_really_are_in_force(pool: WorkerPool) -> None:
