@@ -219,7 +219,7 @@ def _run_query(con: Any, watchdog: _Watchdog, req: _Request) -> ExecResult:
     )
 
 
-def _worker_main(conn: Connection, db_path: str, memory_limit: str) -> None:
+def _worker_main(conn: Connection, db_path: str, memory_limit: str, parent_pid: int) -> None:
     """Entry point of a worker process: open, report ready, serve until EOF."""
     # Ctrl-C belongs to the harness; it closes the pool, which ends us through EOF.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -231,7 +231,7 @@ def _worker_main(conn: Connection, db_path: str, memory_limit: str) -> None:
     except duckdb.Error as exc:
         conn.send_bytes(encoder.encode(_Reply(kind="open_failed", message=str(exc))))
         return
-    watchdog = _Watchdog(os.getppid())
+    watchdog = _Watchdog(parent_pid)
     watchdog.start()
     conn.send_bytes(encoder.encode(_Reply(kind="ready")))
     decoder = msgspec.msgpack.Decoder(_Request)
@@ -263,7 +263,7 @@ class _Worker:
         parent_end, child_end = ctx.Pipe(duplex=True)
         self.process = ctx.Process(
             target=_worker_main,
-            args=(child_end, str(db_path), memory_limit),
+            args=(child_end, str(db_path), memory_limit, os.getpid()),
             name="caseledger-sql-worker",
             daemon=True,
         )
