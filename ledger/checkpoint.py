@@ -247,6 +247,10 @@ class Note:
 
 
 def _check_text(text: str, what: str) -> None:
+    try:
+        text.encode()
+    except UnicodeEncodeError as exc:
+        raise NoteError(f"{what}: the note text is not valid Unicode") from exc
     if not text.endswith("\n"):
         raise NoteError(f"{what}: the note text must end with a newline")
     bad = next((c for c in text if ord(c) < 0x20 and c != "\n"), None)
@@ -280,11 +284,11 @@ def split_note(note: str | bytes) -> tuple[str, list[NoteSignature]]:
 
     Nothing is verified here: use :func:`open_note` before trusting the text.
     """
-    if isinstance(note, bytes):
-        try:
-            note = note.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise _malformed("not valid UTF-8") from exc
+    try:
+        # A str with lone surrogates has no UTF-8 form, so it cannot have been signed.
+        note = note.decode("utf-8") if isinstance(note, bytes) else note.encode().decode()
+    except UnicodeError as exc:
+        raise _malformed("not valid UTF-8") from exc
     if any(ord(c) < 0x20 and c != "\n" for c in note):
         raise _malformed("control character other than newline")
     split = note.rfind("\n\n")

@@ -225,13 +225,15 @@ def test_note_limits_and_format_errors() -> None:
     assert open_note(text + "\n" + line * 100, [verifier]).verified_names == ["test.example/log"]
     with pytest.raises(NoteError, match="101 signatures, at most 100"):
         open_note(text + "\n" + line * 101, [verifier])
-    for bad in ["hello", "hello\x07\n", ""]:
+    for bad in ["hello", "hello\x07\n", "", "\udc80\n"]:
         with pytest.raises(NoteError):
             sign_note(bad, "test.example/log", TEST_KEY)
     with pytest.raises(KeyFormatError):
         sign_note(text, "bad+name", TEST_KEY)
     with pytest.raises(NoteError, match="signature line 1 is too short"):
         open_note(text + "\n— test.example/log AAAAAA==\n", [verifier])
+    with pytest.raises(NoteError, match="not valid UTF-8"):
+        open_note("\ud800" + text + "\n" + line, [verifier])
     assert repr(verifier) == f"NoteVerifier('{verifier.key_string}')"
     with pytest.raises(KeyFormatError, match="seed has 32 bytes, got 31"):
         signer_key_string("x", bytes(31))
