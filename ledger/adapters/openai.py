@@ -99,7 +99,8 @@ def _has_decimal(value: Any) -> bool:
 
 
 class _UsageOnly(msgspec.Struct):
-    usage: msgspec.Raw | None = None
+    # The usage value's bytes exactly as received (msgspec.Raw does not re-encode).
+    usage: msgspec.Raw = msgspec.Raw(b"null")
 
 
 def usage_from_response(body: bytes, raw_usage: Any) -> events.Usage | None:
@@ -119,8 +120,7 @@ def usage_from_response(body: bytes, raw_usage: Any) -> events.Usage | None:
         # prompt_tokens already includes cached (and cache-write) tokens.
         uncached = max(prompt - (cached or 0) - (cache_write or 0), 0)
     if _has_decimal(raw_usage):
-        raw_text = msgspec.json.decode(body, type=_UsageOnly).usage
-        raw_json = bytes(raw_text).decode("utf-8") if raw_text is not None else None
+        raw_json = bytes(msgspec.json.decode(body, type=_UsageOnly).usage).decode("utf-8")
     else:
         raw_json = canonical_json(raw_usage).decode("utf-8")
     return events.Usage(
