@@ -1,0 +1,199 @@
+"""Build a bank into DuckDB deterministically, snapshot its tables, and freeze typed gold results."""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+from ledger.bank.model import Bank, CaseDef
+from ledger.bank.problems import Problems
+from ledger.codec import digest
+from ledger.errors import BankError
+from ledger.events import BuildSettings, Column, GoldResult, TableSchema
+from ledger.harness.cells import encode_row
+
+__all__ = [
+    "BUILD_SETTINGS",
+    "REQUIRED_DUCKDB",
+    "build_database",
+    "connect",
+    "freeze_gold",
+    "gold_digest",
+    "open_bank_db",
+    "require_duckdb",
+    "table_digests",
+    "table_snapshot",
+]
+
+REQUIRED_DUCKDB = "1.5.5"
+BUILD_SETTINGS = BuildSettings(
+    duckdb_version=REQUIRED_DUCKDB, timezone="UTC", threads=1, external_access=False
+)
+
+
+def require_duckdb() -> None:
+    """Refuse any DuckDB but the pinned one: another version may build or compute differently."""
+    found = duckdb.__version__
+    if found != REQUIRED_DUCKDB:
+        raise BankError(
+            f"banks are built and executed with DuckDB {REQUIRED_DUCKDB} exactly; "
+            f"this Python has DuckDB {found}",
+            hint=f"install the pinned version: pip install duckdb=={REQUIRED_DUCKDB}",
+        )
+
+
+def connect(path: Path, *, read_only: bool) -> duckdb.DuckDBPyConnection:
+    """Open a bank database with the fixed settings (UTC, one thread, no external access, locked)."""
+    require_duckdb()
+    con = duckdb.connect(
+        str(path),
+        read_only=read_only,
+        config={"enable_external_access": False, "threads": 1},
+    )
+    # TimeZone can only be set after connecting (ICU is loaded by then).
+    con.execute("SET TimeZone='UTC'")
+    con.execute("SET lock_configuration=true")
+    return con
+
+
+def open_bank_db(path: Path) -> duckdb.DuckDBPyConnection:
+    """Open a built bank database read-only (how every later reader must open it)."""
+    if not path.is_file():
+        raise BankError(f"bank database {path} is missing", hint="publish the bank again")
+    return connect(path, read_only=True)
+
+
+def _first_line(exc: BaseException) -> str:
+    return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+
+
+def build_database(bank: Bank, path: Path) -> None:
+    """Run schema.sql then seed.sql (normalised text) into a new database file at ``path``.
+
+    Builds into a temporary file beside ``path`` and moves it into place, so a
+    half-built database never sits under the final name.
+    """
+    require_duckdb()
+    if path.exists():
+        raise BankError(f"refusing to overwrite {path}")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        con = connect(tmp, read_only=False)
+        try:
+            for name, sql in (("schema.sql", bank.schema_sql), ("seed.sql", bank.seed_sql)):
+                try:
+                    con.execute(sql)
+                except duckdb.Error as exc:
+                    raise BankError(
+                        f"bank {bank.ref}: {name}: DuckDB error: {_first_line(exc)}",
+                        hint=f"fix {name} so it runs in DuckDB {REQUIRED_DUCKDB}",
+                    ) from None
+            con.execute("CHECKPOINT")
+        finally:
+            con.close()
+        os.replace(tmp, path)
+    finally:
+        for leftover in (tmp, tmp.with_name(tmp.name + ".wal")):
+            with contextlib.suppress(FileNotFoundError):
+                leftover.unlink()
+
+
+def table_snapshot(con: duckdb.DuckDBPyConnection) -> tuple[TableSchema, ...]:
+    """Every user table and view of ``main``, columns in declaration order, sorted by name."""
+    rows = con.execute(
+        "SELECT table_name, column_name, data_type FROM duckdb_columns() "
+        "WHERE schema_name = 'main' AND NOT internal AND database_name = current_database() "
+        "ORDER BY table_name, column_index"
+    ).fetchall()
+    tables: dict[str, list[Column]] = {}
+    for table, column, type_name in rows:
+        tables.setdefault(table, []).append(Column(name=column, type=type_name))
+    return tuple(TableSchema(name=t, columns=tuple(cols)) for t, cols in sorted(tables.items()))
+
+
+def table_digests(con: duckdb.DuckDBPyConnection) -> dict[str, str]:
+    """Digest of each table's typed contents, rows in a total order (for determinism checks)."""
+    out: dict[str, str] = {}
+    for table in table_snapshot(con):
+        quoted = '"' + table.name.replace('"', '""') + '"'
+        rel = con.sql(f"SELECT * FROM {quoted} ORDER BY ALL")
+        columns = [[c, str(t)] for c, t in zip(rel.columns, rel.types, strict=True)]
+        out[table.name] = digest(
+            {"columns": columns, "rows": [encode_row(r) for r in rel.fetchall()]}
+        )
+    return out
+
+
+def _non_finite(value: Any) -> bool:
+    if isinstance(value, float):
+        return not math.isfinite(value)
+    if isinstance(value, Decimal):
+        return not value.is_finite()
+    if isinstance(value, list | tuple):
+        return any(_non_finite(v) for v in value)
+    if isinstance(value, dict):
+        return any(_non_finite(v) for v in value.values())
+    return False
+
+
+def _run_reference(
+    con: duckdb.DuckDBPyConnection, case: CaseDef, problems: Problems
+) -> GoldResult | None:
+    def bad(message: str) -> None:
+        problems.add("cases.yaml", message, line=case.line, case=case.id, field="reference_sql")
+
+    try:
+        statements = con.extract_statements(case.reference_sql)
+        if len(statements) != 1:
+            bad(f"must be exactly one statement, found {len(statements)}")
+            return None
+        rel = con.sql(case.reference_sql)
+        if rel is None:
+            bad("does not return rows (it must be a query)")
+            return None
+        columns = tuple(
+            Column(name=n, type=str(t)) for n, t in zip(rel.columns, rel.types, strict=True)
+        )
+        raw_rows = rel.fetchall()
+    except duckdb.Error as exc:
+        bad(f"fails to execute: {_first_line(exc)}")
+        return None
+    if any(_non_finite(v) for row in raw_rows for v in row):
+        bad("gold result contains NaN or Infinity (e.g. a division by zero); fix the query")
+        return None
+    if len(raw_rows) >= case.max_rows:
+        problems.add(
+            "cases.yaml",
+            f"must exceed the gold row count: gold has {len(raw_rows)} rows, "
+            f"max_rows is {case.max_rows}",
+            line=case.line,
+            case=case.id,
+            field="max_rows",
+        )
+    rows = tuple(tuple(encode_row(r)) for r in raw_rows)
+    body = {"columns": columns, "rows": rows}
+    return GoldResult(case_id=case.id, columns=columns, rows=rows, digest=digest(body))
+
+
+def freeze_gold(con: duckdb.DuckDBPyConnection, bank: Bank) -> tuple[GoldResult, ...]:
+    """Execute every reference SQL on a read-only connection and freeze its typed result.
+
+    Raises one BankError listing every case whose reference SQL fails, returns
+    NaN/Infinity, or returns as many rows as max_rows or more.
+    """
+    problems = Problems(bank.ref)
+    gold = [_run_reference(con, case, problems) for case in bank.cases]
+    problems.raise_if_any()
+    return tuple(g for g in gold if g is not None)
+
+
+def gold_digest(gold: tuple[GoldResult, ...]) -> str:
+    """Digest over every case's gold digest, in case order."""
+    return digest([[g.case_id, g.digest] for g in gold])

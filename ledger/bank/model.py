@@ -1,0 +1,375 @@
+"""Validate a normalised bank source into a Bank: cases, semantic layer, prompt template, SQL."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
+from pathlib import Path
+from typing import Any
+
+from ledger.bank.problems import Problems
+from ledger.bank.purity import check_purity
+from ledger.bank.source import BankSource, read_source
+from ledger.codec import sha256_hex
+from ledger.events import CaseSpec
+
+__all__ = [
+    "CASE_FIELDS",
+    "DIFFICULTIES",
+    "DIMENSIONS",
+    "PLACEHOLDERS",
+    "SEMANTIC_KEYS",
+    "Bank",
+    "CaseDef",
+    "known_rules",
+    "load_bank",
+    "validate_source",
+]
+
+DIMENSIONS = ("basic", "joins_grain", "aggregation_metrics", "time_window", "complex", "data_dev")
+DIFFICULTIES = ("easy", "medium", "hard")
+PLACEHOLDERS = ("dialect", "schema", "semantic", "question", "output_schema")
+SEMANTIC_KEYS = ("entities", "relations", "metrics", "dimensions", "business_rules")
+TOP_FIELDS = ("bank", "version", "description", "cases")
+_REQUIRED = ("id", "dimension", "difficulty", "weight", "question", "reference_sql", "max_rows")
+_OPTIONAL = (
+    "question_en",
+    "row_order_significant",
+    "abs_tolerance",
+    "rel_tolerance",
+    "required_ast",
+    "notes",
+)
+CASE_FIELDS = _REQUIRED + _OPTIONAL
+_BANK_ID = re.compile(r"[a-z0-9][a-z0-9_-]*")
+_VERSION = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
+_CASE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
+_DECIMAL_STRING = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")
+PLACEHOLDER_RE = re.compile(r"\{\{([^{}\n]*)\}\}")
+
+
+def known_rules() -> frozenset[str]:
+    """The AST capability rule names a case may require (from ledger.harness.ast_rules)."""
+    try:
+        from ledger.harness.ast_rules import KNOWN_RULES
+    except ModuleNotFoundError:  # TEMPORARY until ast_rules.py lands
+        KNOWN_RULES = (  # noqa: N806
+            "window_function",
+            "cte",
+            "not_exists",
+            "correlated_subquery",
+            "left_join",
+            "group_by",
+            "having",
+            "distinct_count",
+            "case_when",
+            "set_operation",
+        )
+    return frozenset(KNOWN_RULES)
+
+
+@dataclass(frozen=True)
+class CaseDef:
+    """A case as written in cases.yaml, reference SQL included (never sent to a model)."""
+
+    id: str
+    dimension: str
+    difficulty: str
+    weight: Decimal
+    question: str
+    question_en: str | None
+    reference_sql: str
+    row_order_significant: bool
+    abs_tolerance: Decimal
+    rel_tolerance: Decimal
+    max_rows: int
+    required_ast: tuple[str, ...]
+    notes: str
+    line: int | None = None
+
+    def spec(self) -> CaseSpec:
+        """The published form: everything but the reference SQL text, which becomes its hash."""
+        return CaseSpec(
+            id=self.id,
+            dimension=self.dimension,
+            difficulty=self.difficulty,
+            weight=self.weight,
+            question=self.question,
+            question_en=self.question_en,
+            row_order_significant=self.row_order_significant,
+            abs_tolerance=self.abs_tolerance,
+            rel_tolerance=self.rel_tolerance,
+            max_rows=self.max_rows,
+            required_ast=self.required_ast,
+            notes=self.notes,
+            reference_sql_sha256=sha256_hex(self.reference_sql.encode("utf-8")),
+        )
+
+
+@dataclass(frozen=True)
+class Bank:
+    """A structurally valid bank (execution checks come with the build and gold)."""
+
+    source: BankSource
+    bank_id: str
+    version: str
+    description: str
+    cases: tuple[CaseDef, ...]
+
+    @property
+    def content_sha256(self) -> str:
+        """The bank's content hash (``sha256:<hex>``)."""
+        return self.source.content_sha256
+
+    @property
+    def ref(self) -> str:
+        """``bank@version``."""
+        return f"{self.bank_id}@{self.version}"
+
+    @property
+    def schema_sql(self) -> str:
+        """Normalised schema.sql."""
+        return self.source.text("schema.sql")
+
+    @property
+    def seed_sql(self) -> str:
+        """Normalised seed.sql."""
+        return self.source.text("seed.sql")
+
+    @property
+    def prompt_template(self) -> str:
+        """Normalised prompt.md."""
+        return self.source.text("prompt.md")
+
+    @property
+    def semantic_json(self) -> str:
+        """semantic.json as canonical JSON text."""
+        return self.source.text("semantic.json").rstrip("\n")
+
+
+class _CaseReader:
+    """Reads one case mapping, recording problems with the case id and field."""
+
+    def __init__(self, raw: dict[str, Any], index: int, src: BankSource, problems: Problems):
+        self.raw, self.index, self.src, self.problems = raw, index, src, problems
+        cid = raw.get("id")
+        self.cid = cid if isinstance(cid, str) and cid else f"#{index + 1}"
+
+    def line(self, field: str | None = None) -> int | None:
+        lines = self.src.cases_lines
+        return lines.get(("cases", self.index, field)) or lines.get(("cases", self.index))
+
+    def bad(self, field: str, message: str) -> None:
+        self.problems.add("cases.yaml", message, line=self.line(field), case=self.cid, field=field)
+
+    def text(self, field: str, *, required: bool, default: str | None = "") -> str | None:
+        value = self.raw.get(field)
+        if value is None:
+            if required:
+                self.bad(field, "missing (required)")
+            return default
+        if not isinstance(value, str) or (required and not value.strip()):
+            self.bad(field, f"must be a non-empty string, got {value!r}")
+            return default
+        return value
+
+    def decimal(self, field: str, *, required: bool, positive: bool) -> Decimal:
+        value = self.raw.get(field)
+        if value is None:
+            if required:
+                self.bad(field, "missing (required)")
+            return Decimal(0)
+        if isinstance(value, bool) or not isinstance(value, int | Decimal | str):
+            self.bad(field, f"must be a decimal number or decimal string, got {value!r}")
+            return Decimal(0)
+        if isinstance(value, str) and not _DECIMAL_STRING.fullmatch(value.strip()):
+            self.bad(field, f"{value!r} is not a decimal number")
+            return Decimal(0)
+        try:
+            number = Decimal(str(value).strip())
+        except InvalidOperation:
+            self.bad(field, f"{value!r} is not a decimal number")
+            return Decimal(0)
+        if positive and number <= 0:
+            self.bad(field, f"must be > 0, got {value}")
+        elif not positive and number < 0:
+            self.bad(field, f"must be >= 0, got {value}")
+        return number
+
+    def choice(self, field: str, allowed: tuple[str, ...]) -> str:
+        value = self.raw.get(field)
+        if value not in allowed:
+            self.bad(field, f"unknown value {value!r}, expected one of {', '.join(allowed)}")
+        return value if isinstance(value, str) else ""
+
+    def read(self, rules: frozenset[str]) -> CaseDef:
+        for key in self.raw:
+            if key not in CASE_FIELDS:
+                self.bad(key, f"unknown field (known: {', '.join(CASE_FIELDS)})")
+        cid = self.raw.get("id")
+        if not isinstance(cid, str) or not _CASE_ID.fullmatch(cid):
+            self.bad("id", f"must match {_CASE_ID.pattern}, got {cid!r}")
+        order = self.raw.get("row_order_significant", False)
+        if not isinstance(order, bool):
+            self.bad("row_order_significant", f"must be true or false, got {order!r}")
+        max_rows = self.raw.get("max_rows")
+        if max_rows is None:
+            self.bad("max_rows", "missing (required)")
+        elif isinstance(max_rows, bool) or not isinstance(max_rows, int) or max_rows < 1:
+            self.bad("max_rows", f"must be a positive integer, got {max_rows!r}")
+        ast = self.raw.get("required_ast", [])
+        if not isinstance(ast, list) or not all(isinstance(r, str) for r in ast):
+            self.bad("required_ast", f"must be a list of rule names, got {ast!r}")
+            ast = []
+        for rule in ast:
+            if rule not in rules:
+                self.bad(
+                    "required_ast", f"unknown rule {rule!r} (known: {', '.join(sorted(rules))})"
+                )
+        if len(set(ast)) != len(ast):
+            self.bad("required_ast", "a rule is listed twice")
+        return CaseDef(
+            id=self.cid,
+            dimension=self.choice("dimension", DIMENSIONS),
+            difficulty=self.choice("difficulty", DIFFICULTIES),
+            weight=self.decimal("weight", required=True, positive=True),
+            question=self.text("question", required=True) or "",
+            question_en=self.text("question_en", required=False, default=None),
+            reference_sql=self.text("reference_sql", required=True) or "",
+            row_order_significant=order is True,
+            abs_tolerance=self.decimal("abs_tolerance", required=False, positive=False),
+            rel_tolerance=self.decimal("rel_tolerance", required=False, positive=False),
+            max_rows=max_rows if isinstance(max_rows, int) else 0,
+            required_ast=tuple(ast),
+            notes=self.text("notes", required=False) or "",
+            line=self.line(),
+        )
+
+
+def _check_semantic(doc: Any, problems: Problems) -> None:
+    name = "semantic.json"
+    if not isinstance(doc, dict):
+        problems.add(name, "must be a JSON object with keys " + ", ".join(SEMANTIC_KEYS))
+        return
+    for key in doc:
+        if key not in SEMANTIC_KEYS:
+            problems.add(name, f"unknown top-level key {key!r} (known: {', '.join(SEMANTIC_KEYS)})")
+    for key in SEMANTIC_KEYS:
+        items = doc.get(key)
+        if not isinstance(items, list):
+            problems.add(name, f"{key}: must be a list, got {items!r:.40}")
+            continue
+        for i, item in enumerate(items):
+            if key == "business_rules":
+                if not isinstance(item, str) or not item.strip():
+                    problems.add(name, f"{key}[{i}]: must be a non-empty string")
+            elif not isinstance(item, dict) or not isinstance(item.get("name"), str):
+                problems.add(name, f"{key}[{i}]: must be an object with a string 'name'")
+
+
+def _check_placeholders(template: str, problems: Problems) -> None:
+    name = "prompt.md"
+    seen: dict[str, int] = {}
+    for match in PLACEHOLDER_RE.finditer(template):
+        line = template.count("\n", 0, match.start()) + 1
+        key = match.group(1)
+        if key not in PLACEHOLDERS:
+            problems.add(name, f"unknown placeholder {match.group()!r}", line=line)
+        elif key in seen:
+            problems.add(name, f"placeholder {match.group()!r} appears twice", line=line)
+        seen.setdefault(key, line)
+    for key in PLACEHOLDERS:
+        if key not in seen:
+            problems.add(name, f"placeholder '{{{{{key}}}}}' is missing (needed exactly once)")
+    stray = PLACEHOLDER_RE.sub("", template)
+    for marker in ("{{", "}}"):
+        if marker in stray:
+            line = stray.count("\n", 0, stray.index(marker)) + 1
+            problems.add(
+                name, f"unbalanced {marker!r} (placeholders look like {{{{name}}}})", line=line
+            )
+
+
+def validate_source(src: BankSource) -> Bank:
+    """Check everything that needs no database. Raises one BankError listing every problem."""
+    problems = Problems(str(src.folder))
+    doc = src.cases_doc
+    lines = src.cases_lines
+    if not isinstance(doc, dict):
+        problems.add("cases.yaml", "must be a mapping with bank, version and cases", line=1)
+        problems.raise_if_any()
+    for key in doc:
+        if key not in TOP_FIELDS:
+            problems.add(
+                "cases.yaml",
+                f"unknown top-level field (known: {', '.join(TOP_FIELDS)})",
+                line=lines.get((key,)),
+                field=key,
+            )
+    bank_id, version = doc.get("bank"), doc.get("version")
+    if not isinstance(bank_id, str) or not _BANK_ID.fullmatch(bank_id):
+        problems.add(
+            "cases.yaml",
+            f"must match {_BANK_ID.pattern}, got {bank_id!r}",
+            line=lines.get(("bank",)),
+            field="bank",
+        )
+    if not isinstance(version, str) or not _VERSION.fullmatch(version):
+        problems.add(
+            "cases.yaml",
+            f"must be a string matching {_VERSION.pattern} (quote it), got {version!r}",
+            line=lines.get(("version",)),
+            field="version",
+        )
+    description = doc.get("description", "")
+    if not isinstance(description, str):
+        problems.add(
+            "cases.yaml", "must be a string", line=lines.get(("description",)), field="description"
+        )
+    raw_cases = doc.get("cases")
+    cases: list[CaseDef] = []
+    if not isinstance(raw_cases, list) or not raw_cases:
+        problems.add(
+            "cases.yaml",
+            "must be a non-empty list of cases",
+            line=lines.get(("cases",)),
+            field="cases",
+        )
+        raw_cases = []
+    rules = known_rules()
+    first_line: dict[str, int | None] = {}
+    for i, raw in enumerate(raw_cases):
+        if not isinstance(raw, dict):
+            problems.add(
+                "cases.yaml", f"case #{i + 1} must be a mapping", line=lines.get(("cases", i))
+            )
+            continue
+        case = _CaseReader(raw, i, src, problems).read(rules)
+        if case.id in first_line:
+            problems.add(
+                "cases.yaml",
+                f"duplicate case id (first at line {first_line[case.id]})",
+                line=case.line,
+                case=case.id,
+                field="id",
+            )
+        first_line.setdefault(case.id, case.line)
+        cases.append(case)
+    _check_semantic(src.semantic_doc, problems)
+    _check_placeholders(src.text("prompt.md"), problems)
+    check_purity(src.text("schema.sql"), "schema.sql", problems)
+    check_purity(src.text("seed.sql"), "seed.sql", problems)
+    problems.raise_if_any()
+    return Bank(
+        source=src,
+        bank_id=str(bank_id),
+        version=str(version),
+        description=description if isinstance(description, str) else "",
+        cases=tuple(cases),
+    )
+
+
+def load_bank(folder: Path) -> Bank:
+    """Read, normalise, hash and structurally validate a bank folder."""
+    return validate_source(read_source(folder))

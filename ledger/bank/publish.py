@@ -1,0 +1,233 @@
+"""Validate and publish a bank: build, freeze gold, run the anti-memorisation check, append BankPublished."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import tempfile
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ledger.bank.build import (
+    BUILD_SETTINGS,
+    build_database,
+    freeze_gold,
+    gold_digest,
+    open_bank_db,
+    require_duckdb,
+    table_snapshot,
+)
+from ledger.bank.leak import leak_context, leak_findings
+from ledger.bank.model import Bank, load_bank
+from ledger.bank.problems import Problems
+from ledger.bank.registry import REPO_ROOT, PublishedBank, bank_paths, list_published
+from ledger.bank.source import CALIBRATION_FILE
+from ledger.errors import BankError, StoreConflictError
+from ledger.events import LEDGER_STREAM, BankPublished
+from ledger.harness.prompt import render_prompt
+from ledger.keys import Signer
+from ledger.store import Draft, Ledger
+
+__all__ = ["Checked", "PublishResult", "check_built", "publish", "validate_bank"]
+
+# Envelope used only to render prompts before the event exists; never stored.
+_PREVIEW_ENVELOPE: dict[str, Any] = {
+    "stream": LEDGER_STREAM,
+    "stream_seq": 0,
+    "stream_prev": None,
+    "at": "1970-01-01T00:00:00.000000Z",
+}
+
+
+@dataclass(frozen=True)
+class Checked:
+    """A bank that built, froze its gold and passed the leak check: the BankPublished fields."""
+
+    bank: Bank
+    fields: dict[str, Any]
+
+    def preview(self) -> BankPublished:
+        """The event as it would be published (with a placeholder envelope)."""
+        return BankPublished(**_PREVIEW_ENVELOPE, **self.fields)
+
+
+@dataclass(frozen=True)
+class PublishResult:
+    """The published bank, and whether this call appended it (False: it was already there)."""
+
+    published: PublishedBank
+    created: bool
+
+
+def _fields(bank: Bank, db_path: Path) -> dict[str, Any]:
+    con = open_bank_db(db_path)
+    try:
+        tables = table_snapshot(con)
+        gold = freeze_gold(con, bank)
+    finally:
+        con.close()
+    src = bank.source
+    return {
+        "bank_id": bank.bank_id,
+        "version": bank.version,
+        "description": bank.description,
+        "content_sha256": src.content_sha256,
+        "files": dict(src.file_hashes),
+        "calibration_sha256": src.calibration_sha256,
+        "build": BUILD_SETTINGS,
+        "schema_sql": bank.schema_sql,
+        "tables": tables,
+        "semantic_json": bank.semantic_json,
+        "prompt_template": bank.prompt_template,
+        "cases": tuple(case.spec() for case in bank.cases),
+        "gold": gold,
+        "gold_digest": gold_digest(gold),
+    }
+
+
+def _anti_memorisation(checked: Checked, paths: Iterable[Path], cwd: Path | None) -> None:
+    bank, event = checked.bank, checked.preview()
+    ctx = leak_context(
+        {c.id: c.reference_sql for c in bank.cases},
+        event.gold,
+        gold_digest=event.gold_digest,
+        paths=paths,
+        cwd=cwd,
+    )
+    problems = Problems(bank.ref)
+    for spec in event.cases:
+        for finding in leak_findings(render_prompt(event, spec), ctx):
+            problems.add("prompt.md", f"the rendered prompt {finding}", case=spec.id)
+    for name in ("semantic.json", "prompt.md"):
+        for finding in leak_findings(bank.source.text(name), ctx):
+            problems.add(name, finding)
+    for case in bank.cases:
+        for finding in leak_findings(case.notes, ctx):
+            problems.add("cases.yaml", finding, line=case.line, case=case.id, field="notes")
+    problems.raise_if_any(hint="a prompt must never carry answers; remove the leaking text")
+
+
+def check_built(
+    bank: Bank, db_path: Path, *, paths: Iterable[Path] = (), cwd: Path | None = None
+) -> Checked:
+    """Freeze gold on a built database, snapshot its tables and run the leak check."""
+    checked = Checked(bank, _fields(bank, db_path))
+    _anti_memorisation(checked, [bank.source.folder, db_path, REPO_ROOT, *paths], cwd)
+    return checked
+
+
+def validate_bank(folder: Path, *, paths: Iterable[Path] = (), cwd: Path | None = None) -> Checked:
+    """Everything publishing checks, with the database built in a temporary folder."""
+    require_duckdb()
+    bank = load_bank(folder)
+    with tempfile.TemporaryDirectory(prefix="caseledger-bank-") as tmp:
+        db_path = Path(tmp) / f"{bank.source.hexhash}.duckdb"
+        build_database(bank, db_path)
+        return check_built(bank, db_path, paths=paths, cwd=cwd)
+
+
+def _store_files(bank: Bank, files_dir: Path) -> None:
+    if files_dir.is_dir():
+        return  # content-addressed: same hash, same bytes
+    tmp = files_dir.with_name(f".{files_dir.name}.{os.getpid()}.tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    for name, data in bank.source.files.items():
+        (tmp / name).write_bytes(data)
+    if bank.source.calibration is not None:
+        (tmp / CALIBRATION_FILE).write_bytes(bank.source.calibration)
+    for child in tmp.iterdir():
+        child.chmod(0o444)
+    try:
+        tmp.rename(files_dir)
+    except OSError:
+        shutil.rmtree(tmp, ignore_errors=True)  # another publisher won the race
+        if not files_dir.is_dir():
+            raise
+
+
+def _place(bank: Bank, built: Path, db_path: Path, files_dir: Path) -> None:
+    _store_files(bank, files_dir)
+    if not db_path.exists():
+        built.chmod(0o444)
+        os.replace(built, db_path)
+
+
+def _restore(found: PublishedBank, bank: Bank) -> None:
+    # The ledger names this hash but the files beside it are gone (a copied ledger):
+    # rebuild, and accept the rebuild only when its gold equals the published gold.
+    if found.db_path.is_file() and found.files_dir.is_dir():
+        return
+    found.db_path.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=found.db_path.parent) as tmp:
+        built = Path(tmp) / "bank.duckdb"
+        build_database(bank, built)
+        fields = _fields(bank, built)
+        if fields["gold_digest"] != found.event.gold_digest:
+            raise BankError(
+                f"rebuilding {found.ref} gives gold {fields['gold_digest']}, the ledger has "
+                f"{found.event.gold_digest} (seq {found.seq})"
+            )
+        _place(bank, built, found.db_path, found.files_dir)
+
+
+def _existing(ledger: Ledger, home: Path, bank: Bank) -> PublishedBank | None:
+    for found in list_published(ledger, home):
+        if found.event.content_sha256 == bank.content_sha256:
+            return found
+        if (found.event.bank_id, found.event.version) == (bank.bank_id, bank.version):
+            raise BankError(
+                f"bank {bank.ref} is already published (seq {found.seq}) with content "
+                f"{found.event.content_sha256}; {bank.source.folder} hashes to "
+                f"{bank.content_sha256}",
+                hint="a published version never changes: bump `version` in cases.yaml "
+                "(e.g. v4 -> v5) and publish again",
+            )
+    return None
+
+
+def publish(
+    ledger: Ledger,
+    signer: Signer,
+    source_folder: Path,
+    home: Path,
+    *,
+    cwd: Path | None = None,
+) -> PublishResult:
+    """Validate, build, freeze gold and append one BankPublished (a no-op when already published).
+
+    The database goes to ``<home>/banks/<hex>.duckdb`` and the normalised files to
+    ``<home>/banks/<hex>/``, both read-only from then on.
+    """
+    require_duckdb()
+    bank = load_bank(source_folder)
+    found = _existing(ledger, home, bank)
+    if found is not None:
+        _restore(found, bank)
+        return PublishResult(found, created=False)
+    db_path, files_dir = bank_paths(home, bank.content_sha256)
+    db_path.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=db_path.parent, prefix=".build-") as tmp:
+        built = Path(tmp) / db_path.name
+        build_database(bank, built)
+        private = [db_path, files_dir, home, ledger.path, built]
+        checked = check_built(bank, built, paths=private, cwd=cwd or Path.cwd())
+        _place(bank, built, db_path, files_dir)
+    draft = Draft(BankPublished, LEDGER_STREAM, checked.fields)
+    for _ in range(3):
+        size = ledger.size()
+        with contextlib.suppress(StoreConflictError):
+            (seq,) = ledger.append([draft], signer, expect_size=size)
+            event = ledger.get(seq)
+            assert event is not None
+            published = event.event()
+            assert isinstance(published, BankPublished)
+            return PublishResult(PublishedBank(published, seq, db_path, files_dir), True)
+        # Someone appended meanwhile: maybe this very bank, maybe a conflicting version.
+        found = _existing(ledger, home, bank)
+        if found is not None:
+            return PublishResult(found, created=False)
+    raise BankError(f"could not publish {bank.ref}: the ledger kept moving", hint="retry")

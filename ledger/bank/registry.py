@@ -1,0 +1,157 @@
+"""Where banks live: built-in bank folders, published banks in a ledger, and their stored files."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from ledger.bank.leak import LeakContext, leak_context
+from ledger.bank.model import Bank, load_bank
+from ledger.errors import BankError
+from ledger.events import BankPublished, CaseSpec
+from ledger.store import Ledger
+
+__all__ = [
+    "BUILTIN_DIR",
+    "REPO_ROOT",
+    "PublishedBank",
+    "bank_paths",
+    "builtin_banks",
+    "find_published",
+    "list_published",
+    "parse_ref",
+    "resolve_source",
+]
+
+BUILTIN_DIR = Path(__file__).resolve().parents[1] / "banks"
+# The folder holding the ``ledger`` package: the repository (or site-packages) is a private path.
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+def bank_paths(home: Path, content_sha256: str) -> tuple[Path, Path]:
+    """``(<home>/banks/<hex>.duckdb, <home>/banks/<hex>/)`` for a content hash."""
+    hexhash = content_sha256.removeprefix("sha256:")
+    return home / "banks" / f"{hexhash}.duckdb", home / "banks" / hexhash
+
+
+@dataclass(frozen=True)
+class PublishedBank:
+    """A BankPublished event with its place in the log and its files beside the ledger."""
+
+    event: BankPublished
+    seq: int
+    db_path: Path
+    files_dir: Path
+
+    @property
+    def ref(self) -> str:
+        """``bank@version``."""
+        return f"{self.event.bank_id}@{self.event.version}"
+
+    def case(self, case_id: str) -> CaseSpec:
+        """One published case by id."""
+        for case in self.event.cases:
+            if case.id == case_id:
+                return case
+        raise BankError(f"bank {self.ref} has no case {case_id!r}")
+
+    def stored_bank(self) -> Bank:
+        """Load the stored normalised files, checking they still hash to the published hash."""
+        if not self.files_dir.is_dir():
+            raise BankError(
+                f"the files of bank {self.ref} are missing at {self.files_dir}",
+                hint="publish the bank folder again to restore them",
+            )
+        bank = load_bank(self.files_dir)
+        if bank.content_sha256 != self.event.content_sha256:
+            raise BankError(
+                f"the stored files of bank {self.ref} at {self.files_dir} hash to "
+                f"{bank.content_sha256}, expected {self.event.content_sha256} (seq {self.seq})",
+                hint="the stored copy was edited; publish the original folder again",
+            )
+        return bank
+
+    def references(self) -> dict[str, str]:
+        """Reference SQL by case id, read from the stored files (never from the event)."""
+        return {case.id: case.reference_sql for case in self.stored_bank().cases}
+
+    def leak_context(
+        self, *, ledger_path: Path | None, cwd: Path | None, extra: Iterable[Path] = ()
+    ) -> LeakContext:
+        """The leak context the runner checks each prompt against before sending it."""
+        paths = [self.db_path, self.files_dir, REPO_ROOT, *extra]
+        if ledger_path is not None:
+            paths += [ledger_path, ledger_path.parent]
+        return leak_context(
+            self.references(),
+            self.event.gold,
+            gold_digest=self.event.gold_digest,
+            paths=paths,
+            cwd=cwd,
+        )
+
+
+def list_published(ledger: Ledger, home: Path) -> list[PublishedBank]:
+    """Every BankPublished event of a ledger, in log order."""
+    out = []
+    for stored in ledger.events_of_type(BankPublished):
+        event = stored.event()
+        assert isinstance(event, BankPublished)
+        db_path, files_dir = bank_paths(home, event.content_sha256)
+        out.append(PublishedBank(event, stored.seq, db_path, files_dir))
+    return out
+
+
+def parse_ref(ref: str) -> tuple[str, str | None]:
+    """``NAME[@VERSION]`` -> (name, version or None)."""
+    name, sep, version = ref.partition("@")
+    if not name or (sep and not version):
+        raise BankError(f"bad bank reference {ref!r}", hint="write NAME or NAME@VERSION")
+    return name, version or None
+
+
+def find_published(ledger: Ledger, home: Path, ref: str) -> PublishedBank:
+    """A published bank by ``NAME[@VERSION]`` (latest published when no version) or content hash."""
+    banks = list_published(ledger, home)
+    if ref.startswith("sha256:"):
+        found = [b for b in banks if b.event.content_sha256 == ref]
+    else:
+        name, version = parse_ref(ref)
+        found = [
+            b
+            for b in banks
+            if b.event.bank_id == name and (version is None or b.event.version == version)
+        ]
+    if not found:
+        known = ", ".join(sorted({b.ref for b in banks})) or "none"
+        raise BankError(
+            f"no published bank {ref!r} in {ledger.path} (published: {known})",
+            hint="publish it first: caseledger bank publish DIR|NAME",
+        )
+    return found[-1]
+
+
+def builtin_banks() -> dict[str, Path]:
+    """Built-in bank folders shipped in the package (``ledger/banks/<name>/``), by name."""
+    if not BUILTIN_DIR.is_dir():
+        return {}
+    return {
+        p.name: p
+        for p in sorted(BUILTIN_DIR.iterdir())
+        if p.is_dir() and (p / "cases.yaml").is_file()
+    }
+
+
+def resolve_source(arg: str) -> Path:
+    """A bank folder from a path or a built-in name."""
+    path = Path(arg)
+    if path.is_dir():
+        return path
+    builtins = builtin_banks()
+    if arg in builtins:
+        return builtins[arg]
+    raise BankError(
+        f"{arg!r} is neither a bank folder nor a built-in bank "
+        f"(built-in: {', '.join(builtins) or 'none'})"
+    )

@@ -1,0 +1,334 @@
+"""Read a bank folder: normalise its files, parse YAML/JSON exactly, and hash the manifest.
+
+Normalisation (DESIGN.md "Question bank"): UTF-8 (a leading BOM is dropped),
+LF line endings, Unicode NFC. ``cases.yaml``, ``semantic.json`` and
+``calibration.yaml`` are parsed and re-encoded as canonical JSON (sorted keys,
+no whitespace, numbers written from their exact Decimal value, never through
+a float). The normalised bytes are what is hashed, stored beside the ledger
+and built, so a stored bank folder is itself a bank with the same hash.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import unicodedata
+from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
+from pathlib import Path
+from typing import Any
+
+import yaml
+from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+
+from ledger.bank.problems import Problems
+
+__all__ = [
+    "BANK_FILES",
+    "CALIBRATION_FILE",
+    "BankSource",
+    "canonical_text",
+    "content_hash",
+    "normalise_text",
+    "read_source",
+]
+
+BANK_FILES = ("cases.yaml", "prompt.md", "schema.sql", "seed.sql", "semantic.json")
+CALIBRATION_FILE = "calibration.yaml"
+# Domain separation: a bank manifest hash can never collide with another caseledger hash.
+_MANIFEST_HEADER = "caseledger/bank-manifest/v1\n"
+_MAX_DEPTH = 64
+
+Lines = dict[tuple[Any, ...], int]
+
+
+@dataclass(frozen=True)
+class BankSource:
+    """A bank folder after normalisation: the bytes that are hashed, and their parse trees."""
+
+    folder: Path
+    files: dict[str, bytes]
+    file_hashes: dict[str, str]
+    content_sha256: str
+    calibration: bytes | None
+    calibration_sha256: str | None
+    cases_doc: Any
+    cases_lines: Lines
+    semantic_doc: Any
+
+    @property
+    def hexhash(self) -> str:
+        """The content hash without its ``sha256:`` prefix (used in file names)."""
+        return self.content_sha256.removeprefix("sha256:")
+
+    def text(self, name: str) -> str:
+        """A normalised file as text."""
+        return self.files[name].decode("utf-8")
+
+
+def normalise_text(raw: bytes, name: str, problems: Problems) -> str | None:
+    """Decode UTF-8 (dropping a BOM), turn CRLF/CR into LF and apply NFC."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        problems.add(name, f"not valid UTF-8 (byte {exc.start})", line=line)
+        return None
+    text = text.removeprefix("\ufeff").replace("\r\n", "\n").replace("\r", "\n")
+    return unicodedata.normalize("NFC", text)
+
+
+# ------------------------------------------------------------------ canonical JSON
+
+# Characters YAML may not carry raw (or reads as line breaks); escaped so that the
+# canonical JSON of cases.yaml is also a YAML document that loads back unchanged.
+_YAML_UNSAFE = re.compile("[\x7f-\x9f\u2028\u2029\ufeff\ufffe\uffff\ud800-\udfff]")
+
+
+def _string(value: str) -> str:
+    text = json.dumps(value, ensure_ascii=False)
+    return _YAML_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
+def _number(value: Decimal) -> str:
+    text = str(value)
+    mantissa, sep, exponent = text.partition("E")
+    if sep and "." not in mantissa:
+        # YAML 1.1 reads "1E+3" as a string; "1.0E+3" stays a number on reload.
+        text = f"{mantissa}.0E{exponent}"
+    return text
+
+
+def canonical_text(value: Any) -> str:
+    """Canonical JSON of a parsed YAML/JSON tree: sorted keys, no spaces, exact numbers.
+
+    >>> canonical_text({"b": [Decimal("1.50"), 2, None], "a": "é"})
+    '{"a":"é","b":[1.50,2,null]}'
+    """
+    if value is None:
+        return "null"
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, Decimal):
+        return _number(value)
+    if isinstance(value, str):
+        return _string(value)
+    if isinstance(value, list):
+        return "[" + ",".join(canonical_text(v) for v in value) + "]"
+    if isinstance(value, dict):
+        items = (f"{_string(k)}:{canonical_text(value[k])}" for k in sorted(value))
+        return "{" + ",".join(items) + "}"
+    raise TypeError(f"not a canonical value: {type(value).__name__}")
+
+
+# ------------------------------------------------------------------ YAML
+
+
+class _Loader(yaml.SafeLoader):
+    """SafeLoader that reads floats as Decimal and timestamps as plain strings."""
+
+
+class _NonFinite(ValueError):
+    pass
+
+
+def _construct_float(loader: _Loader, node: ScalarNode) -> Decimal:
+    text = str(loader.construct_scalar(node)).replace("_", "")
+    if text.lower().lstrip("+-") in (".inf", ".nan"):
+        raise _NonFinite(text)
+    try:
+        return Decimal(text)
+    except InvalidOperation:
+        raise _NonFinite(text) from None
+
+
+def _construct_timestamp(loader: _Loader, node: ScalarNode) -> str:
+    return str(loader.construct_scalar(node))
+
+
+_Loader.add_constructor("tag:yaml.org,2002:float", _construct_float)
+_Loader.add_constructor("tag:yaml.org,2002:timestamp", _construct_timestamp)
+
+_SCALAR_TYPES = (str, int, Decimal, bool, type(None))
+
+
+def _walk(
+    loader: _Loader, node: Node, path: tuple[Any, ...], ctx: tuple[str, Problems, Lines]
+) -> Any:
+    name, problems, lines = ctx
+    line = node.start_mark.line + 1
+    lines.setdefault(path, line)
+    if len(path) > _MAX_DEPTH:
+        problems.add(name, "nesting too deep (recursive alias?)", line=line)
+        return None
+    if isinstance(node, MappingNode):
+        if node.tag != "tag:yaml.org,2002:map":
+            problems.add(name, f"unsupported tag {node.tag}", line=line)
+            return None
+        loader.flatten_mapping(node)
+        out: dict[str, Any] = {}
+        for key_node, value_node in node.value:
+            key_line = key_node.start_mark.line + 1
+            key = _walk(loader, key_node, (*path, "<key>"), ctx)
+            if not isinstance(key, str):
+                problems.add(name, f"mapping key {key!r} is not a string (quote it)", line=key_line)
+                continue
+            if key in out:
+                problems.add(name, f"duplicate key {key!r}", line=key_line)
+                continue
+            lines[(*path, key)] = key_line
+            out[key] = _walk(loader, value_node, (*path, key), ctx)
+        return out
+    if isinstance(node, SequenceNode):
+        if node.tag != "tag:yaml.org,2002:seq":
+            problems.add(name, f"unsupported tag {node.tag}", line=line)
+            return None
+        return [_walk(loader, item, (*path, i), ctx) for i, item in enumerate(node.value)]
+    try:
+        value = loader.construct_object(node, deep=True)
+    except _NonFinite as exc:
+        problems.add(name, f"number {exc} is not a finite decimal", line=line)
+        return None
+    except yaml.YAMLError as exc:
+        problems.add(name, f"cannot read value: {getattr(exc, 'problem', exc)}", line=line)
+        return None
+    if not isinstance(value, _SCALAR_TYPES):
+        problems.add(name, f"unsupported YAML value of type {type(value).__name__}", line=line)
+        return None
+    if isinstance(value, str):
+        value = unicodedata.normalize("NFC", value)
+    return value
+
+
+def parse_yaml(text: str, name: str, problems: Problems) -> tuple[Any, Lines]:
+    """Parse one YAML document into str/int/Decimal/bool/None/list/dict, with key lines."""
+    lines: Lines = {}
+    loader = _Loader(text)
+    try:
+        node = loader.get_single_node()
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = mark.line + 1 if mark is not None else None
+        problem = getattr(exc, "problem", None) or str(exc)
+        problems.add(name, f"YAML syntax error: {problem}", line=line)
+        return None, lines
+    try:
+        value = None if node is None else _walk(loader, node, (), (name, problems, lines))
+    finally:
+        loader.dispose()
+    return value, lines
+
+
+# ------------------------------------------------------------------ JSON
+
+
+class _DuplicateKey(ValueError):
+    pass
+
+
+def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise _DuplicateKey(key)
+        out[key] = value
+    return out
+
+
+def _no_constant(text: str) -> Any:
+    raise _NonFinite(text)
+
+
+def _nfc_tree(value: Any) -> Any:
+    # The file text is NFC already; this catches strings built from \u escapes.
+    if isinstance(value, str):
+        return unicodedata.normalize("NFC", value)
+    if isinstance(value, list):
+        return [_nfc_tree(v) for v in value]
+    if isinstance(value, dict):
+        return {unicodedata.normalize("NFC", k): _nfc_tree(v) for k, v in value.items()}
+    return value
+
+
+def parse_json(text: str, name: str, problems: Problems) -> Any:
+    """Parse JSON with exact Decimal numbers, refusing duplicate keys and NaN/Infinity."""
+    try:
+        return _nfc_tree(
+            json.loads(
+                text, parse_float=Decimal, object_pairs_hook=_pairs, parse_constant=_no_constant
+            )
+        )
+    except json.JSONDecodeError as exc:
+        problems.add(name, f"JSON syntax error: {exc.msg}", line=exc.lineno)
+    except _DuplicateKey as exc:
+        problems.add(name, f"duplicate key {exc}")
+    except _NonFinite as exc:
+        problems.add(name, f"{exc} is not a finite number")
+    return None
+
+
+# ------------------------------------------------------------------ the folder
+
+
+def _sha(data: bytes) -> str:
+    return "sha256:" + hashlib.sha256(data).hexdigest()
+
+
+def content_hash(file_hashes: dict[str, str]) -> str:
+    """SHA-256 of the manifest: a header line, then ``<name> <sha256:hex>`` per bank file.
+
+    >>> content_hash({n: "sha256:" + "0" * 64 for n in BANK_FILES})[:15]
+    'sha256:bd5ad40e'
+    """
+    lines = [_MANIFEST_HEADER] + [f"{n} {file_hashes[n]}\n" for n in sorted(BANK_FILES)]
+    return _sha("".join(lines).encode("utf-8"))
+
+
+def read_source(folder: Path) -> BankSource:
+    """Read and normalise a bank folder. Raises BankError naming each file problem."""
+    problems = Problems(str(folder))
+    if not folder.is_dir():
+        problems.add(str(folder), "not a folder")
+        problems.raise_if_any()
+    texts: dict[str, str] = {}
+    for name in (*BANK_FILES, CALIBRATION_FILE):
+        path = folder / name
+        if not path.is_file():
+            if name != CALIBRATION_FILE:
+                problems.add(name, "missing (a bank needs " + ", ".join(BANK_FILES) + ")")
+            continue
+        text = normalise_text(path.read_bytes(), name, problems)
+        if text is not None:
+            texts[name] = text
+    problems.raise_if_any()
+
+    cases_doc, cases_lines = parse_yaml(texts["cases.yaml"], "cases.yaml", problems)
+    semantic_doc = parse_json(texts["semantic.json"], "semantic.json", problems)
+    calibration_doc = None
+    if CALIBRATION_FILE in texts:
+        calibration_doc, _ = parse_yaml(texts[CALIBRATION_FILE], CALIBRATION_FILE, problems)
+    problems.raise_if_any()
+
+    files = {name: texts[name].encode("utf-8") for name in ("prompt.md", "schema.sql", "seed.sql")}
+    files["cases.yaml"] = (canonical_text(cases_doc) + "\n").encode("utf-8")
+    files["semantic.json"] = (canonical_text(semantic_doc) + "\n").encode("utf-8")
+    file_hashes = {name: _sha(files[name]) for name in sorted(files)}
+    calibration = None
+    if CALIBRATION_FILE in texts:
+        calibration = (canonical_text(calibration_doc) + "\n").encode("utf-8")
+    return BankSource(
+        folder=folder,
+        files=files,
+        file_hashes=file_hashes,
+        content_sha256=content_hash(file_hashes),
+        calibration=calibration,
+        calibration_sha256=_sha(calibration) if calibration is not None else None,
+        cases_doc=cases_doc,
+        cases_lines=cases_lines,
+        semantic_doc=semantic_doc,
+    )

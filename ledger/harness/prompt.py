@@ -1,0 +1,124 @@
+"""The blind prompt: a bank's prompt.md filled with dialect notes, schema, semantics, question, schema.
+
+Blind prompt contract (DESIGN.md): the model receives DuckDB dialect notes,
+the published schema snapshot, the semantic layer, the question and the
+query-plan-v1 JSON Schema. ``render_prompt`` reads exactly those fields of
+the published bank and case (``prompt_template``, ``schema_sql``,
+``semantic_json``, ``question``) and nothing else: never reference SQL, gold,
+required_ast, weights or a path.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import msgspec
+
+from ledger.codec import canonical_json, digest
+from ledger.events import BankPublished, CaseSpec
+
+__all__ = [
+    "DIALECT_NOTES",
+    "OUTPUT_CONTRACT",
+    "QUERY_PLAN_V1_SCHEMA",
+    "QUERY_PLAN_V1_SCHEMA_TEXT",
+    "prompt_contract_digest",
+    "render_prompt",
+]
+
+OUTPUT_CONTRACT = "query-plan-v1"
+
+
+def _strings(description: str) -> dict[str, Any]:
+    return {"type": "array", "items": {"type": "string"}, "description": description}
+
+
+QUERY_PLAN_V1_SCHEMA: dict[str, Any] = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "title": OUTPUT_CONTRACT,
+    "description": "Answer with exactly one JSON object of this shape and nothing else.",
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["plan", "sql", "summary", "assumptions"],
+    "properties": {
+        "plan": {
+            "type": "object",
+            "additionalProperties": False,
+            "required": ["grain", "sources", "joins", "filters", "metrics", "steps", "risks"],
+            "properties": {
+                "grain": {"type": "string", "description": "What one result row stands for."},
+                "sources": _strings("Tables the query reads."),
+                "joins": _strings("Each join with its keys and type."),
+                "filters": _strings("Each filter, with time boundaries stated exactly."),
+                "metrics": _strings("Each computed measure and its business definition."),
+                "steps": _strings("The query's steps in order."),
+                "risks": _strings("What could make the answer wrong (grain, NULLs, ties...)."),
+            },
+        },
+        "sql": {"type": "string", "description": "One read-only DuckDB query answering it."},
+        "summary": {"type": "string", "description": "One or two sentences on the approach."},
+        "assumptions": _strings("Assumptions made where the question is ambiguous."),
+    },
+}
+# The canonical text (sorted keys, compact) is what digests cover.
+QUERY_PLAN_V1_SCHEMA_TEXT: str = canonical_json(QUERY_PLAN_V1_SCHEMA).decode("utf-8")
+
+DIALECT_NOTES = """\
+SQL dialect: DuckDB 1.5.5.
+- The session time zone is UTC. TIMESTAMP values are naive and read as UTC;
+  TIMESTAMPTZ values are instants. Convert with `ts AT TIME ZONE 'Asia/Shanghai'`
+  (TIMESTAMPTZ -> local naive TIMESTAMP) or `local_ts AT TIME ZONE 'Asia/Shanghai'`
+  (naive local TIMESTAMP -> TIMESTAMPTZ).
+- Dates: `DATE '2026-09-01'`, `TIMESTAMP '2026-09-01 00:00:00'`, `INTERVAL 1 MONTH`,
+  `date_trunc('month', ts)`, `date_part('year', d)`, `strftime(ts, '%Y-%m')`,
+  `date_diff('day', a, b)`, `last_day(d)`. Prefer half-open ranges: `ts >= start AND ts < end`.
+- Calendar spines: `generate_series(DATE '2026-01-01', DATE '2026-12-01', INTERVAL 1 MONTH)`
+  or `range(...)` in FROM; `unnest([...])` for literal lists.
+- Window functions: ROW_NUMBER/RANK/DENSE_RANK/LAG/LEAD/SUM(...) OVER (...); filter on
+  them with QUALIFY. GROUP BY ALL, ORDER BY ALL, GROUPING SETS, ROLLUP and CUBE exist.
+- `count(DISTINCT x)`, `sum(x) FILTER (WHERE ...)`, `coalesce`, `nullif`, `CASE WHEN`.
+  Integer division `/` returns a DOUBLE; use `//` for integer division.
+- NULL semantics are standard SQL: `x = NULL` is never true, `NOT IN` with a NULL matches
+  nothing; use `IS NULL`, `IS DISTINCT FROM` and `NOT EXISTS`.
+- The query must be a single read-only SELECT (WITH allowed) over the tables below; no
+  DDL, DML, PRAGMA, SET, ATTACH, COPY or file functions.
+"""
+
+_SLOT = re.compile(r"\{\{(dialect|schema|semantic|question|output_schema)\}\}")
+
+
+def _pretty_json(text: str) -> str:
+    # msgspec.json.format re-indents without parsing numbers into floats.
+    return msgspec.json.format(text.encode("utf-8"), indent=2).decode("utf-8")
+
+
+def render_prompt(bank: BankPublished, case: CaseSpec) -> str:
+    """Fill the bank's prompt template for one case (one pass: filled text is never re-expanded).
+
+    Reads only ``bank.prompt_template``, ``bank.schema_sql``, ``bank.semantic_json``
+    and ``case.question``.
+    """
+    values = {
+        "dialect": DIALECT_NOTES.rstrip("\n"),
+        "schema": bank.schema_sql.strip("\n"),
+        "semantic": _pretty_json(bank.semantic_json),
+        "question": case.question.strip("\n"),
+        "output_schema": _pretty_json(QUERY_PLAN_V1_SCHEMA_TEXT),
+    }
+    return _SLOT.sub(lambda m: values[m.group(1)], bank.prompt_template)
+
+
+def prompt_contract_digest(bank: BankPublished) -> str:
+    """Digest of what every prompt of a bank shares: template, dialect notes and output schema.
+
+    Two runs with equal digests sent their models the same instructions (fairness compares it).
+    """
+    return digest(
+        {
+            "output_contract": OUTPUT_CONTRACT,
+            "template": bank.prompt_template,
+            "dialect": DIALECT_NOTES,
+            "output_schema": QUERY_PLAN_V1_SCHEMA_TEXT,
+        }
+    )
