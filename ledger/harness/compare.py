@@ -27,11 +27,15 @@ the event shows); the scorer recomputes them exactly from ``matched``,
 from __future__ import annotations
 
 import bisect
+import operator
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from decimal import Decimal, localcontext
 from fractions import Fraction
+from functools import partial
+from itertools import repeat
+from operator import itemgetter
 from typing import Any
 
 from ledger.events import Column
@@ -46,7 +50,14 @@ from ledger.harness.align import (
 )
 from ledger.harness.matching import max_matching
 
-__all__ = ["RATIO_PLACES", "Comparison", "compare", "f1_fraction"]
+__all__ = [
+    "RATIO_PLACES",
+    "Comparison",
+    "compare",
+    "f1_fraction",
+    "fraction_to_decimal",
+    "tidy",
+]
 
 RATIO_PLACES = Decimal("1e-10")
 
@@ -106,10 +117,37 @@ def _ratio(num: int, den: int, both_empty: bool, mapped: bool) -> Decimal:
 
 
 def _to_decimal(value: Fraction) -> Decimal:
-    with localcontext(prec=60):
-        return (Decimal(value.numerator) / Decimal(value.denominator)).quantize(
-            RATIO_PLACES, rounding="ROUND_HALF_UP"
-        )
+    return tidy(fraction_to_decimal(value, RATIO_PLACES))
+
+
+def fraction_to_decimal(value: Fraction, places: Decimal) -> Decimal:
+    """An exact fraction rounded half-up (away from zero) to the exponent of ``places``.
+
+    Integer arithmetic only, so there is no intermediate rounding.
+
+    >>> fraction_to_decimal(Fraction(90, 7), Decimal("0.01"))
+    Decimal('12.86')
+    >>> fraction_to_decimal(Fraction(1, 200), Decimal("0.01"))
+    Decimal('0.01')
+    """
+    exponent = int(places.as_tuple().exponent)
+    scaled = value / Fraction(10) ** exponent
+    units = (abs(scaled) + Fraction(1, 2)).__floor__()
+    sign = 1 if scaled < 0 else 0
+    return Decimal((sign, tuple(int(c) for c in str(units)), exponent))
+
+
+def tidy(value: Decimal) -> Decimal:
+    """Drop trailing zeros without switching to exponent notation ('5', '0.5', '12.86').
+
+    >>> tidy(Decimal("5.0000000000")), tidy(Decimal("0E-10")), tidy(Decimal("10.50"))
+    (Decimal('5'), Decimal('0'), Decimal('10.5'))
+    """
+    with localcontext(prec=80):
+        norm = value.normalize()
+        if norm.as_tuple().exponent > 0:  # type: ignore[operator]
+            norm = norm.quantize(Decimal(1))
+    return norm
 
 
 def compare(
@@ -141,10 +179,8 @@ def compare(
     gold_rows = _as_tuples(gold_rows, len(gold_columns), "gold")
     actual_rows = _as_tuples(actual_rows, len(actual_columns), "actual")
     n_gold, n_actual = len(gold_rows), len(actual_rows)
-    gold_cols = _columns_of(gold_rows, len(gold_columns))
-    actual_cols = _columns_of(actual_rows, len(actual_columns))
-    gold_info = [column_info(c, v) for c, v in zip(gold_columns, gold_cols, strict=True)]
-    actual_info = [column_info(c, v) for c, v in zip(actual_columns, actual_cols, strict=True)]
+    gold_info = [column_info(c, gold_rows, i) for i, c in enumerate(gold_columns)]
+    actual_info = [column_info(c, actual_rows, i) for i, c in enumerate(actual_columns)]
     bad = [i.column.name for i in gold_info if i.non_finite]
     if bad:
         raise ValueError(f"gold result has a non-finite cell in column(s) {bad}")
@@ -187,18 +223,12 @@ def compare(
 
 
 def _as_tuples(rows: Sequence[Sequence[Any]], width: int, side: str) -> Sequence[tuple[Any, ...]]:
-    if not all(type(r) is tuple for r in rows):
+    if rows and set(map(type, rows)) != {tuple}:
         rows = [tuple(r) for r in rows]
     if rows and set(map(len, rows)) != {width}:
         widths = sorted(set(map(len, rows)))
         raise ValueError(f"{side} rows must have {width} cells (one per column), found {widths}")
     return rows
-
-
-def _columns_of(rows: Sequence[tuple[Any, ...]], width: int) -> list[tuple[Any, ...]]:
-    if not rows:
-        return [() for _ in range(width)]
-    return list(zip(*rows, strict=True))
 
 
 def _match_rows(
@@ -212,7 +242,15 @@ def _match_rows(
     order_significant: bool,
 ) -> tuple[int, bool]:
     """Matched row count (multiset) and, when order is significant, position-wise equality."""
-    pairs = [normalise_pair(g, a) for g, a in zip(gold_info, actual_info, strict=True)]
+    tol = [
+        i
+        for i, (g, a) in enumerate(zip(gold_info, actual_info, strict=True))
+        if is_tolerance_pair(g, a, abs_tol, rel_tol)
+    ]
+    pairs = [
+        (g.normalised, a.normalised) if i in tol else normalise_pair(g, a)
+        for i, (g, a) in enumerate(zip(gold_info, actual_info, strict=True))
+    ]
     identity_order = mapping == list(range(len(mapping)))
     if all(p is None for p in pairs) and identity_order:
         gold_keys: Sequence[tuple[Any, ...]] = gold_rows  # already canonical: no copy at all
@@ -225,17 +263,14 @@ def _match_rows(
         gold_keys = list(zip(*gcols, strict=True)) if gold_rows else []
         actual_keys = list(zip(*acols, strict=True)) if actual_rows else []
 
-    tol = [
-        i
-        for i, (g, a) in enumerate(zip(gold_info, actual_info, strict=True))
-        if is_tolerance_pair(g, a, abs_tol, rel_tol)
-    ]
     if not tol:
         order_ok = order_significant and list(gold_keys) == list(actual_keys)
         gc, ac = Counter(gold_keys), Counter(actual_keys)
-        if len(gc) > len(ac):
-            gc, ac = ac, gc
-        matched = sum(min(n, ac[k]) for k, n in gc.items() if k in ac)
+        common = gc.keys() & ac.keys()
+        if len(gc) == len(gold_keys) and len(ac) == len(actual_keys):
+            return len(common), order_ok  # no duplicates on either side
+        # min(count in gold, count in actual) per common row, summed at C speed
+        matched = sum(map(min, map(gc.__getitem__, common), map(ac.__getitem__, common)))
         return matched, order_ok
     with localcontext(EXACT):
         matched = _tolerance_matching(gold_keys, actual_keys, tol, abs_tol, rel_tol)
@@ -284,19 +319,27 @@ def _tolerance_matching(
     of the tolerance cells (NULL only equals NULL), so edges only ever join
     rows of the same partition.
     """
+    if not gold or not actual:
+        return 0
     tol_set = set(tol)
-    exact = [i for i in range(len(gold[0]) if gold else 0) if i not in tol_set]
+    exact = [i for i in range(len(gold[0])) if i not in tol_set]
 
-    def key(row: tuple[Any, ...]) -> tuple[Any, ...]:
-        return (*(row[i] for i in exact), *(row[i] is None for i in tol))
+    def keys(rows: Sequence[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
+        parts = [map(itemgetter(i), rows) for i in exact]
+        parts += [map(operator.is_, map(itemgetter(t), rows), repeat(None)) for t in tol]
+        return list(zip(*parts, strict=True))
 
+    gkeys, akeys = keys(gold), keys(actual)
     parts: dict[tuple[Any, ...], tuple[list[int], list[int]]] = {}
-    for n, row in enumerate(gold):
-        parts.setdefault(key(row), ([], []))[0].append(n)
-    for n, row in enumerate(actual):
-        part = parts.get(key(row))
-        if part is not None:
-            part[1].append(n)
+    if len(set(gkeys)) == 1 and set(akeys) == set(gkeys):
+        parts[gkeys[0]] = (list(range(len(gold))), list(range(len(actual))))
+    else:
+        for n, k in enumerate(gkeys):
+            parts.setdefault(k, ([], []))[0].append(n)
+        for n, k in enumerate(akeys):
+            part = parts.get(k)
+            if part is not None:
+                part[1].append(n)
     matched = 0
     for part_key, (gi, ai) in parts.items():
         if not gi or not ai:
@@ -318,11 +361,26 @@ def _partition_matching(
     abs_tol: Decimal,
     rel_tol: Decimal,
 ) -> int:
-    """Hopcroft-Karp on one partition; candidates come from a window on the first live column."""
+    """Hopcroft-Karp on one partition; candidates come from a window on the first live column.
+
+    Both sides are sorted by that column. With only an absolute tolerance and
+    one live column the window *is* the neighbourhood, built without a Python
+    loop; otherwise every candidate in the window is checked exactly.
+    """
     t0, rest = live[0], live[1:]
+    first = itemgetter(t0)
+    adj: list[Sequence[int]]
+    if rel_tol == 0 and not rest:
+        # Only positions in sorted order matter here, not which row is which.
+        keys = sorted(map(first, map(actual.__getitem__, ai)))
+        gvals = sorted(map(first, map(gold.__getitem__, gi)))
+        lows = map(partial(bisect.bisect_left, keys), map(operator.sub, gvals, repeat(abs_tol)))
+        highs = map(partial(bisect.bisect_right, keys), map(operator.add, gvals, repeat(abs_tol)))
+        adj = list(map(range, lows, highs))
+        return max_matching(adj, len(keys))[0]
     ai = sorted(ai, key=lambda n: actual[n][t0])
     keys = [actual[n][t0] for n in ai]
-    adj: list[list[int]] = []
+    adj = []
     for g in sorted(gi, key=lambda n: gold[n][t0]):
         row = gold[g]
         e = row[t0]

@@ -37,7 +37,7 @@ def max_matching(adj: Sequence[Sequence[int]], n_right: int) -> tuple[int, list[
                 break
     # No matching can exceed the number of vertices that have an edge on either side;
     # stopping there avoids a last, fruitless BFS over a possibly dense graph.
-    limit = min(sum(1 for nbrs in adj if nbrs), n_right)
+    limit = min(sum(map(bool, adj)), n_right)
     while size < limit:
         free = [u for u in range(n_left) if match_l[u] == -1 and adj[u]]
         dist = [-1] * n_left
