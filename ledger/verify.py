@@ -193,14 +193,14 @@ def _operator_verifiers(keyring: Keyring, extra: Sequence[NoteVerifier]) -> list
 def _check_given(
     cp: _GivenCheckpoint, size: int, origin: str, verifiers: list[NoteVerifier], root: bytes
 ) -> None:
-    try:
-        open_note(cp.note, verifiers)
-    except NoteError as exc:
-        raise ProofError(f"{cp.label}: {exc.message}", hint=exc.hint) from None
     if cp.body.origin != origin:
         raise ProofError(
             f"{cp.label}: checkpoint is for log {cp.body.origin!r}, this ledger is {origin!r}"
         )
+    try:
+        open_note(cp.note, verifiers)
+    except NoteError as exc:
+        raise ProofError(f"{cp.label}: {exc.message}", hint=exc.hint) from None
     if cp.body.size > size:
         raise ProofError(
             f"seq {size}: the ledger ends at size {size}, but {cp.label} covers "
