@@ -179,7 +179,7 @@ class CommandAdapter:
             text: str | None = out.decode("utf-8")
         except UnicodeDecodeError as exc:
             text = None
-            bad_utf8 = f"stdout is not valid UTF-8 at byte {exc.start}"
+            bad_utf8 = f"stdout is not valid UTF-8 at byte offset {exc.start}"
         if timed_out:
             return Failure(
                 kind="timeout",

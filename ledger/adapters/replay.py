@@ -165,7 +165,7 @@ def parse_replay(data: bytes, name: str) -> dict[tuple[str, int], Recording]:
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise AdapterError(f"replay file {name}: not UTF-8 (byte {exc.start})") from None
+        raise AdapterError(f"replay file {name}: not UTF-8 (byte offset {exc.start})") from None
     recordings: dict[tuple[str, int], Recording] = {}
     # Split on "\n" only: an output may hold other line separators inside its string.
     for number, line in enumerate(text.split("\n"), start=1):

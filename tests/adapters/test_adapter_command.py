@@ -194,7 +194,7 @@ def test_stdout_not_utf8(tmp_path: Path) -> None:
     assert isinstance(failure, Failure)
     assert (failure.kind, failure.message) == (
         "malformed_response",
-        "stdout is not valid UTF-8 at byte 3",
+        "stdout is not valid UTF-8 at byte offset 3",
     )
 
 
