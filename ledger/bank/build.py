@@ -1,4 +1,4 @@
-"""Build a bank into DuckDB deterministically, snapshot its tables, and freeze typed gold results."""
+"""Build a bank into DuckDB deterministically, snapshot its tables, freeze typed gold."""
 
 from __future__ import annotations
 
@@ -49,7 +49,7 @@ def require_duckdb() -> None:
 
 
 def connect(path: Path, *, read_only: bool) -> duckdb.DuckDBPyConnection:
-    """Open a bank database with the fixed settings (UTC, one thread, no external access, locked)."""
+    """Open a bank database with fixed settings (UTC, one thread, no external access, locked)."""
     require_duckdb()
     con = duckdb.connect(
         str(path),

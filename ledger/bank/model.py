@@ -54,7 +54,7 @@ def known_rules() -> frozenset[str]:
     try:
         from ledger.harness.ast_rules import KNOWN_RULES
     except ModuleNotFoundError:  # TEMPORARY until ast_rules.py lands
-        KNOWN_RULES = (  # noqa: N806
+        KNOWN_RULES = (
             "window_function",
             "cte",
             "not_exists",

@@ -1,4 +1,4 @@
-"""Bank problems: findings that name file, line, case and field, raised together as one BankError."""
+"""Bank problems: findings naming file, line, case and field, raised together as one BankError."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Validate and publish a bank: build, freeze gold, run the anti-memorisation check, append BankPublished."""
+"""Validate and publish a bank: build, freeze gold, check for leaks, append BankPublished."""
 
 from __future__ import annotations
 

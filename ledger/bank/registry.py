@@ -20,6 +20,7 @@ __all__ = [
     "builtin_banks",
     "find_published",
     "list_published",
+    "load_any",
     "parse_ref",
     "resolve_source",
 ]
@@ -111,18 +112,21 @@ def parse_ref(ref: str) -> tuple[str, str | None]:
     return name, version or None
 
 
+def _matching(banks: list[PublishedBank], ref: str) -> list[PublishedBank]:
+    if ref.startswith("sha256:"):
+        return [b for b in banks if b.event.content_sha256 == ref]
+    name, version = parse_ref(ref)
+    return [
+        b
+        for b in banks
+        if b.event.bank_id == name and (version is None or b.event.version == version)
+    ]
+
+
 def find_published(ledger: Ledger, home: Path, ref: str) -> PublishedBank:
     """A published bank by ``NAME[@VERSION]`` (latest published when no version) or content hash."""
     banks = list_published(ledger, home)
-    if ref.startswith("sha256:"):
-        found = [b for b in banks if b.event.content_sha256 == ref]
-    else:
-        name, version = parse_ref(ref)
-        found = [
-            b
-            for b in banks
-            if b.event.bank_id == name and (version is None or b.event.version == version)
-        ]
+    found = _matching(banks, ref)
     if not found:
         known = ", ".join(sorted({b.ref for b in banks})) or "none"
         raise BankError(
@@ -130,6 +134,26 @@ def find_published(ledger: Ledger, home: Path, ref: str) -> PublishedBank:
             hint="publish it first: caseledger bank publish DIR|NAME",
         )
     return found[-1]
+
+
+def load_any(arg: str, ledger: Ledger | None, home: Path) -> tuple[Bank, PublishedBank | None]:
+    """A bank from a folder, else a published ``NAME[@VERSION]``, else a built-in name."""
+    if Path(arg).is_dir():
+        return load_bank(Path(arg)), None
+    if ledger is not None:
+        found = _matching(list_published(ledger, home), arg)
+        if found:
+            return found[-1].stored_bank(), found[-1]
+    if "@" in arg or arg.startswith("sha256:"):
+        if ledger is None:
+            raise BankError(f"{arg!r} names a published bank but there is no ledger")
+        find_published(ledger, home, arg)  # raises with the list of published banks
+    if ledger is not None and arg not in builtin_banks():
+        raise BankError(
+            f"{arg!r} is not a bank folder, a bank published in {ledger.path} "
+            f"or a built-in bank (built-in: {', '.join(builtin_banks()) or 'none'})"
+        )
+    return load_bank(resolve_source(arg)), None
 
 
 def builtin_banks() -> dict[str, Path]:

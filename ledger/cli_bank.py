@@ -1,0 +1,140 @@
+"""Bank commands: list, validate, publish, show, diff (thin: parse, call, print)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from ledger.bank import (
+    builtin_banks,
+    list_published,
+    load_any,
+    load_bank,
+    publish,
+    resolve_source,
+    validate_bank,
+)
+from ledger.bank.describe import (
+    describe_bank,
+    describe_published,
+    diff_banks,
+    format_diff,
+    format_show,
+    to_json,
+)
+from ledger.cli import Context, handle_errors, pass_ctx
+from ledger.errors import LedgerError
+from ledger.keys import load_default_signer
+from ledger.store import Ledger
+
+__all__ = ["register"]
+
+
+def _open_readonly(ctx: Context) -> Ledger | None:
+    """The ledger when it exists (bank commands that only read work without one)."""
+    if not ctx.ledger_path.is_file():
+        return None
+    return Ledger.open(ctx.ledger_path, readonly=True)
+
+
+@click.group("bank")
+def bank_group() -> None:
+    """Question banks: list, validate, publish, show, diff."""
+
+
+@bank_group.command("list")
+@pass_ctx
+@handle_errors
+def list_cmd(ctx: Context) -> None:
+    """List built-in banks and the banks published in the ledger."""
+    click.echo("built-in:")
+    for name, folder in builtin_banks().items():
+        try:
+            bank = load_bank(folder)
+            click.echo(f"  {name:<16} {bank.ref:<24} {bank.content_sha256}")
+        except LedgerError as exc:
+            click.echo(f"  {name:<16} invalid: {exc.message.splitlines()[0]}")
+    ledger = _open_readonly(ctx)
+    click.echo("published:" if ledger is not None else "published: (no ledger)")
+    if ledger is not None:
+        with ledger:
+            for pb in list_published(ledger, ctx.home):
+                cases = len(pb.event.cases)
+                click.echo(f"  {pb.ref:<24} {pb.event.content_sha256}  seq {pb.seq}  {cases} cases")
+
+
+@bank_group.command("validate")
+@click.argument("source")
+@pass_ctx
+@handle_errors
+def validate_cmd(ctx: Context, source: str) -> None:
+    """Check a bank folder or built-in NAME: build it, freeze gold, run the leak check."""
+    checked = validate_bank(
+        resolve_source(source), paths=[ctx.ledger_path, ctx.home], cwd=Path.cwd()
+    )
+    gold_rows = sum(len(g.rows) for g in checked.fields["gold"])
+    click.echo(
+        f"ok: {checked.bank.ref} {checked.bank.content_sha256} "
+        f"({len(checked.bank.cases)} cases, {gold_rows} gold rows)"
+    )
+
+
+@bank_group.command("publish")
+@click.argument("source")
+@pass_ctx
+@handle_errors
+def publish_cmd(ctx: Context, source: str) -> None:
+    """Publish a bank folder or built-in NAME into the ledger (no-op when already published)."""
+    signer = load_default_signer(ctx.home)
+    with Ledger.open(ctx.ledger_path) as ledger:
+        result = publish(ledger, signer, resolve_source(source), ctx.home, cwd=Path.cwd())
+    pb = result.published
+    verb = "published" if result.created else "already published"
+    click.echo(f"{verb}: {pb.ref} {pb.event.content_sha256} at seq {pb.seq}")
+
+
+@bank_group.command("show")
+@click.argument("ref")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.option("--with-reference", is_flag=True, help="Include each case's reference SQL.")
+@pass_ctx
+@handle_errors
+def show_cmd(ctx: Context, ref: str, as_json: bool, with_reference: bool) -> None:
+    """Show a published bank NAME[@VERSION] (or a folder / built-in not yet published)."""
+    ledger = _open_readonly(ctx)
+    if ledger is not None:
+        with ledger:
+            bank, published = load_any(ref, ledger, ctx.home)
+            if published is not None:
+                data = describe_published(published, with_reference=with_reference)
+            else:
+                data = describe_bank(bank, with_reference=with_reference)
+    else:
+        bank, _ = load_any(ref, None, ctx.home)
+        data = describe_bank(bank, with_reference=with_reference)
+    click.echo(to_json(data) if as_json else format_show(data))
+
+
+@bank_group.command("diff")
+@click.argument("a")
+@click.argument("b")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@pass_ctx
+@handle_errors
+def diff_cmd(ctx: Context, a: str, b: str, as_json: bool) -> None:
+    """Files and cases that differ between two banks (folders, built-ins or NAME@VERSION)."""
+    ledger = _open_readonly(ctx)
+    try:
+        bank_a, _ = load_any(a, ledger, ctx.home)
+        bank_b, _ = load_any(b, ledger, ctx.home)
+    finally:
+        if ledger is not None:
+            ledger.close()
+    data = diff_banks(bank_a, bank_b)
+    click.echo(to_json(data) if as_json else format_diff(data))
+
+
+def register(group: click.Group) -> None:
+    """Add the ``bank`` command group to the main CLI."""
+    group.add_command(bank_group)
