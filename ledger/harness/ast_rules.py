@@ -1,0 +1,212 @@
+"""AST capability rules over the model's SQL (sqlglot, DuckDB dialect), and structural match.
+
+Each rule is one small predicate over the parsed tree (DESIGN.md fine print):
+
+==================== ====================================================
+rule                 passes when the query contains
+==================== ====================================================
+window_function      any ``OVER`` (a window function call)
+cte                  any ``WITH``
+not_exists           ``NOT EXISTS (...)`` (``NOT IN`` does not count)
+correlated_subquery  a subquery that references a column of an enclosing
+                     query, through that query's table or alias name (a
+                     correlated ``EXISTS`` counts)
+left_join            ``LEFT [OUTER] JOIN`` (not LEFT SEMI / LEFT ANTI)
+group_by             ``GROUP BY``
+having               ``HAVING``
+distinct_count       ``COUNT(DISTINCT ...)``
+case_when            a ``CASE`` expression
+set_operation        ``UNION [ALL]``, ``INTERSECT`` or ``EXCEPT``
+==================== ====================================================
+
+SQL that does not parse passes no rule. An unknown rule name is a bank
+error: the bank loader checks names against :data:`KNOWN_RULES`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import sqlglot
+from sqlglot import exp
+from sqlglot.errors import SqlglotError
+from sqlglot.optimizer.scope import Scope, traverse_scope
+
+from ledger.errors import BankError
+from ledger.events import AstRule
+
+__all__ = ["KNOWN_RULES", "RULES", "check_rules", "structural_match", "validate_rules"]
+
+DIALECT = "duckdb"
+
+
+def _window_function(tree: exp.Expression) -> bool:
+    return tree.find(exp.Window) is not None
+
+
+def _cte(tree: exp.Expression) -> bool:
+    return tree.find(exp.With) is not None
+
+
+def _not_exists(tree: exp.Expression) -> bool:
+    for node in tree.find_all(exp.Not):
+        inner = node.this
+        while isinstance(inner, exp.Paren):
+            inner = inner.this
+        if isinstance(inner, exp.Exists):
+            return True
+    return False
+
+
+def _outer_sources(scope: Scope) -> set[str]:
+    names: set[str] = set()
+    parent = scope.parent
+    while parent is not None:
+        names.update(parent.sources)
+        parent = parent.parent
+    return names
+
+
+def _correlated_subquery(tree: exp.Expression) -> bool:
+    # A column qualified with a name that is not a source of its own scope but is one
+    # of an enclosing scope. Unqualified columns cannot be resolved without the
+    # schema, so they never count (sqlglot would call them "external" by default).
+    for scope in traverse_scope(tree):
+        if not scope.can_be_correlated:
+            continue
+        outer = _outer_sources(scope)
+        for column in scope.external_columns:
+            if column.table and column.table in outer:
+                return True
+    return False
+
+
+def _left_join(tree: exp.Expression) -> bool:
+    return any(
+        j.side.upper() == "LEFT" and j.kind.upper() in ("", "OUTER")
+        for j in tree.find_all(exp.Join)
+    )
+
+
+def _group_by(tree: exp.Expression) -> bool:
+    return tree.find(exp.Group) is not None
+
+
+def _having(tree: exp.Expression) -> bool:
+    return tree.find(exp.Having) is not None
+
+
+def _distinct_count(tree: exp.Expression) -> bool:
+    return any(isinstance(c.this, exp.Distinct) for c in tree.find_all(exp.Count))
+
+
+def _case_when(tree: exp.Expression) -> bool:
+    return tree.find(exp.Case) is not None
+
+
+def _set_operation(tree: exp.Expression) -> bool:
+    return tree.find(exp.SetOperation) is not None
+
+
+RULES: dict[str, Callable[[exp.Expression], bool]] = {
+    "window_function": _window_function,
+    "cte": _cte,
+    "not_exists": _not_exists,
+    "correlated_subquery": _correlated_subquery,
+    "left_join": _left_join,
+    "group_by": _group_by,
+    "having": _having,
+    "distinct_count": _distinct_count,
+    "case_when": _case_when,
+    "set_operation": _set_operation,
+}
+KNOWN_RULES: frozenset[str] = frozenset(RULES)
+
+
+def validate_rules(rules: Sequence[str], *, where: str) -> None:
+    """Raise BankError naming ``where`` (e.g. ``cases.yaml case r07``) for an unknown rule."""
+    unknown = sorted(set(rules) - KNOWN_RULES)
+    if unknown:
+        raise BankError(
+            f"{where}: unknown required_ast rule(s) {unknown}",
+            hint=f"use only {sorted(KNOWN_RULES)}",
+        )
+
+
+def _parse(sql: str) -> exp.Expression | None:
+    try:
+        trees = sqlglot.parse(sql, read=DIALECT)
+    except SqlglotError:
+        return None
+    trees = [t for t in trees if t is not None]
+    return trees[0] if len(trees) == 1 else None
+
+
+def check_rules(sql: str, rules: Sequence[str]) -> tuple[AstRule, ...]:
+    """Each required rule and whether the SQL has it, in the order given.
+
+    Raises:
+        BankError: a rule name outside :data:`KNOWN_RULES` (fail closed).
+
+    >>> [(r.rule, r.passed) for r in check_rules(
+    ...     "SELECT a FROM t WHERE a NOT IN (SELECT b FROM u)", ["not_exists", "cte"])]
+    [('not_exists', False), ('cte', False)]
+    """
+    validate_rules(rules, where="required_ast")
+    tree = _parse(sql)
+    return tuple(AstRule(rule=r, passed=tree is not None and RULES[r](tree)) for r in rules)
+
+
+def _canonical(sql: str) -> str | None:
+    """The SQL after normalisation, or None when it does not parse (see structural_match)."""
+    tree = _parse(sql)
+    if tree is None:
+        return None
+    tree = tree.copy()
+    # 1. identifiers casefolded, quoted or not (as result column names are compared)
+    for ident in tree.find_all(exp.Identifier):
+        ident.set("this", ident.name.casefold())
+        ident.set("quoted", False)
+    # 2. table, subquery and CTE aliases renamed t1, t2, ... in order of appearance,
+    #    and every qualifier that used them follows
+    renames: dict[str, str] = {}
+    for alias in tree.find_all(exp.TableAlias):
+        if alias.name and alias.name not in renames:
+            renames[alias.name] = f"t{len(renames) + 1}"
+        if alias.name:
+            alias.set("this", exp.to_identifier(renames[alias.name]))
+    for table in tree.find_all(exp.Table):
+        if not table.args.get("alias") and table.name in renames:
+            table.set("this", exp.to_identifier(renames[table.name]))  # a CTE reference
+    # 3. output column aliases renamed c1, c2, ...; bare references to them follow
+    outputs: dict[str, str] = {}
+    for alias in tree.find_all(exp.Alias):
+        if alias.alias and alias.alias not in outputs:
+            outputs[alias.alias] = f"c{len(outputs) + 1}"
+        if alias.alias:
+            alias.set("alias", exp.to_identifier(outputs[alias.alias]))
+    for column in tree.find_all(exp.Column):
+        if column.table and column.table in renames:
+            column.set("table", exp.to_identifier(renames[column.table]))
+        elif not column.table and column.name in outputs:
+            column.set("this", exp.to_identifier(outputs[column.name]))
+    # 4. whitespace and keyword case: regenerated by one generator
+    return tree.sql(dialect=DIALECT, normalize=True)
+
+
+def structural_match(sql: str, reference_sql: str) -> bool:
+    """True when two queries are equal after sqlglot normalisation (auxiliary, never scored).
+
+    Normalised: keyword case and whitespace (both regenerated by sqlglot's
+    DuckDB generator), identifier case and quoting (casefolded), table/CTE
+    aliases (renamed ``t1, t2, ...`` by first appearance) and output column
+    aliases (``c1, c2, ...``). Anything else (join order, predicate order,
+    ``COUNT(*)`` vs ``COUNT(1)``) still differs. Unparseable SQL never matches.
+
+    >>> structural_match("select O.id AS x from orders o", 'SELECT "o".ID  total FROM Orders AS o')
+    True
+    >>> structural_match("SELECT 1", "SELECT 2")
+    False
+    """
+    left, right = _canonical(sql), _canonical(reference_sql)
+    return left is not None and left == right
