@@ -107,6 +107,7 @@ class Ledger:
         self._busy_timeout_s = 10.0
         self._keyring = Keyring()
         self._keyring_size = 0  # signer events below this seq are in _keyring
+        self.readonly = False
 
     # ------------------------------------------------------------ open / create
 
@@ -161,6 +162,7 @@ class Ledger:
             raise StoreError(f"{path} is not a {FORMAT} ledger (format says {found})")
         ledger = cls(path, conn, clock or _now)
         ledger._busy_timeout_s = busy_timeout_s
+        ledger.readonly = readonly
         return ledger
 
     def close(self) -> None:
@@ -257,6 +259,8 @@ class Ledger:
         returns the existing seq and writes nothing. ``expect_size`` makes the
         append optimistic: StoreConflictError, nothing written, when the log moved.
         """
+        if self.readonly:
+            raise StoreError(f"{self.path} was opened read-only: cannot append")
         try:
             self._conn.execute("BEGIN IMMEDIATE")
         except sqlite3.OperationalError as exc:
@@ -333,7 +337,10 @@ class Ledger:
             heads[event.stream] = (event.stream_seq, link_of(leaf))
             pending[leaf] = seq
             seqs.append(seq)
-        self._conn.executemany("INSERT INTO events VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
+        try:
+            self._conn.executemany("INSERT INTO events VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(f"cannot write to {self.path}: {exc}") from None
         self._keyring_size = size + len(rows)
         return seqs
 
