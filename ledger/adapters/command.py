@@ -175,10 +175,11 @@ class CommandAdapter:
             # A finished program may leave children behind; none outlives its job.
             _kill_group(proc.pid)
         generation_us = (time.perf_counter_ns() - start) // 1000
+        text: str | None = None
+        bad_utf8 = ""
         try:
-            text: str | None = out.decode("utf-8")
+            text = out.decode("utf-8")
         except UnicodeDecodeError as exc:
-            text = None
             bad_utf8 = f"stdout is not valid UTF-8 at byte offset {exc.start}"
         if timed_out:
             return Failure(
