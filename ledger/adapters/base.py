@@ -25,6 +25,7 @@ from ledger.errors import UsageError
 
 __all__ = [
     "ADAPTER_KINDS",
+    "FAILURE_KINDS",
     "RUNNER_OPTIONS",
     "Adapter",
     "Failure",
@@ -49,6 +50,19 @@ ADAPTER_KINDS: dict[str, str] = {
 # build_adapter ignores them so the CLI may pass its whole option dict.
 RUNNER_OPTIONS = frozenset(
     {"attempts", "bank", "profile", "run_id", "concurrency", "retries", "resume", "adapter"}
+)
+
+# Every Failure.kind an adapter produces (a replay file may name only these).
+FAILURE_KINDS = (
+    "timeout",
+    "rate_limited",
+    "server_error",
+    "bad_request",
+    "auth",
+    "policy_refusal",
+    "connection_error",
+    "malformed_response",
+    "command_failed",
 )
 
 # Option name -> the CLI flag a user typed, for error messages.
@@ -79,9 +93,7 @@ class Reply(msgspec.Struct, frozen=True):
 class Failure(msgspec.Struct, frozen=True):
     """No usable answer; the runner copies these fields into ProviderFailed.
 
-    ``kind``: timeout, rate_limited, server_error, bad_request, auth,
-    policy_refusal, connection_error, malformed_response, command_failed, or a
-    kind a replay file recorded.
+    ``kind`` is one of ``FAILURE_KINDS``.
     """
 
     kind: str

@@ -182,6 +182,12 @@ BAD = [
         '{"case": "r01", "attempt": 1, "output": "a", "case": "r02"}\n',
         "line 1: duplicate key 'case'",
     ),
+    (
+        '{"case": "r01", "attempt": 1, "error": {"kind": "time_out", "message": "m"}}\n',
+        "line 1: unknown error kind 'time_out' (allowed: timeout, rate_limited, server_error,"
+        " bad_request, auth, policy_refusal, connection_error, malformed_response,"
+        " command_failed)",
+    ),
     ("[1, 2]\n", "line 1: not a JSON object"),
     ('{"case": "r01", "attempt": 1, "output": NaN}\n', "line 1: non-finite number NaN"),
     ("\n\n", "holds no recordings"),
@@ -207,6 +213,7 @@ BAD = [
         "usage-unknown",
         "usage-negative",
         "error-no-message",
+        "error-kind",
         "duplicate-key",
         "array",
         "nan",
