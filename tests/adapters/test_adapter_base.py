@@ -57,3 +57,39 @@ def test_unknown_option_lists_what_the_adapter_takes() -> None:
         build_adapter("replay", {"replay_file": "x", "timeout_s": 3})
     assert exc.value.message == "the replay adapter does not take --timeout (option 'timeout_s')"
     assert exc.value.hint == "the replay adapter takes: --replay-file, --model, --price-snapshot"
+
+
+def test_replies_and_failures_fit_the_events(tmp_path: Path) -> None:
+    """Every Reply / Failure field maps 1:1 onto ModelResponded / ProviderFailed and encodes."""
+    import msgspec
+
+    from ledger import codec, events
+    from ledger.adapters import Failure, Reply, Request
+
+    path = tmp_path / "r.jsonl"
+    path.write_text(
+        '{"case": "a", "attempt": 1, "output": "x", "usage": {"input": 3}, "generation_ms": 7,'
+        ' "model": "m-1"}\n'
+        '{"case": "a", "attempt": 2, "error": {"kind": "timeout", "message": "slow"}}\n'
+    )
+    adapter = build_adapter("replay", {"replay_file": str(path)})
+    inv = adapter.invocation("sha256:" + "c" * 64, 0)
+    envelope = {
+        "stream": "run-1",
+        "stream_seq": 1,
+        "stream_prev": None,
+        "at": "2026-01-01T00:00:00.000000Z",
+    }
+    reply = adapter.call(Request(case_id="a", attempt=1, prompt="p"))
+    assert isinstance(reply, Reply)
+    responded = events.ModelResponded(
+        **envelope, case_id="a", attempt=1, invocation=inv, **msgspec.structs.asdict(reply)
+    )
+    body = codec.encode(responded)
+    assert codec.decode(body) == responded
+    failure = adapter.call(Request(case_id="a", attempt=2, prompt="p"))
+    assert isinstance(failure, Failure)
+    failed = events.ProviderFailed(
+        **envelope, case_id="a", attempt=2, invocation=inv, **msgspec.structs.asdict(failure)
+    )
+    assert codec.decode(codec.encode(failed)) == failed
