@@ -1,0 +1,111 @@
+"""Every event type round-trips through canonical bytes pinned by a golden file; no floats."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from decimal import Decimal
+from pathlib import Path
+
+import msgspec
+import pytest
+from event_samples import INVOCATION, SAMPLES
+from hypothesis import given
+from hypothesis import strategies as st
+
+from ledger.codec import canonical_json, decode, encode, leaf_hash
+from ledger.errors import EncodingError
+from ledger.events import EVENT_TYPES, Invocation, ScoreComputed, tag_of
+
+GOLDEN = Path(__file__).parent / "golden" / "events.jsonl"
+IDS = [tag_of(type(e)) for e in SAMPLES]
+
+
+def test_there_is_one_sample_of_every_event_type() -> None:
+    assert sorted(IDS) == sorted(tag_of(t) for t in EVENT_TYPES)
+
+
+@pytest.mark.parametrize("event", SAMPLES, ids=IDS)
+def test_round_trip(event: msgspec.Struct) -> None:
+    body = encode(event)  # type: ignore[arg-type]
+    assert decode(body) == event
+    assert encode(decode(body)) == body
+
+
+def test_golden_bytes() -> None:
+    lines = GOLDEN.read_bytes().splitlines()
+    assert len(lines) == len(SAMPLES)
+    for line, event in zip(lines, SAMPLES, strict=True):
+        assert encode(event) == line, f"{tag_of(type(event))}: run tools/regen_golden.py and review"
+        assert decode(line) == event
+
+
+def test_golden_rules_hold_on_the_pinned_bytes() -> None:
+    for line in GOLDEN.read_bytes().splitlines():
+        parsed = json.loads(line)
+        # Sorted keys, no whitespace between tokens, raw UTF-8 (no \\u escapes), no floats.
+        assert (
+            line
+            == json.dumps(
+                parsed, sort_keys=True, separators=(",", ":"), ensure_ascii=False
+            ).encode()
+        )
+        assert b"\\u" not in line
+    prompt = json.loads(GOLDEN.read_bytes().splitlines()[5])["prompt"]
+    assert prompt == "Schéma:\r\n  orders(id, region)\n问题: 每个地区的订单数?\t"  # verbatim
+
+
+def test_leaf_hash_of_a_pinned_body() -> None:
+    # RFC 9162 leaf hash, written out: SHA-256 of 0x00 followed by the body.
+    import hashlib
+
+    body = GOLDEN.read_bytes().splitlines()[-1]
+    assert leaf_hash(body) == hashlib.sha256(bytes([0]) + body).digest()
+
+
+def test_encoding_is_byte_identical_in_another_process() -> None:
+    code = (
+        "import sys; sys.path.insert(0, sys.argv[1])\n"
+        "from event_samples import SAMPLES\nfrom ledger.codec import encode\n"
+        "print('\\n'.join(encode(e).hex() for e in SAMPLES))\n"
+    )
+    env = {**os.environ, "PYTHONHASHSEED": "12345"}
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(Path(__file__).parent)],
+        capture_output=True, text=True, check=True, env=env,
+    ).stdout.split()  # fmt: skip
+    assert out == [encode(e).hex() for e in SAMPLES]
+
+
+def test_dict_insertion_order_does_not_matter() -> None:
+    forward = {"a": "1", "b": "2", "zz": "3", "é": "4"}
+    backward = dict(reversed(list(forward.items())))
+    one = msgspec.structs.replace(INVOCATION, parameters=forward)
+    two = msgspec.structs.replace(INVOCATION, parameters=backward)
+    assert list(one.parameters) != list(two.parameters)
+    assert canonical_json(one) == canonical_json(two)
+
+
+@given(st.dictionaries(st.text(max_size=8), st.text(max_size=8), max_size=12), st.randoms())
+def test_any_parameter_dict_in_any_order_encodes_the_same(params: dict[str, str], rnd) -> None:  # type: ignore[no-untyped-def]
+    items = list(params.items())
+    rnd.shuffle(items)
+    one = msgspec.structs.replace(INVOCATION, parameters=params)
+    two = msgspec.structs.replace(INVOCATION, parameters=dict(items))
+    assert canonical_json(one) == canonical_json(two)
+    assert msgspec.json.decode(canonical_json(one), type=Invocation) == one
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), float("-inf"), 0.5, 1.0])
+def test_floats_are_refused(bad: float) -> None:
+    with pytest.raises(EncodingError, match="floats are not allowed"):
+        canonical_json({"x": [1, {"y": bad}]})
+    score = next(e for e in SAMPLES if isinstance(e, ScoreComputed))
+    with pytest.raises(EncodingError, match=r"float .* at \$\.precision"):
+        encode(msgspec.structs.replace(score, precision=bad))  # type: ignore[arg-type]
+
+
+def test_decimals_are_strings() -> None:
+    assert canonical_json({"d": Decimal("12.40")}) == b'{"d":"12.40"}'
