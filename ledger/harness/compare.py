@@ -31,7 +31,7 @@ import operator
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
-from decimal import Decimal, localcontext
+from decimal import ROUND_CEILING, Context, Decimal, localcontext
 from fractions import Fraction
 from functools import partial
 from itertools import repeat
@@ -60,6 +60,8 @@ __all__ = [
 ]
 
 RATIO_PLACES = Decimal("1e-10")
+# Window bounds round up (a wider window only costs an extra exact check); no Inexact trap.
+_CEILING = Context(prec=40, rounding=ROUND_CEILING)
 
 
 @dataclass(frozen=True)
@@ -413,6 +415,6 @@ def _reach(e: Any, abs_tol: Decimal, rel_tol: Decimal) -> Decimal | None:
         return abs_tol
     if rel_tol >= 1:
         return None
-    with localcontext(prec=40, rounding="ROUND_CEILING"):
+    with localcontext(_CEILING):
         bound = rel_tol * abs(Decimal(e)) / (1 - rel_tol)
     return max(abs_tol, bound)
