@@ -144,10 +144,11 @@ def _non_finite(value: Any) -> bool:
 
 
 def _run_reference(
-    con: duckdb.DuckDBPyConnection, case: CaseDef, problems: Problems
+    con: duckdb.DuckDBPyConnection, bank: Bank, case: CaseDef, problems: Problems
 ) -> GoldResult | None:
-    def bad(message: str) -> None:
-        problems.add("cases.yaml", message, line=case.line, case=case.id, field="reference_sql")
+    def bad(message: str, field: str = "reference_sql") -> None:
+        line = bank.line_of(case, field)
+        problems.add("cases.yaml", message, line=line, case=case.id, field=field)
 
     try:
         statements = con.extract_statements(case.reference_sql)
@@ -169,13 +170,10 @@ def _run_reference(
         bad("gold result contains NaN or Infinity (e.g. a division by zero); fix the query")
         return None
     if len(raw_rows) >= case.max_rows:
-        problems.add(
-            "cases.yaml",
+        bad(
             f"must exceed the gold row count: gold has {len(raw_rows)} rows, "
             f"max_rows is {case.max_rows}",
-            line=case.line,
-            case=case.id,
-            field="max_rows",
+            "max_rows",
         )
     rows = tuple(tuple(encode_row(r)) for r in raw_rows)
     body = {"columns": columns, "rows": rows}
@@ -189,7 +187,7 @@ def freeze_gold(con: duckdb.DuckDBPyConnection, bank: Bank) -> tuple[GoldResult,
     NaN/Infinity, or returns as many rows as max_rows or more.
     """
     problems = Problems(bank.ref)
-    gold = [_run_reference(con, case, problems) for case in bank.cases]
+    gold = [_run_reference(con, bank, case, problems) for case in bank.cases]
     problems.raise_if_any()
     return tuple(g for g in gold if g is not None)
 

@@ -87,6 +87,7 @@ class CaseDef:
     required_ast: tuple[str, ...]
     notes: str
     line: int | None = None
+    index: int = -1
 
     def spec(self) -> CaseSpec:
         """The published form: everything but the reference SQL text, which becomes its hash."""
@@ -126,6 +127,10 @@ class Bank:
     def ref(self) -> str:
         """``bank@version``."""
         return f"{self.bank_id}@{self.version}"
+
+    def line_of(self, case: CaseDef, field: str) -> int | None:
+        """The cases.yaml line of one field of a case (else the case's first line)."""
+        return self.source.cases_lines.get(("cases", case.index, field), case.line)
 
     @property
     def schema_sql(self) -> str:
@@ -244,6 +249,7 @@ class _CaseReader:
             required_ast=tuple(ast),
             notes=self.text("notes", required=False) or "",
             line=self.line(),
+            index=self.index,
         )
 
 

@@ -106,7 +106,8 @@ def _anti_memorisation(checked: Checked, paths: Iterable[Path], cwd: Path | None
             problems.add(name, finding)
     for case in bank.cases:
         for finding in leak_findings(case.notes, ctx):
-            problems.add("cases.yaml", finding, line=case.line, case=case.id, field="notes")
+            line = bank.line_of(case, "notes")
+            problems.add("cases.yaml", finding, line=line, case=case.id, field="notes")
     problems.raise_if_any(hint="a prompt must never carry answers; remove the leaking text")
 
 

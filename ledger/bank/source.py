@@ -266,7 +266,7 @@ def parse_json(text: str, name: str, problems: Problems) -> Any:
     except json.JSONDecodeError as exc:
         problems.add(name, f"JSON syntax error: {exc.msg}", line=exc.lineno)
     except _DuplicateKey as exc:
-        problems.add(name, f"duplicate key {exc}")
+        problems.add(name, f"duplicate key {exc.args[0]!r}")
     except _NonFinite as exc:
         problems.add(name, f"{exc} is not a finite number")
     return None
