@@ -104,6 +104,14 @@ DENIED_FUNCTIONS: tuple[str, ...] = (
     "shobj_description",
     "format_pg_type",
     "format_type",
+    "current_role",
+    "get_block_size",  # storage information of an attached database
+    "write_log",  # writes to DuckDB's log
+    "enable_logging",
+    "disable_logging",
+    "truncate_duckdb_logs",
+    "enable_profiling",
+    "disable_profiling",
     "st_read",  # spatial extension: reads files
     "st_read_meta",
     "st_readosm",
@@ -227,11 +235,13 @@ def fold(name: str) -> str:
 
 
 def _where(node: exp.Expression) -> str:
-    """`` (line L, col C)`` of the first node with a position, or ''."""
+    """`` (line L, col C)`` where the first token of the node with a position starts, or ''."""
     for sub in node.walk():
         meta = sub.meta
         if "line" in meta:
-            return f" (line {meta['line']}, col {meta['col']})"
+            # sqlglot records the column where the token ends; report where it starts.
+            col = meta["col"] - (meta["end"] - meta["start"])
+            return f" (line {meta['line']}, col {col})"
     return ""
 
 
@@ -467,8 +477,15 @@ def _parse(sql: str) -> tuple[list[exp.Expression], Violation | None]:
         statements = sqlglot.parse(sql, read=DIALECT)
     except ParseError as error:
         first = error.errors[0] if error.errors else {}
-        reason = str(first.get("description", error)).split("<Token")[0].strip()
-        at = f" at line {first['line']}, col {first['col']}" if "line" in first else ""
+        reason = str(first.get("description", error))
+        highlight = str(first.get("highlight") or "")
+        if "<Token" in reason:  # show the offending text, not the token's repr
+            reason = f"{reason.split('<Token')[0].strip()} {highlight!r}"
+        at = ""
+        if "line" in first:
+            # sqlglot reports the column where the offending token ends.
+            col = first["col"] - max(len(highlight) - 1, 0)
+            at = f" at line {first['line']}, col {col}"
         return [], Violation(check="parse", message=f"does not parse{at}: {reason}")
     except SqlglotError as error:  # TokenError: unterminated string or comment
         return [], Violation(check="parse", message=f"does not parse: {error}")

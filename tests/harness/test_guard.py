@@ -1,0 +1,386 @@
+"""SQL guard: the hostile and legitimate corpora, exact rejections, and mutation properties."""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import NamedTuple
+
+import duckdb
+import pytest
+import sqlglot
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from sqlglot.errors import SqlglotError
+
+from ledger.events import Violation
+from ledger.harness.guard import (
+    ALLOWED_TABLE_FUNCTIONS,
+    CHECKS,
+    DENIED_FUNCTIONS,
+    Verdict,
+    guard,
+)
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "guard"
+TABLES = (
+    "customers",
+    "orders",
+    "order_items",
+    "products",
+    "stores",
+    "payments",
+    "returns",
+    "categories",
+    "sales",
+    "sale_tags",
+)
+SCHEMA = """
+CREATE TABLE customers(customer_id INTEGER, name VARCHAR, email VARCHAR, city VARCHAR,
+    country VARCHAR, signup_date DATE, segment VARCHAR, referred_by INTEGER);
+CREATE TABLE categories(category_id INTEGER, name VARCHAR, parent_id INTEGER);
+CREATE TABLE products(product_id INTEGER, name VARCHAR, category_id INTEGER,
+    price DECIMAL(10, 2), cost DECIMAL(10, 2), tags VARCHAR[],
+    attrs STRUCT(color VARCHAR, size VARCHAR));
+CREATE TABLE stores(store_id INTEGER, name VARCHAR, city VARCHAR, opened_on DATE,
+    manager_id INTEGER);
+CREATE TABLE orders(order_id INTEGER, customer_id INTEGER, store_id INTEGER,
+    ordered_at TIMESTAMP, status VARCHAR, total DECIMAL(12, 2), channel VARCHAR);
+CREATE TABLE order_items(order_id INTEGER, line_no INTEGER, product_id INTEGER,
+    quantity INTEGER, unit_price DECIMAL(10, 2), discount DECIMAL(4, 2));
+CREATE TABLE payments(payment_id INTEGER, order_id INTEGER, paid_at TIMESTAMPTZ,
+    amount DECIMAL(12, 2), method VARCHAR);
+CREATE TABLE returns(return_id INTEGER, order_id INTEGER, product_id INTEGER,
+    returned_on DATE, quantity INTEGER, reason VARCHAR);
+CREATE TABLE sales(sale_id INTEGER, store_id INTEGER, product_id INTEGER, sale_date DATE,
+    quantity INTEGER, revenue DECIMAL(12, 2), quarter VARCHAR, region VARCHAR);
+CREATE TABLE sale_tags(sale_id INTEGER, tag VARCHAR);
+"""
+
+
+class Entry(NamedTuple):
+    title: str
+    expect: tuple[str, ...] | None
+    sql: str
+
+
+def load(name: str) -> list[Entry]:
+    """Entries of a corpus file (format described at the top of each file)."""
+    text = (DATA / name).read_text(encoding="utf-8")
+    entries = []
+    for chunk in re.split(r"^-- ;;$", text, flags=re.MULTILINE):
+        lines = chunk.split("\n")
+        start = next(i for i, line in enumerate(lines) if line.startswith("-- title: "))
+        title = lines[start].removeprefix("-- title: ")
+        body = start + 1
+        expect = None
+        while lines[body].startswith("-- expect: "):
+            expect = tuple(c.strip() for c in lines[body].removeprefix("-- expect: ").split(","))
+            body += 1
+        sql = "\n".join(lines[body:]).strip("\n")
+        assert sql.strip(), f"{name}: entry {title!r} has no SQL"
+        entries.append(Entry(title, expect, sql))
+    return entries
+
+
+HOSTILE = load("hostile.sql")
+LEGIT = load("legit.sql")
+
+
+@pytest.fixture(autouse=True)
+def _quiet_sqlglot() -> Iterator[None]:
+    # sqlglot warns on every statement it falls back to exp.Command for.
+    logger = logging.getLogger("sqlglot")
+    level = logger.level
+    logger.setLevel(logging.ERROR)
+    yield
+    logger.setLevel(level)
+
+
+def checks_of(verdict: Verdict) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(v.check for v in verdict.violations))
+
+
+# ------------------------------------------------------------------- the corpora
+
+
+def test_corpora_are_large_enough_and_titles_unique() -> None:
+    assert len(HOSTILE) >= 150
+    assert len(LEGIT) >= 60
+    for corpus in (HOSTILE, LEGIT):
+        titles = [e.title for e in corpus]
+        assert len(titles) == len(set(titles))
+    assert sum(e.expect is not None for e in HOSTILE) >= 25
+
+
+@pytest.mark.parametrize("entry", HOSTILE, ids=[e.title for e in HOSTILE])
+def test_hostile_is_rejected(entry: Entry) -> None:
+    verdict = guard(entry.sql, TABLES)
+    assert not verdict.passed
+    assert verdict.violations, "a rejection always carries at least one reason"
+    for violation in verdict.violations:
+        assert violation.check and violation.message
+    if entry.expect is not None:
+        assert checks_of(verdict) == entry.expect
+
+
+@pytest.mark.parametrize("entry", LEGIT, ids=[e.title for e in LEGIT])
+def test_legit_is_accepted(entry: Entry) -> None:
+    verdict = guard(entry.sql, TABLES)
+    assert verdict.violations == ()
+    assert verdict.passed
+    assert verdict.ast_digest is not None and re.fullmatch(
+        r"sha256:[0-9a-f]{64}", verdict.ast_digest
+    )
+
+
+@pytest.fixture(scope="module")
+def bank_db(tmp_path_factory: pytest.TempPathFactory) -> Iterator[duckdb.DuckDBPyConnection]:
+    """The corpus tables, empty, opened the way the worker opens a bank: read-only, sealed."""
+    path = tmp_path_factory.mktemp("guard") / "corpus.duckdb"
+    with duckdb.connect(str(path)) as build:
+        build.execute(SCHEMA)
+    con = duckdb.connect(
+        str(path), read_only=True, config={"enable_external_access": False, "threads": 1}
+    )
+    con.execute("SET TimeZone='UTC'")
+    con.execute("SET lock_configuration=true")
+    yield con
+    con.close()
+
+
+@pytest.mark.parametrize("entry", LEGIT, ids=[e.title for e in LEGIT])
+def test_legit_runs_in_duckdb(entry: Entry, bank_db: duckdb.DuckDBPyConnection) -> None:
+    # A legitimate entry that DuckDB rejects would be a bad corpus entry.
+    bank_db.execute(entry.sql).fetchall()
+
+
+# ---------------------------------------------------------- exact verdicts and messages
+
+
+@pytest.mark.parametrize(
+    ("sql", "expected"),
+    [
+        (
+            "SELECT getenv('HOME')",
+            [("denied_functions", "function getenv() (line 1, col 8) reaches outside the "
+              "database and is on the deny-list")],
+        ),
+        (
+            "SELECT a,\n  b FROM \"x.csv\"",
+            [("file_references", "FROM names a file, glob or URL 'x.csv' (line 2, col 10); "
+              "only published tables may be read")],
+        ),
+        (
+            "SELECT *\nFROM orders o JOIN read_csv('x') ON true",
+            [
+                ("table_functions", "table function read_csv() (line 2, col 20) is not allowed "
+                 "in FROM; allowed: unnest, values, range, generate_series"),
+                ("denied_functions", "function read_csv() (line 2, col 20) reaches outside the "
+                 "database and is on the deny-list"),
+            ],
+        ),
+        (
+            "SELECT 1; SELECT 2",
+            [("single_statement", "found 2 statements, expected exactly one")],
+        ),
+        ("", [("parse", "empty SQL")]),
+        (
+            "SELECT FROM WHERE",
+            [("parse", "does not parse at line 1, col 13: Expected table name but got 'WHERE'")],
+        ),
+        (
+            "DELETE FROM orders",
+            [
+                ("read_only_root", "statement is DELETE (a write), expected a read-only query "
+                 "(SELECT, set operation, VALUES, PIVOT or UNPIVOT)"),
+                ("no_side_effects", "DELETE (a write) is not allowed (line 1, col 13)"),
+            ],
+        ),
+        (
+            "SELECT ?",
+            [("known_constructs", "unknown construct Placeholder: the guard rejects what it "
+              "does not know")],
+        ),
+        (
+            "SELECT * FROM main.information_schema.tables",
+            [("table_references", "table 'main.information_schema.tables' (line 1, col 39) "
+              "is outside the bank's main schema; published: categories, customers, "
+              "order_items, orders, payments, products, returns, sale_tags, sales, stores")],
+        ),
+        (
+            "SELECT * FROM Orderz",
+            [("table_references", "table 'Orderz' (line 1, col 15) is not a published table "
+              "or a CTE in scope; published: categories, customers, order_items, orders, "
+              "payments, products, returns, sale_tags, sales, stores")],
+        ),
+    ],
+    ids=["getenv", "file", "read_csv join", "two statements", "empty", "parse error", "delete",
+         "placeholder", "information_schema", "unknown table"],
+)  # fmt: skip
+def test_exact_violations(sql: str, expected: list[tuple[str, str]]) -> None:
+    verdict = guard(sql, TABLES)
+    assert verdict.passed is False
+    assert verdict.violations == tuple(Violation(check=c, message=m) for c, m in expected)
+
+
+def test_empty_table_allowlist_rejects_everything() -> None:
+    verdict = guard("SELECT 1", [])
+    assert verdict == Verdict(
+        passed=False,
+        violations=(
+            Violation(
+                check="table_allowlist",
+                message="no published tables given: every query is rejected",
+            ),
+        ),
+        ast_digest=None,
+    )
+
+
+def test_table_names_fold_like_duckdb() -> None:
+    # DuckDB folds only ASCII letters; Unicode case folding would equate these.
+    assert guard('SELECT * FROM "ORDERS"', ["Orders"]).passed
+    assert not guard("SELECT * FROM ordera\u017f", ["orderas"]).passed  # long s
+    assert not guard("SELECT * FROM \u212aeys", ["keys"]).passed  # Kelvin sign
+
+
+def test_cte_scoping() -> None:
+    ok = [
+        "WITH a AS (SELECT 1 AS x), b AS (SELECT * FROM a) SELECT * FROM b",
+        "WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r WHERE n < 3) "
+        "SELECT * FROM r",
+        "WITH a AS (SELECT 1) SELECT * FROM (SELECT * FROM a) JOIN (WITH b AS (SELECT * FROM a) "
+        "SELECT * FROM b) ON TRUE",
+        "WITH orders AS (SELECT * FROM orders) SELECT * FROM orders",
+    ]
+    bad = [
+        "WITH a AS (SELECT * FROM b), b AS (SELECT 1) SELECT * FROM a",
+        "WITH a AS (SELECT * FROM a) SELECT * FROM a",
+        "WITH RECURSIVE a AS (SELECT * FROM a) SELECT * FROM a",
+        "WITH RECURSIVE r(n) AS (SELECT n FROM r UNION ALL SELECT 1) SELECT * FROM r",
+        "SELECT * FROM (WITH a AS (SELECT 1) SELECT * FROM a) JOIN a ON TRUE",
+        "WITH a AS (SELECT 1) SELECT * FROM main.a",
+    ]
+    for sql in ok:
+        assert guard(sql, TABLES).passed, sql
+    for sql in bad:
+        assert checks_of(guard(sql, TABLES)) == ("table_references",), sql
+
+
+def test_every_duckdb_table_function_but_the_allowed_is_rejected() -> None:
+    # DuckDB's own catalog of table functions, so a new reader cannot slip through unseen.
+    with duckdb.connect() as con:
+        names = [
+            row[0]
+            for row in con.execute(
+                "SELECT DISTINCT function_name FROM duckdb_functions() "
+                "WHERE function_type = 'table' ORDER BY 1"
+            ).fetchall()
+        ]
+    assert {"read_csv", "glob", "query_table", "duckdb_settings"} <= set(names)
+    for name in names:
+        verdict = guard(f"SELECT * FROM {name}('x')", TABLES)
+        if name in ("range", "generate_series", "unnest"):
+            continue
+        # Rejected as a table function, or (wrong arity for sqlglot) as unparseable.
+        assert not verdict.passed, name
+        assert "table_functions" in checks_of(verdict) or checks_of(verdict) == ("parse",), name
+
+
+@pytest.mark.parametrize("name", DENIED_FUNCTIONS)
+def test_every_denied_function_is_rejected(name: str) -> None:
+    for sql in (f"SELECT {name}()", f"SELECT {name}('x')", f"SELECT * FROM {name}()"):
+        verdict = guard(sql, TABLES)
+        # A few names are keywords sqlglot refuses with arguments: still rejected.
+        assert not verdict.passed, sql
+    assert "denied_functions" in checks_of(guard(f"SELECT 1 WHERE {name}() IS NULL", TABLES)) or (
+        checks_of(guard(f"SELECT 1 WHERE {name}() IS NULL", TABLES)) == ("parse",)
+    )
+
+
+def test_ast_digest_ignores_case_whitespace_and_comments() -> None:
+    a = guard("SELECT count(*) FROM orders WHERE status = 'paid'", TABLES)
+    b = guard("select COUNT(*)\n  from ORDERS -- note\n where STATUS = 'paid';", TABLES)
+    c = guard("SELECT count(*) FROM orders WHERE status = 'PAID'", TABLES)
+    assert a.ast_digest == b.ast_digest
+    assert a.ast_digest != c.ast_digest
+
+
+def test_ast_digest_is_kept_for_a_rejected_statement_only_when_it_parses() -> None:
+    assert guard("SELECT getenv('HOME')", TABLES).ast_digest is not None
+    assert guard("SELECT 1; SELECT 2", TABLES).ast_digest is None
+    assert guard("SELECT (", TABLES).ast_digest is None
+
+
+def test_documented_lists() -> None:
+    assert ALLOWED_TABLE_FUNCTIONS == ("unnest", "values", "range", "generate_series")
+    assert {"getenv", "glob", "query", "query_table", "sniff_csv"} <= set(DENIED_FUNCTIONS)
+    assert [c.__name__ for c in CHECKS] == [
+        "read_only_root",
+        "no_side_effects",
+        "known_constructs",
+        "table_functions",
+        "file_references",
+        "table_references",
+        "denied_functions",
+    ]
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "protocol-and-guard.md").read_text()
+    for name in (*DENIED_FUNCTIONS, *[c.__name__ for c in CHECKS]):
+        assert f"`{name}" in docs, f"{name} is not documented"
+
+
+# -------------------------------------------------------------------- properties
+
+_INSERTS = (" ", "\n", "\t", "  \n ", "/* x */", "/* ; */", "/**/", "--c\n", "/* /* n */ */")
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _boundaries(sql: str) -> list[tuple[int, int, bool]] | None:
+    """(start, end, is_word) of each token, or None when sqlglot cannot tokenize it."""
+    try:
+        tokens = sqlglot.Dialect.get_or_raise("duckdb").tokenize(sql)
+    except SqlglotError:
+        return None
+    spans = []
+    for token in tokens:
+        raw = sql[token.start : token.end + 1]
+        spans.append((token.start, token.end + 1, bool(_WORD.fullmatch(raw))))
+    return spans
+
+
+def _mutate(sql: str, data: st.DataObject) -> str:
+    spans = _boundaries(sql)
+    if not spans:
+        return sql
+    out, cursor = [], 0
+    for start, end, is_word in spans:
+        out.append(sql[cursor:start])
+        if data.draw(st.booleans()):
+            out.append(data.draw(st.sampled_from(_INSERTS)))
+        word = sql[start:end]
+        if is_word:
+            flips = data.draw(st.lists(st.booleans(), min_size=len(word), max_size=len(word)))
+            word = "".join(ch.swapcase() if f else ch for ch, f in zip(word, flips, strict=True))
+        out.append(word)
+        cursor = end
+    out.append(sql[cursor:])
+    return "".join(out)
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_mutated_hostile_is_never_accepted(data: st.DataObject) -> None:
+    entry = data.draw(st.sampled_from(HOSTILE), label="entry")
+    mutated = _mutate(entry.sql, data)
+    assert not guard(mutated, TABLES).passed, mutated
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_mutated_legit_is_still_accepted(data: st.DataObject) -> None:
+    entry = data.draw(st.sampled_from(LEGIT), label="entry")
+    mutated = _mutate(entry.sql, data)
+    assert guard(mutated, TABLES).passed, mutated
