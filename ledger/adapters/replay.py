@@ -32,7 +32,10 @@ __all__ = ["ADAPTER_VERSION", "Recording", "ReplayAdapter", "build", "parse_repl
 ADAPTER_VERSION = "1"
 HARNESS_KIND = "caseledger-replay"
 WIRE_PROTOCOL = "replay"
-_OPTIONS = ("replay_file", "model", "price_snapshot")
+_OPTIONS = ("replay_file", "model", "price_snapshot", "tools")
+# The tool state of the recorded calls, as declared by whoever recorded them
+# (caseledger cannot see it): "unknown" unless --tools says otherwise.
+_TOOLS = ("off", "on", "unknown")
 _FIELDS = ("case", "attempt", "output", "usage", "generation_ms", "model", "request_id", "error")
 _ERROR_FIELDS = ("kind", "message")
 
@@ -202,8 +205,10 @@ class ReplayAdapter:
         file_sha256: str,
         model: str | None,
         snapshot: pricing.PriceSnapshot | None,
+        tools: str = "unknown",
     ) -> None:
         self._recordings = recordings
+        self._tools = tools
         self._name = name
         self._snapshot = snapshot
         self._client = base.client_version(ADAPTER_VERSION, "adapter-replay")
@@ -230,7 +235,7 @@ class ReplayAdapter:
             harness_kind=HARNESS_KIND,
             response_mode="text",
             single_call=True,
-            tools="unknown",
+            tools=self._tools,
             retries=retries,
             prompt_contract_digest=prompt_contract_digest,
             system_prompt_digest=None,
@@ -304,10 +309,14 @@ def build(options: dict[str, Any], ctx: base.BuildContext) -> ReplayAdapter:
     if "price_snapshot" in given:
         snapshot = pricing.load_snapshot(given["price_snapshot"])
         pricing.check_priced(snapshot, model, str(given["price_snapshot"]))
+    tools = given.get("tools", "unknown")
+    if tools not in _TOOLS:
+        raise UsageError(f"--tools must be one of {', '.join(_TOOLS)}, got {tools!r}")
     return ReplayAdapter(
         recordings=recordings,
         name=name,
         file_sha256=sha256_hex(data),
         model=model,
         snapshot=snapshot,
+        tools=tools,
     )
