@@ -342,8 +342,7 @@ def run(
         for k in planned
         if k not in states
         or (
-            isinstance(states[k], events.AttemptCancelled)
-            and states[k].reason in _RETRYABLE_CANCEL  # type: ignore[attr-defined]
+            isinstance(states[k], events.AttemptCancelled) and states[k].reason in _RETRYABLE_CANCEL  # type: ignore[attr-defined]
         )
     ]
     progress = Progress(planned=len(planned), done=len(planned) - len(todo))

@@ -1,0 +1,175 @@
+"""``caseledger run``: evaluate one adapter on a published bank."""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import click
+
+from ledger import codec
+from ledger.adapters.base import build_adapter
+from ledger.bank.leak import leak_findings
+from ledger.bank.registry import find_published
+from ledger.errors import UsageError
+from ledger.harness import prompt as prompt_mod
+from ledger.harness.runner import BankContext, Progress, RunPlan, RunSummary, run
+from ledger.keys import load_default_signer
+from ledger.store import Ledger
+
+__all__ = ["register"]
+
+
+def bank_context(published: Any, ledger_path: Path, cwd: Path) -> BankContext:
+    """What the runner needs of a published bank (prompts, leak check, references)."""
+    leak_ctx = published.leak_context(ledger_path=ledger_path, cwd=cwd)
+    event = published.event
+    return BankContext(
+        event=event,
+        db_path=published.db_path,
+        reference_sql=published.references(),
+        leak_check=lambda text: leak_findings(text, leak_ctx),
+        prompt_for=lambda case: prompt_mod.render_prompt(event, case),
+        prompt_contract_digest=prompt_mod.prompt_contract_digest(event),
+    )
+
+
+def default_run_id(ledger: Ledger, profile: str) -> str:
+    """``<profile>-<n>``: n counts the runs already in the log (deterministic, never random)."""
+    slug = re.sub(r"[^A-Za-z0-9._-]+", "-", profile).strip("-") or "run"
+    taken = set(ledger.streams())
+    n = len(taken)
+    while f"{slug}-{n:04d}" in taken:
+        n += 1
+    return f"{slug}-{n:04d}"
+
+
+class _Reporter:
+    """A progress bar on a terminal, plain lines otherwise."""
+
+    def __init__(self) -> None:
+        self.tty = sys.stderr.isatty()
+        self.start = time.monotonic()
+
+    def __call__(self, p: Progress) -> None:
+        elapsed = time.monotonic() - self.start
+        eta = elapsed / p.done * (p.planned - p.done) if p.done else 0.0
+        text = (
+            f"{p.done}/{p.planned} attempts, {p.correct} correct, "
+            f"elapsed {elapsed:.1f}s, eta {eta:.1f}s"
+        )
+        if self.tty:
+            width = 24
+            filled = int(width * p.done / max(p.planned, 1))
+            click.echo(f"\r[{'#' * filled}{'.' * (width - filled)}] {text}", err=True, nl=False)
+            if p.done == p.planned:
+                click.echo("", err=True)
+        else:
+            click.echo(text, err=True)
+
+
+def summary_text(s: RunSummary, ledger_path: Path) -> str:
+    """The one-screen summary printed at the end of a run."""
+    rate = f"{s.correct}/{s.planned}" if s.planned else "0/0"
+    lines = [
+        f"run {s.run_id}: {s.status}",
+        f"  result-correct: {rate} planned attempts",
+        f"  score (auxiliary, weighted): {s.total_score or 'see the report'}",
+    ]
+    if s.failures:
+        lines.append("  failures: " + ", ".join(f"{k} {v}" for k, v in sorted(s.failures.items())))
+    lines.append(f"  report: caseledger --ledger {ledger_path} report --run {s.run_id} --format md")
+    return "\n".join(lines)
+
+
+@click.command("run")
+@click.option("--bank", "bank_ref", required=True, help="Published bank NAME[@VERSION].")
+@click.option("--adapter", "kind", required=True, help="openai, command, replay or reference.")
+@click.option("--attempts", type=click.IntRange(min=1), default=None, help="Attempts per case.")
+@click.option("--profile", default=None, help="Display name of this model profile.")
+@click.option("--run-id", default=None, help="Run id (default: <profile>-<n>).")
+@click.option("--resume", "resume", default=None, metavar="RUN", help="Finish run RUN.")
+@click.option("--concurrency", type=click.IntRange(min=1), default=1)
+@click.option("--retries", type=click.IntRange(min=0), default=0, help="Retries of a failure.")
+@click.option("--base-url", default=None)
+@click.option("--model", default=None)
+@click.option("--api-key-env", default=None)
+@click.option("--auth", default=None)
+@click.option("--temperature", default=None)
+@click.option("--reasoning-effort", default=None)
+@click.option("--max-tokens", default=None)
+@click.option("--timeout", "timeout_s", default=None)
+@click.option("--price-snapshot", default=None)
+@click.option("--command", default=None)
+@click.option("--replay-file", default=None)
+@click.option("--tools", default=None, help="Declared tool state: off, on or unknown.")
+@click.pass_obj
+def run_cmd(obj: Any, bank_ref: str, kind: str, **options: Any) -> None:
+    """Run KIND on a published bank; every step becomes a signed event."""
+    ledger_path: Path = obj.ledger_path
+    if not ledger_path.exists():
+        raise UsageError(
+            f"no ledger at {ledger_path}", hint="run `caseledger init` first (or pass --ledger)"
+        )
+    resume = options.pop("resume")
+    attempts, profile = options.pop("attempts"), options.pop("profile")
+    run_id, concurrency, retries = (
+        options.pop("run_id"),
+        options.pop("concurrency"),
+        options.pop("retries"),
+    )
+    if resume and run_id and resume != run_id:
+        raise UsageError(f"--resume {resume} and --run-id {run_id} name different runs")
+    with Ledger.open(ledger_path) as ledger:
+        published = find_published(ledger, obj.home, bank_ref)
+        ctx = bank_context(published, ledger_path, Path.cwd())
+        refs = ctx.reference_sql if kind == "reference" else None
+        adapter = build_adapter(
+            kind, options, cases=refs, environ=os.environ, hidden_paths=(ledger_path, obj.home)
+        )
+        try:
+            n = attempts or adapter.identity.default_attempts or 1
+            plan = RunPlan(
+                run_id=resume or run_id or default_run_id(ledger, profile or kind),
+                profile=profile or kind,
+                attempts=n,
+                concurrency=concurrency,
+                retries=retries,
+                resume=resume is not None,
+            )
+            signer = load_default_signer(obj.home)
+            try:
+                summary = run(
+                    ledger,
+                    signer,
+                    ctx,
+                    adapter,
+                    plan,
+                    clock=lambda: codec.format_time(_now()),
+                    on_progress=_Reporter(),
+                )
+            except KeyboardInterrupt:
+                click.echo(
+                    f"\ninterrupted: unfinished attempts cancelled; resume with "
+                    f"caseledger run --bank {bank_ref} --adapter {kind} ... --resume {plan.run_id}",
+                    err=True,
+                )
+                sys.exit(2)
+        finally:
+            adapter.close()
+    click.echo(summary_text(summary, ledger_path))
+
+
+def _now() -> Any:
+    import datetime as dt
+
+    return dt.datetime.now(dt.UTC)
+
+
+def register(group: click.Group) -> None:
+    """Add ``run`` to the CLI."""
+    group.add_command(run_cmd)
