@@ -290,29 +290,37 @@ class Ledger:
                 f"the ledger moved: expected tree size {expect_size}, found {size}",
                 hint="re-read the ledger and retry the import against the new size",
             )
+        # Fast path: no lookups; the UNIQUE leaf_hash index catches a stored duplicate.
+        planned, seqs = self._plan(items, size, {})
+        self._conn.execute("SAVEPOINT batch")
+        try:
+            self._insert(self._sign(planned, size, chain, signer))
+        except sqlite3.IntegrityError:
+            # A stored duplicate (rare: re-imports). It shifts the stream envelopes of
+            # later drafts, so plan again with every stored leaf known, until stable.
+            self._conn.execute("ROLLBACK TO batch")
+            self._keyring, self._keyring_size = Keyring(), 0
+            known: dict[bytes, int] = {}
+            while found := self._stored_seqs([p[2] for p in planned]):
+                known.update(found)
+                planned, seqs = self._plan(items, size, known)
+            self._insert(self._sign(planned, size, chain, signer))
+        self._conn.execute("RELEASE batch")
+        self._keyring_size = size + len(planned)
+        return seqs
+
+    def _sign(
+        self,
+        planned: list[tuple[int, EventBase, bytes, bytes]],
+        size: int,
+        chain: bytes,
+        signer: Signer,
+    ) -> list[tuple[Any, ...]]:
+        """Check the signer and keyring rules, then chain and sign each planned row."""
         self._refresh_keyring(size)
         keyring = self._keyring
-        heads: dict[str, tuple[int, str | None]] = {}
-        pending: dict[bytes, int] = {}
         rows: list[tuple[Any, ...]] = []
-        seqs: list[int] = []
-        for item in items:
-            event = self._complete(item, heads)
-            body = codec.encode(event)
-            leaf = codec.leaf_hash(body)
-            known = pending.get(leaf)
-            if known is None:
-                found = self._conn.execute(
-                    "SELECT seq FROM events WHERE leaf_hash = ?", (leaf,)
-                ).fetchone()
-                known = None if found is None else int(found[0])
-            if known is not None:
-                seqs.append(known)
-                continue
-            _validate(body)
-            if not isinstance(item, Draft):
-                self._check_link(event, heads)
-            seq = size + len(rows)
+        for seq, event, leaf, body in planned:
             problem = keyring.signer_problem(seq, signer.key_id, event) or keyring.event_problem(
                 event
             )
@@ -321,28 +329,57 @@ class Ledger:
             keyring.apply(seq, event)
             chain = hashlib.sha256(chain + leaf).digest()
             sig = signer.sign(EVENT_SIGNING_PREFIX + leaf)
-            rows.append(
-                (
-                    seq,
-                    body,
-                    leaf,
-                    chain,
-                    signer.key_id,
-                    sig,
-                    event.stream,
-                    event.stream_seq,
-                    tag_of(type(event)),
-                )
-            )
+            row = (seq, body, leaf, chain, signer.key_id, sig, event.stream, event.stream_seq)
+            rows.append((*row, tag_of(type(event))))
+        return rows
+
+    def _insert(self, rows: list[tuple[Any, ...]]) -> None:
+        try:
+            self._conn.executemany("INSERT INTO events VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
+        except sqlite3.IntegrityError:
+            raise  # a stored duplicate: the caller takes the slow path
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(f"cannot write to {self.path}: {exc}") from None
+
+    def _plan(
+        self, items: Sequence[EventBase | Draft], size: int, known: dict[bytes, int]
+    ) -> tuple[list[tuple[int, EventBase, bytes, bytes]], list[int]]:
+        """(seq, event, leaf hash, body) of each new row, and the seq of every item."""
+        heads: dict[str, tuple[int, str | None]] = {}
+        pending = dict(known)
+        planned: list[tuple[int, EventBase, bytes, bytes]] = []
+        seqs: list[int] = []
+        for item in items:
+            event = self._complete(item, heads)
+            body = codec.encode(event)
+            leaf = codec.leaf_hash(body)
+            seen = pending.get(leaf)
+            if seen is not None:
+                seqs.append(seen)
+                continue
+            if not isinstance(item, Draft) and not self._continues(event, heads):
+                # A stored copy of a complete event no longer continues its stream.
+                stored = self._stored_seqs([leaf]).get(leaf)
+                if stored is not None:
+                    seqs.append(stored)
+                    continue
+                self._check_link(event, heads)
+            _validate(body)
+            seq = size + len(planned)
+            planned.append((seq, event, leaf, body))
             heads[event.stream] = (event.stream_seq, link_of(leaf))
             pending[leaf] = seq
             seqs.append(seq)
-        try:
-            self._conn.executemany("INSERT INTO events VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
-        except sqlite3.DatabaseError as exc:
-            raise StoreError(f"cannot write to {self.path}: {exc}") from None
-        self._keyring_size = size + len(rows)
-        return seqs
+        return planned, seqs
+
+    def _stored_seqs(self, leaves: list[bytes]) -> dict[bytes, int]:
+        found: dict[bytes, int] = {}
+        for i in range(0, len(leaves), 500):
+            chunk = leaves[i : i + 500]
+            marks = ", ".join("?" * len(chunk))
+            sql = f"SELECT leaf_hash, seq FROM events WHERE leaf_hash IN ({marks})"
+            found.update((bytes(leaf), int(seq)) for leaf, seq in self._conn.execute(sql, chunk))
+        return found
 
     def _stream_head(
         self, stream: str, heads: dict[str, tuple[int, str | None]]
@@ -378,6 +415,10 @@ class Ledger:
             )
         except TypeError as exc:
             raise UsageError(f"bad {item.cls.__name__} draft: {exc}") from None
+
+    def _continues(self, event: EventBase, heads: dict[str, tuple[int, str | None]]) -> bool:
+        last, prev = self._stream_head(event.stream, heads)
+        return event.stream_seq == last + 1 and event.stream_prev == prev
 
     def _check_link(self, event: EventBase, heads: dict[str, tuple[int, str | None]]) -> None:
         last, prev = self._stream_head(event.stream, heads)
