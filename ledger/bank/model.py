@@ -13,6 +13,7 @@ from ledger.bank.purity import check_purity
 from ledger.bank.source import BankSource, read_source
 from ledger.codec import sha256_hex
 from ledger.events import CaseSpec
+from ledger.harness.ast_rules import KNOWN_RULES
 
 __all__ = [
     "CASE_FIELDS",
@@ -51,21 +52,6 @@ PLACEHOLDER_RE = re.compile(r"\{\{([^{}\n]*)\}\}")
 
 def known_rules() -> frozenset[str]:
     """The AST capability rule names a case may require (from ledger.harness.ast_rules)."""
-    try:
-        from ledger.harness.ast_rules import KNOWN_RULES
-    except ModuleNotFoundError:  # TEMPORARY until ast_rules.py lands
-        KNOWN_RULES = (
-            "window_function",
-            "cte",
-            "not_exists",
-            "correlated_subquery",
-            "left_join",
-            "group_by",
-            "having",
-            "distinct_count",
-            "case_when",
-            "set_operation",
-        )
     return frozenset(KNOWN_RULES)
 
 

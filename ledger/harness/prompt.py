@@ -1,4 +1,4 @@
-"""The blind prompt: a bank's prompt.md filled with dialect notes, schema, semantics, question, schema.
+"""The blind prompt: a bank's prompt.md filled in for one case, and the output schema.
 
 Blind prompt contract (DESIGN.md): the model receives DuckDB dialect notes,
 the published schema snapshot, the semantic layer, the question and the

@@ -48,11 +48,3 @@ def ledger(home: Path, signer: Signer) -> Iterator[Ledger]:
     led = Ledger.create(home / "ledger.db", signer, clock=fixed_clock)
     yield led
     led.close()
-
-
-def edit(folder: Path, name: str, old: str, new: str) -> None:
-    """Replace one exact piece of a bank file (it must be there exactly once)."""
-    path = folder / name
-    text = path.read_text(encoding="utf-8")
-    assert text.count(old) == 1, f"{old!r} occurs {text.count(old)} times in {name}"
-    path.write_text(text.replace(old, new), encoding="utf-8")

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import duckdb
 import pytest
-from conftest import edit
+from banktest import edit
 
-from ledger.bank import load_bank, validate_bank
 from ledger.bank import build as build_module
+from ledger.bank import load_bank, validate_bank
 from ledger.errors import BankError
 
 # (title, file, old text, new text, substrings the message must contain)
@@ -224,7 +224,7 @@ EDITS = [
         "seed reads a file",
         "seed.sql",
         "INSERT INTO customers VALUES",
-        "INSERT INTO customers SELECT * FROM read_csv('customers.csv');\nINSERT INTO customers VALUES",
+        "INSERT INTO customers SELECT * FROM read_csv('c.csv');\nINSERT INTO customers VALUES",
         ["seed.sql:1", "read_csv()"],
     ),
     (

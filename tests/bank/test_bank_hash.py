@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import edit
+from banktest import edit
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
