@@ -1,0 +1,79 @@
+"""``caseledger demo``: the main job on the built-in default."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+
+from ledger.demo import REPORT_FORMATS, run_demo
+
+__all__ = ["register", "report_commands"]
+
+
+def report_commands(ledger_path: Path, out_dir: Path, tree_size: int) -> list[str]:
+    """The exact commands that rebuild the demo's reports byte for byte."""
+    return [
+        f"caseledger --ledger {ledger_path} report --at-size {tree_size} --format {fmt} "
+        f"| cmp - {out_dir / ('report.' + fmt)}"
+        for fmt in REPORT_FORMATS
+    ]
+
+
+def _write_reports(ledger_path: Path, out_dir: Path, tree_size: int) -> None:
+    from ledger.cli_report import write_report
+
+    for fmt in REPORT_FORMATS:
+        write_report(ledger_path, fmt=fmt, output=out_dir / f"report.{fmt}", at_size=tree_size)
+
+
+@click.command("demo")
+@click.option(
+    "-o",
+    "--output",
+    "out_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("caseledger-demo"),
+    show_default=True,
+    help="Folder for the demo's ledger, checkpoint and reports.",
+)
+@click.option("--force", is_flag=True, help="Replace a demo already in the folder.")
+def demo(out_dir: Path, force: bool) -> None:
+    """Publish the built-in banks, run the self-test and three recorded models, report."""
+    from ledger.cli_run import bank_context
+
+    result = run_demo(
+        out_dir,
+        force=force,
+        bank_context=bank_context,
+        write_reports=_write_reports,
+        echo=lambda line: click.echo(line, err=True),
+    )
+    ledger_path = out_dir / "ledger.db"
+    click.echo("")
+    click.echo(f"The demo is in {out_dir}/:")
+    for name, what in (
+        ("ledger.db", "the signed, hash-chained event log (every prompt, answer, SQL, score)"),
+        ("checkpoint.note", f"a signed tree head over the first {result.checkpoint_size} events"),
+        ("report.html", "open this first: models, radar per dimension, every case run"),
+        ("report.md", "the same report as Markdown"),
+        ("report.json", "the canonical report; the other two are rendered from it"),
+    ):
+        click.echo(f"  {name:<16} {what}")
+    click.echo("")
+    click.echo("Check it yourself:")
+    click.echo(
+        f"  caseledger --ledger {ledger_path} verify --checkpoint {out_dir / 'checkpoint.note'}"
+    )
+    click.echo("Rebuild the reports and compare them byte for byte (cmp is silent if equal):")
+    for line in report_commands(ledger_path, out_dir, result.report_size):
+        click.echo(f"  {line}")
+    click.echo("What to look at: harbor-coder-14b's joins-02 (a join that doubles rows),")
+    click.echo("northwind-sql-pro's basic-02 attempt 2 (a date endpoint off by one),")
+    click.echo("lumen-mini's provider failures, and the fairness line of the summary.")
+
+
+def register(group: Any) -> None:
+    """Add ``demo`` to the CLI."""
+    group.add_command(demo)

@@ -1,0 +1,132 @@
+"""The demo: the main job on the built-in default, for a new user with no model at hand.
+
+It creates a fresh ledger in an output folder, publishes the built-in banks,
+runs the harness's reference self-test on both and three recorded model
+profiles (``ledger/demo/*.jsonl``, written for the demo with realistic faults)
+on the retail bank, verifies the log, issues a checkpoint and writes the
+reports. Everything goes through the same library calls as the CLI commands.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from ledger import codec
+from ledger.adapters.base import build_adapter
+from ledger.bank.publish import publish
+from ledger.bank.registry import builtin_banks
+from ledger.errors import UsageError
+from ledger.harness.runner import BankContext, RunPlan, RunSummary, run
+from ledger.keys import Signer
+from ledger.proofs import issue_checkpoint
+from ledger.store import Ledger
+from ledger.verify import verify_ledger
+
+__all__ = ["DEMO_FILES", "PROFILES", "DemoResult", "recording", "run_demo"]
+
+DATA = Path(__file__).resolve().parent
+# Recorded profiles, in the order they run (file stem = profile name).
+PROFILES = ("northwind-sql-pro", "harbor-coder-14b", "lumen-mini")
+DEMO_FILES = ("ledger.db", "checkpoint.note", "report.json", "report.md", "report.html")
+REPORT_FORMATS = ("json", "md", "html")
+
+
+def recording(profile: str) -> Path:
+    """The replay file of a recorded demo profile."""
+    return DATA / f"{profile}.jsonl"
+
+
+@dataclass(frozen=True)
+class DemoResult:
+    """What the demo made."""
+
+    out_dir: Path
+    runs: tuple[RunSummary, ...]
+    verified_size: int
+    checkpoint_size: int
+    report_size: int
+
+
+def _clock() -> str:
+    return codec.format_time(dt.datetime.now(dt.UTC))
+
+
+def run_demo(
+    out_dir: Path,
+    *,
+    force: bool,
+    bank_context: Callable[..., BankContext],
+    write_reports: Callable[[Path, Path, int], None],
+    echo: Callable[[str], None],
+) -> DemoResult:
+    """Run the whole demo into ``out_dir`` (see the module doc).
+
+    ``bank_context(published, ledger_path, cwd)`` and ``write_reports(ledger_path,
+    out_dir, tree_size)`` are the CLI's own functions, so the demo and the
+    commands it prints cannot drift apart.
+    """
+    out_dir.mkdir(parents=True, exist_ok=True)
+    present = [name for name in DEMO_FILES if (out_dir / name).exists()]
+    if present and not force:
+        raise UsageError(
+            f"{out_dir} already holds a demo ({', '.join(present)})",
+            hint="pass --force to replace it, or -o another folder",
+        )
+    for name in (*DEMO_FILES, "ledger.db-wal", "ledger.db-shm"):
+        (out_dir / name).unlink(missing_ok=True)
+    ledger_path = out_dir / "ledger.db"
+    signer = Signer.generate("caseledger-demo-operator", role="operator")
+    signer.save(out_dir / "keys" / "operator.key")
+    summaries: list[RunSummary] = []
+    with Ledger.create(ledger_path, signer, clock=_clock) as ledger:
+        banks = {}
+        for name, folder in sorted(builtin_banks().items()):
+            result = publish(ledger, signer, folder, out_dir, cwd=Path.cwd())
+            banks[name] = bank_context(result.published, ledger_path, Path.cwd())
+            echo(f"published bank {result.published.ref}")
+        plans: list[tuple[str, str, dict[str, object]]] = [
+            ("sales-fixture", "reference", {}),
+            ("retail", "reference", {}),
+        ]
+        plans += [
+            ("retail", "replay", {"replay_file": str(recording(p)), "tools": "off", "profile": p})
+            for p in PROFILES
+        ]
+        for bank_name, kind, options in plans:
+            profile = str(options.pop("profile", f"self-test-{bank_name}"))
+            ctx = banks[bank_name]
+            refs = ctx.reference_sql if kind == "reference" else None
+            adapter = build_adapter(
+                kind, options, cases=refs, environ=os.environ, hidden_paths=(ledger_path,)
+            )
+            try:
+                plan = RunPlan(
+                    run_id=f"demo-{profile}",
+                    profile=profile,
+                    attempts=adapter.identity.default_attempts or 1,
+                )
+                summary = run(ledger, signer, ctx, adapter, plan, clock=_clock)
+            finally:
+                adapter.close()
+            summaries.append(summary)
+            echo(
+                f"ran {plan.run_id}: {summary.correct}/{summary.planned} attempts result-correct"
+            )
+        verified = verify_ledger(ledger)
+        echo(f"verified {verified.size} events")
+        note = issue_checkpoint(ledger, signer)
+        (out_dir / "checkpoint.note").write_text(note, "utf-8")
+        checkpoint_size = int(note.splitlines()[1])
+        report_size = checkpoint_size  # the report names the checkpoint it was built from
+    write_reports(ledger_path, out_dir, report_size)
+    return DemoResult(
+        out_dir=out_dir,
+        runs=tuple(summaries),
+        verified_size=verified.size,
+        checkpoint_size=checkpoint_size,
+        report_size=report_size,
+    )
