@@ -10,7 +10,6 @@ and built, so a stored bank folder is itself a bank with the same hash.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 import unicodedata
@@ -23,6 +22,7 @@ import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from ledger.bank.problems import Problems
+from ledger.codec import sha256_hex
 
 __all__ = [
     "BANK_FILES",
@@ -275,18 +275,14 @@ def parse_json(text: str, name: str, problems: Problems) -> Any:
 # ------------------------------------------------------------------ the folder
 
 
-def _sha(data: bytes) -> str:
-    return "sha256:" + hashlib.sha256(data).hexdigest()
-
-
 def content_hash(file_hashes: dict[str, str]) -> str:
     """SHA-256 of the manifest: a header line, then ``<name> <sha256:hex>`` per bank file.
 
     >>> content_hash({n: "sha256:" + "0" * 64 for n in BANK_FILES})[:15]
-    'sha256:bd5ad40e'
+    'sha256:facf40e8'
     """
     lines = [_MANIFEST_HEADER] + [f"{n} {file_hashes[n]}\n" for n in sorted(BANK_FILES)]
-    return _sha("".join(lines).encode("utf-8"))
+    return sha256_hex("".join(lines).encode("utf-8"))
 
 
 def read_source(folder: Path) -> BankSource:
@@ -317,7 +313,7 @@ def read_source(folder: Path) -> BankSource:
     files = {name: texts[name].encode("utf-8") for name in ("prompt.md", "schema.sql", "seed.sql")}
     files["cases.yaml"] = (canonical_text(cases_doc) + "\n").encode("utf-8")
     files["semantic.json"] = (canonical_text(semantic_doc) + "\n").encode("utf-8")
-    file_hashes = {name: _sha(files[name]) for name in sorted(files)}
+    file_hashes = {name: sha256_hex(files[name]) for name in sorted(files)}
     calibration = None
     if CALIBRATION_FILE in texts:
         calibration = (canonical_text(calibration_doc) + "\n").encode("utf-8")
@@ -327,7 +323,7 @@ def read_source(folder: Path) -> BankSource:
         file_hashes=file_hashes,
         content_sha256=content_hash(file_hashes),
         calibration=calibration,
-        calibration_sha256=_sha(calibration) if calibration is not None else None,
+        calibration_sha256=sha256_hex(calibration) if calibration is not None else None,
         cases_doc=cases_doc,
         cases_lines=cases_lines,
         semantic_doc=semantic_doc,

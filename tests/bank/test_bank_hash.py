@@ -151,3 +151,20 @@ def test_canonical_text_is_a_fixed_point_for_yaml_and_json(tree: object) -> None
     assert not problems.items, [str(p) for p in problems.items]
     assert canonical_text(from_yaml) == text
     assert canonical_text(from_json) == text
+
+
+def test_content_hash_follows_the_documented_manifest(tiny: Path) -> None:
+    import hashlib
+
+    # Recomputed from docs/bank-format.md: per-file sha256 of the normalised bytes, then the
+    # manifest "caseledger/bank-manifest/v1\n" + "<name> sha256:<hex>\n" sorted by name.
+    src = read_source(tiny)
+    seed = (tiny / "seed.sql").read_bytes()
+    assert src.file_hashes["seed.sql"] == "sha256:" + hashlib.sha256(seed).hexdigest()
+    manifest = "caseledger/bank-manifest/v1\n" + "".join(
+        f"{name} sha256:{hashlib.sha256(src.files[name]).hexdigest()}\n"
+        for name in ["cases.yaml", "prompt.md", "schema.sql", "seed.sql", "semantic.json"]
+    )
+    assert src.content_sha256 == "sha256:" + hashlib.sha256(manifest.encode()).hexdigest()
+    cases = json.loads(src.files["cases.yaml"])
+    assert cases["cases"][1]["weight"] == 1.5 and b'"weight":1.5' in src.files["cases.yaml"]
