@@ -392,7 +392,7 @@ RETAIL_TRAPS: dict[str, list[tuple[str, str]]] = {
             "GROUP BY p.category_id, p.product_id) "
             "SELECT c.category_name, AVG(pp.avg_price) AS avg_unit_price FROM per_product AS pp "
             "JOIN categories AS c ON c.category_id = pp.category_id "
-            "GROUP BY c.category_id, c.category_name HAVING AVG(pp.avg_price) > 50",
+            "GROUP BY c.category_id, c.category_name HAVING AVG(pp.avg_price) > 35",
         ),
         (
             "quantity_weighted_mean",  # not the metric's definition
@@ -400,14 +400,14 @@ RETAIL_TRAPS: dict[str, list[tuple[str, str]]] = {
             "FROM order_items AS oi JOIN orders AS o ON o.order_id = oi.order_id "
             "JOIN products AS p ON p.product_id = oi.product_id "
             "JOIN categories AS c ON c.category_id = p.category_id WHERE o.status = 'completed' "
-            f"GROUP BY c.category_id, c.category_name HAVING SUM({_LINE}) / SUM(oi.quantity) > 50",
+            f"GROUP BY c.category_id, c.category_name HAVING SUM({_LINE}) / SUM(oi.quantity) > 35",
         ),
         (
             "no_status_filter",  # the cancelled-only category qualifies
             "SELECT c.category_name, AVG(oi.unit_price) AS avg_unit_price "
             "FROM order_items AS oi JOIN products AS p ON p.product_id = oi.product_id "
             "JOIN categories AS c ON c.category_id = p.category_id "
-            "GROUP BY c.category_id, c.category_name HAVING AVG(oi.unit_price) > 50",
+            "GROUP BY c.category_id, c.category_name HAVING AVG(oi.unit_price) > 35",
         ),
     ],
     "agg-03": [

@@ -21,7 +21,8 @@ INSERT INTO categories VALUES
     (3, '日用品'),
     (4, '生鲜'),
     (5, '文具'),
-    (6, '家电');
+    (6, '家电'),
+    (7, '玩具');
 
 INSERT INTO products VALUES
     (101, '咖啡豆',   1,    100.00, true),
@@ -51,9 +52,9 @@ INSERT INTO orders VALUES
     (1006, 5,  2, TIMESTAMP '2025-12-12 14:00:00', 'completed',  0.00, 180.00),
     (1007, 6,  3, TIMESTAMP '2025-12-20 11:00:00', 'cancelled',  0.00, 100.00),
     (1008, 2,  1, TIMESTAMP '2025-12-31 23:30:00', 'completed',  0.00, 200.00),
-    (1009, 4,  2, TIMESTAMP '2026-01-01 00:00:00', 'completed',  0.00, 120.00),
+    (1009, 5,  2, TIMESTAMP '2026-01-01 00:00:00', 'completed',  0.00, 120.00),
     (1010, 1,  1, TIMESTAMP '2026-01-08 10:00:00', 'completed', 10.00, 130.00),
-    (1011, 3,  1, TIMESTAMP '2026-01-10 17:00:00', 'cancelled',  0.00,  45.00),
+    (1011, 2,  1, TIMESTAMP '2026-01-10 17:00:00', 'cancelled',  0.00,  45.00),
     (1012, 2,  2, TIMESTAMP '2026-01-15 16:00:00', 'completed',  0.00, 300.00),
     (1013, 5,  2, TIMESTAMP '2026-01-20 13:00:00', 'completed',  0.00, 110.00),
     (1014, 7,  1, TIMESTAMP '2026-01-25 18:00:00', 'pending',    0.00,  16.00),
@@ -62,7 +63,9 @@ INSERT INTO orders VALUES
     (1017, 1,  3, TIMESTAMP '2026-02-02 11:00:00', 'completed', 10.00, 160.00),
     (1018, 2,  2, TIMESTAMP '2026-02-14 10:00:00', 'pending',    0.00, 200.00),
     (1019, 99, 1, TIMESTAMP '2026-02-20 15:00:00', 'completed',  0.00,  40.00),
-    (1020, 5,  3, TIMESTAMP '2026-03-01 00:00:00', 'pending',    0.00,  45.00);
+    (1020, 5,  3, TIMESTAMP '2026-03-01 00:00:00', 'pending',    0.00,  45.00),
+    (1021, 4,  3, TIMESTAMP '2025-12-01 00:00:00', 'cancelled',  0.00,  60.00),
+    (1022, 5,  1, TIMESTAMP '2026-02-01 00:00:00', 'completed',  0.00, 120.00);
 
 -- Orders 1012 and 1020 have no line items; order 1015's header disagrees with its lines.
 INSERT INTO order_items VALUES
@@ -92,7 +95,9 @@ INSERT INTO order_items VALUES
     (1016, 1, 901,  1,  50.00,  0.00),
     (1017, 1, 104, 25,   6.00,  0.00),
     (1018, 1, 301,  5,  40.00,  0.00),
-    (1019, 1, 202,  5,   8.00,  0.00);
+    (1019, 1, 202,  5,   8.00,  0.00),
+    (1021, 1, 303,  4,  15.00,  0.00),
+    (1022, 1, 402, 12,  10.00,  0.00);
 
 INSERT INTO payments VALUES
     (1,  1001, TIMESTAMP '2025-11-03 10:01:00', 'card',   100.00),
@@ -113,7 +118,8 @@ INSERT INTO payments VALUES
     (16, 1015, TIMESTAMP '2026-01-28 20:01:00', 'card',   100.00),
     (17, 1017, TIMESTAMP '2026-02-02 11:01:00', 'card',   160.00),
     (18, 1018, TIMESTAMP '2026-02-14 10:01:00', 'wechat',  50.00),
-    (19, 1019, TIMESTAMP '2026-02-20 15:01:00', 'cash',    40.00);
+    (19, 1019, TIMESTAMP '2026-02-20 15:01:00', 'cash',    40.00),
+    (20, 1022, TIMESTAMP '2026-02-01 00:01:00', 'wechat', 120.00);
 
 -- R003 was received twice (re-sent record, same content under a new return_id).
 INSERT INTO returns VALUES
