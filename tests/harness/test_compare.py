@@ -348,6 +348,13 @@ def test_tolerance_matching_is_maximum_not_greedy():
     assert cmp(D, [("100",), ("10",)], D, [("100",), ("14",)], rel_tol="0.9").matched == 2
 
 
+def test_relative_tolerance_of_one_or_more_has_no_window():
+    # rel 1: |e - a| <= max(|e|, |a|) holds for any two numbers of the same sign
+    assert cmp(D, [("100",)], D, [("1",)], rel_tol="1").matched == 1
+    assert cmp(D, [("100",)], D, [("-1",)], rel_tol="1").matched == 0  # 101 > 100
+    assert cmp(D, [("100",)], D, [("-1",)], rel_tol="2").matched == 1  # 101 <= 200
+
+
 def test_tolerance_partitions_by_exact_cells_and_nulls():
     cols = [col("k", "VARCHAR"), col("v", "DOUBLE")]
     gold = [("a", "1.0"), ("b", "1.0"), ("c", None)]
