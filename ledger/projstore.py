@@ -1,0 +1,205 @@
+"""The projection store: the CaseRuns fold state kept in a file beside the ledger.
+
+``<ledger dir>/<ledger stem>.projections.db`` is a plain SQLite file owned by
+the application layer (the folds in ``projections/`` never see it):
+
+* ``meta``: format, the ledger's origin, ``size`` (the last applied seq + 1)
+  and the leaf hash of the last applied event;
+* ``head``: the msgpack of the fold state without its CaseRuns (banks, runs);
+* ``caseruns``: one msgpack row per CaseRun.
+
+Catching up replays only the events after ``size``; CaseRuns are paged in
+from the file when an event touches one and written back in batches, so a
+rebuild's memory does not grow with the ledger. One transaction per catch-up:
+an interrupted catch-up leaves the previous consistent state. When the file
+does not match the ledger (another origin, a different leaf at ``size - 1``,
+another format) it is dropped and rebuilt; ``rebuild`` always does that. A
+report built from the store equals one built from a full replay (both run the
+same fold over the same events).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+import msgspec
+
+from ledger import codec
+from ledger.errors import StoreError
+from ledger.store import Ledger
+from projections import caseruns
+from projections.caseruns import ATTEMPT_EVENTS, CaseRun, Item, State, caserun_key
+from projections.replay import replay
+
+__all__ = ["FORMAT", "ProjectionStore", "items", "replay_ledger", "store_path"]
+
+FORMAT = "caseledger-projections/1"
+_FLUSH_EVERY = 4096  # CaseRuns held in memory before they are written back
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS head (id INTEGER PRIMARY KEY CHECK (id = 0), body BLOB NOT NULL);
+CREATE TABLE IF NOT EXISTS caseruns (key TEXT PRIMARY KEY, run_id TEXT NOT NULL, body BLOB NOT NULL);
+CREATE INDEX IF NOT EXISTS caseruns_by_run ON caseruns (run_id);
+"""
+
+_ENC = msgspec.msgpack.Encoder(decimal_format="string")
+_CASERUN = msgspec.msgpack.Decoder(CaseRun)
+_HEAD = msgspec.msgpack.Decoder(State)
+
+
+def store_path(ledger_path: Path) -> Path:
+    """``ledger.db`` -> ``ledger.projections.db`` in the same folder."""
+    return ledger_path.with_name(ledger_path.stem + ".projections.db")
+
+
+def items(ledger: Ledger, start: int = 0, stop: int | None = None) -> Iterator[Item]:
+    """(seq, leaf hash, decoded event) for seq in [start, stop), streamed."""
+    decode = codec.decode
+    for row in ledger.iter_events(start, stop):
+        yield row.seq, row.leaf_hash, decode(row.body)
+
+
+def replay_ledger(ledger: Ledger, size: int | None = None) -> State:
+    """A full in-memory replay of the first ``size`` events (all by default)."""
+    stop = ledger.size() if size is None else size
+    if stop > ledger.size():
+        raise StoreError(f"the ledger has {ledger.size()} events, not {stop}")
+    state = replay(items(ledger, 0, stop))
+    state.size = stop  # also right for an empty range
+    return state
+
+
+class ProjectionStore:
+    """The store file of one ledger. Use as a context manager."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        try:
+            self._conn = sqlite3.connect(path, isolation_level=None)
+            self._conn.executescript(_SCHEMA)
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(
+                f"cannot open the projection store {path}: {exc}",
+                hint="delete it and run `caseledger rebuild`",
+            ) from None
+
+    def close(self) -> None:
+        """Close the file."""
+        self._conn.close()
+
+    def __enter__(self) -> ProjectionStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ------------------------------------------------------------ meta
+
+    def _meta(self) -> dict[str, str]:
+        return dict(self._conn.execute("SELECT key, value FROM meta").fetchall())
+
+    def size(self) -> int:
+        """How many events the stored state covers (0 when empty)."""
+        return int(self._meta().get("size", "0"))
+
+    def _matches(self, ledger: Ledger) -> bool:
+        meta = self._meta()
+        if not meta:
+            return True  # empty: nothing to contradict
+        size = int(meta.get("size", "-1"))
+        if meta.get("format") != FORMAT or size < 0 or size > ledger.size():
+            return False
+        if size == 0:
+            return True
+        if meta.get("origin") != ledger.origin():
+            return False
+        last = ledger.get(size - 1)
+        return last is not None and last.leaf_hash.hex() == meta.get("last_leaf")
+
+    def drop(self) -> None:
+        """Forget everything (the next catch-up replays the whole ledger)."""
+        self._conn.executescript(
+            "BEGIN; DELETE FROM meta; DELETE FROM head; DELETE FROM caseruns; COMMIT;"
+        )
+
+    # ------------------------------------------------------------ catch up
+
+    def catch_up(self, ledger: Ledger) -> int:
+        """Apply every event the store has not seen; returns the new size."""
+        if not self._matches(ledger):
+            self.drop()
+        start = self.size()
+        stop = ledger.size()
+        if start == stop and self._meta():
+            return stop
+        conn = self._conn
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            state = self._load_head()
+            apply = caseruns.apply
+            last_leaf = b""
+            for item in items(ledger, start, stop):
+                event = item[2]
+                if isinstance(event, ATTEMPT_EVENTS):
+                    key = caserun_key(event.stream, event.case_id, event.attempt)
+                    if key not in state.caseruns:
+                        self._page_in(state, key)
+                state = apply(state, item)
+                last_leaf = item[1]
+                if len(state.caseruns) >= _FLUSH_EVERY:
+                    self._flush(state)
+            self._flush(state)
+            state.size = stop
+            conn.execute("INSERT OR REPLACE INTO head VALUES (0, ?)", (_ENC.encode(state),))
+            meta = {"format": FORMAT, "size": str(stop)}
+            if stop:
+                meta["origin"] = ledger.origin()
+                if not last_leaf:
+                    found = ledger.get(stop - 1)
+                    assert found is not None
+                    last_leaf = found.leaf_hash
+                meta["last_leaf"] = last_leaf.hex()
+            conn.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)", sorted(meta.items()))
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        return stop
+
+    def rebuild(self, ledger: Ledger) -> int:
+        """Drop the store and replay the whole ledger; returns the size."""
+        self.drop()
+        return self.catch_up(ledger)
+
+    def _load_head(self) -> State:
+        row = self._conn.execute("SELECT body FROM head WHERE id = 0").fetchone()
+        state = caseruns.initial() if row is None else _HEAD.decode(row[0])
+        state.caseruns = {}
+        return state
+
+    def _page_in(self, state: State, key: str) -> None:
+        row = self._conn.execute("SELECT body FROM caseruns WHERE key = ?", (key,)).fetchone()
+        if row is not None:
+            state.caseruns[key] = _CASERUN.decode(row[0])
+
+    def _flush(self, state: State) -> None:
+        rows = [(k, c.run_id, _ENC.encode(c)) for k, c in state.caseruns.items()]
+        self._conn.executemany("INSERT OR REPLACE INTO caseruns VALUES (?, ?, ?)", rows)
+        state.caseruns = {}
+
+    # ------------------------------------------------------------ read
+
+    def load(self, runs: Iterable[str] | None = None) -> State:
+        """The stored state with the CaseRuns of ``runs`` (all runs when None)."""
+        state = self._load_head()
+        wanted = sorted(state.runs) if runs is None else sorted(set(runs))
+        for run_id in wanted:
+            rows = self._conn.execute(
+                "SELECT key, body FROM caseruns WHERE run_id = ? ORDER BY key", (run_id,)
+            )
+            for key, body in rows:
+                state.caseruns[key] = _CASERUN.decode(body)
+        return state

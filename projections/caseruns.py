@@ -1,0 +1,281 @@
+"""CaseRuns: the fold that groups every run event by (run, case, attempt), and its views.
+
+The fold keeps what the log says and decides nothing: each CaseRun holds its
+ordered steps (seq, leaf hash, event). Which terminal event counts, and which
+evidence belongs to it, is decided by :func:`resolve` when a view is asked for,
+under one scorer version:
+
+* the terminal of an attempt under scorer version V is the LAST of its
+  AttemptCancelled events and its ScoreComputed events with ``scorer_version`` V
+  (a resumed run may score an attempt that was cancelled as interrupted; a
+  rescore adds a ScoreComputed under a new version and leaves the old one);
+* the evidence of a ScoreComputed is exactly the events its ``evidence`` leaf
+  hashes name; the evidence of a cancellation (or of an attempt with no
+  terminal) is the last batch: the steps from the last PromptSent on.
+
+``apply`` updates the state it is given and returns it (a fold over a
+700,000-event log cannot copy its state per event); it does no I/O and reads
+nothing but its arguments, so replaying the same items always gives the same
+state. Only ``projections/replay.py`` loops over items.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import msgspec
+
+from ledger.events import (
+    AttemptCancelled,
+    BankPublished,
+    Event,
+    ModelResponded,
+    OutputParsed,
+    PromptSent,
+    ProviderFailed,
+    RunFinished,
+    RunStarted,
+    ScoreComputed,
+    SqlExecuted,
+    SqlGuarded,
+    tag_of,
+)
+
+__all__ = [
+    "ATTEMPT_EVENTS",
+    "CONSUMES",
+    "Attempt",
+    "BankInfo",
+    "CaseRun",
+    "Item",
+    "RunInfo",
+    "State",
+    "Step",
+    "apply",
+    "attempts_of_run",
+    "caserun_key",
+    "initial",
+    "resolve",
+]
+
+#: Events that belong to one case attempt.
+ATTEMPT_EVENTS = (
+    PromptSent,
+    ModelResponded,
+    ProviderFailed,
+    OutputParsed,
+    SqlGuarded,
+    SqlExecuted,
+    ScoreComputed,
+    AttemptCancelled,
+)
+CONSUMES = (BankPublished, RunStarted, RunFinished, *ATTEMPT_EVENTS)
+
+#: One replay item: (seq, leaf hash bytes, decoded event).
+Item = tuple[int, bytes, Event]
+
+
+class Step(msgspec.Struct, array_like=True):
+    """One event of a CaseRun: its log position, leaf hash (``sha256:<hex>``) and body."""
+
+    seq: int
+    leaf_hash: str
+    event: Event
+
+
+class CaseRun(msgspec.Struct):
+    """Every event of one (run, case, attempt), in log order."""
+
+    run_id: str
+    case_id: str
+    attempt: int
+    steps: list[Step] = msgspec.field(default_factory=list)
+
+
+class RunInfo(msgspec.Struct):
+    """A run's RunStarted, its last RunFinished, and the span of dates its events claim."""
+
+    started: RunStarted
+    started_seq: int
+    first_at: str
+    last_at: str
+    finished: RunFinished | None = None
+    events: int = 1
+
+
+class BankInfo(msgspec.Struct):
+    """A BankPublished event and its seq."""
+
+    seq: int
+    event: BankPublished
+
+
+class State(msgspec.Struct):
+    """The whole fold state. ``size`` = last applied seq + 1 (the tree size it covers)."""
+
+    size: int = 0
+    banks: dict[str, BankInfo] = msgspec.field(default_factory=dict)
+    runs: dict[str, RunInfo] = msgspec.field(default_factory=dict)
+    caseruns: dict[str, CaseRun] = msgspec.field(default_factory=dict)
+
+
+def caserun_key(run_id: str, case_id: str, attempt: int) -> str:
+    """The state key of a CaseRun (unit separators: run and case ids may hold any text).
+
+    >>> caserun_key("r1", "c-01", 2)
+    'r1\\x1fc-01\\x1f2'
+    """
+    return f"{run_id}\x1f{case_id}\x1f{attempt}"
+
+
+def initial() -> State:
+    """The empty state."""
+    return State()
+
+
+def _link(leaf: bytes) -> str:
+    return "sha256:" + leaf.hex()
+
+
+def apply(state: State, item: Item) -> State:
+    """Fold one (seq, leaf hash, event) into the state; unknown types are ignored.
+
+    >>> s = apply(initial(), (0, bytes(32), RunFinished(
+    ...     stream="r", stream_seq=0, stream_prev=None, at="t", status="completed")))
+    >>> s.size, s.runs
+    (1, {})
+    """
+    seq, leaf, event = item
+    if isinstance(event, ATTEMPT_EVENTS):
+        key = caserun_key(event.stream, event.case_id, event.attempt)
+        found = state.caseruns.get(key)
+        if found is None:
+            found = state.caseruns[key] = CaseRun(event.stream, event.case_id, event.attempt)
+        found.steps.append(Step(seq, _link(leaf), event))
+        _touch(state, event.stream, event.at)
+    elif isinstance(event, RunStarted):
+        state.runs[event.run_id] = RunInfo(event, seq, event.at, event.at)
+    elif isinstance(event, RunFinished):
+        info = _touch(state, event.stream, event.at)
+        if info is not None:
+            info.finished = event
+    elif isinstance(event, BankPublished):
+        state.banks.setdefault(event.content_sha256, BankInfo(seq, event))
+    state.size = seq + 1
+    return state
+
+
+def _touch(state: State, run_id: str, at: str) -> RunInfo | None:
+    info = state.runs.get(run_id)
+    if info is not None:
+        info.events += 1
+        # Times are writers' claims; order is by seq, so keep the min and max claimed.
+        info.first_at = min(info.first_at, at)
+        info.last_at = max(info.last_at, at)
+    return info
+
+
+# ----------------------------------------------------------------- views
+
+
+Outcome = Literal["scored", "cancelled", "unscored"]
+
+
+class Attempt(msgspec.Struct, frozen=True):
+    """One planned attempt as a view under one scorer version."""
+
+    run_id: str
+    case_id: str
+    attempt: int
+    outcome: Outcome
+    score: ScoreComputed | None = None
+    cancel: AttemptCancelled | None = None
+    prompt: PromptSent | None = None
+    response: ModelResponded | None = None
+    failure: ProviderFailed | None = None
+    parsed: OutputParsed | None = None
+    guarded: SqlGuarded | None = None
+    executions: tuple[SqlExecuted, ...] = ()
+    steps: tuple[Step, ...] = ()
+
+    @property
+    def execution(self) -> SqlExecuted | None:
+        """The last execution of the attempt (the one that was scored)."""
+        return self.executions[-1] if self.executions else None
+
+
+def resolve(caserun: CaseRun | None, scorer_version: str, planned: tuple[str, str, int]) -> Attempt:
+    """The attempt under ``scorer_version``: its terminal event and its evidence.
+
+    ``planned`` is (run id, case id, attempt) for attempts that have no events at all.
+    """
+    run_id, case_id, attempt = planned
+    if caserun is None:
+        return Attempt(run_id, case_id, attempt, "unscored")
+    steps = caserun.steps
+    terminal: Step | None = None
+    for step in steps:
+        ev = step.event
+        if isinstance(ev, AttemptCancelled) or (
+            isinstance(ev, ScoreComputed) and ev.scorer_version == scorer_version
+        ):
+            terminal = step
+    if terminal is not None and isinstance(terminal.event, ScoreComputed):
+        named = set(terminal.event.evidence)
+        evidence = [s.event for s in steps if s.leaf_hash in named and s.seq < terminal.seq]
+    else:
+        stop = terminal.seq if terminal is not None else None
+        before = [s for s in steps if stop is None or s.seq < stop]
+        starts = [i for i, s in enumerate(before) if isinstance(s.event, PromptSent)]
+        evidence = [s.event for s in before[starts[-1] :]] if starts else []
+    fields: dict[str, object] = {"executions": []}
+    for ev in evidence:
+        if isinstance(ev, SqlExecuted):
+            fields["executions"].append(ev)  # type: ignore[attr-defined]
+        else:
+            fields[_SLOTS.get(type(ev), "_")] = ev
+    fields.pop("_", None)
+    fields["executions"] = tuple(fields["executions"])  # type: ignore[arg-type]
+    if terminal is None:
+        outcome: Outcome = "unscored"
+    elif isinstance(terminal.event, ScoreComputed):
+        outcome, fields["score"] = "scored", terminal.event
+    else:
+        outcome, fields["cancel"] = "cancelled", terminal.event
+    return Attempt(
+        run_id,
+        case_id,
+        attempt,
+        outcome,
+        steps=tuple(steps),
+        **fields,  # type: ignore[arg-type]
+    )
+
+
+_SLOTS: dict[type, str] = {
+    PromptSent: "prompt",
+    ModelResponded: "response",
+    ProviderFailed: "failure",
+    OutputParsed: "parsed",
+    SqlGuarded: "guarded",
+}
+
+
+def attempts_of_run(state: State, run_id: str, scorer_version: str) -> list[Attempt]:
+    """Every planned attempt of a run (its cases x 1..N, in bank order) under a scorer version.
+
+    Attempts the run never planned (they cannot exist in an honest log) are left out.
+    """
+    info = state.runs[run_id]
+    started = info.started
+    found = state.caseruns
+    return [
+        resolve(found.get(caserun_key(run_id, case_id, n)), scorer_version, (run_id, case_id, n))
+        for case_id in started.case_ids
+        for n in range(1, started.attempts + 1)
+    ]
+
+
+def type_name(event: Event) -> str:
+    """The stable tag of an event, e.g. ``score.computed.v1``."""
+    return tag_of(type(event))

@@ -1,0 +1,143 @@
+"""THE definition of every gateable metric: name, direction, default tolerance, where it is read.
+
+A metric is read from one run entry of a report (``sections[*].runs[*]`` of
+the canonical JSON) by following its ``path``; a value is a decimal string or
+null. Tolerances are absolute (``"0.02"``) or relative (``"0.10-r"``, a share
+of the baseline value). ``DENOMINATORS`` are sample sizes, shown beside the
+metrics and never gated (DESIGN.md: ``n`` and judged counts are denominators).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from decimal import Decimal
+from typing import Any, Literal, NamedTuple
+
+from projections.aggregates import DIMENSIONS
+from projections.quality import FAILURE_KINDS
+
+__all__ = [
+    "DENOMINATORS",
+    "METRICS",
+    "Metric",
+    "Tolerance",
+    "by_name",
+    "parse_tolerance",
+    "read_denominators",
+    "read_metrics",
+]
+
+
+class Tolerance(NamedTuple):
+    """An allowed worsening: ``value`` absolute, or a share of the baseline when relative."""
+
+    value: Decimal
+    relative: bool
+
+    def __str__(self) -> str:
+        return f"{self.value}-r" if self.relative else str(self.value)
+
+
+def parse_tolerance(text: str) -> Tolerance:
+    """``"0.02"`` -> absolute, ``"0.10-r"`` -> relative. Raises ValueError otherwise.
+
+    >>> parse_tolerance("0.10-r")
+    Tolerance(value=Decimal('0.10'), relative=True)
+    >>> str(parse_tolerance("2.0"))
+    '2.0'
+    """
+    relative = text.endswith("-r")
+    body = text[:-2] if relative else text
+    try:
+        value = Decimal(body)
+    except ArithmeticError:
+        raise ValueError(f"bad tolerance {text!r}: write 0.02 or 0.10-r") from None
+    if not value.is_finite() or value < 0:
+        raise ValueError(f"bad tolerance {text!r}: must be a finite number >= 0")
+    return Tolerance(value, relative)
+
+
+class Metric(NamedTuple):
+    """One gateable metric."""
+
+    name: str
+    direction: Literal["higher", "lower"]
+    tolerance: Tolerance
+    path: tuple[str, ...]
+    description: str
+
+    def read(self, run: Mapping[str, Any]) -> Decimal | None:
+        """The value in a report run entry, or None when it is null or absent."""
+        value: Any = run
+        for key in self.path:
+            if not isinstance(value, Mapping) or key not in value:
+                return None
+            value = value[key]
+        return None if value is None else Decimal(str(value))
+
+
+def _m(name: str, direction: str, tol: str, path: str, description: str) -> Metric:
+    return Metric(name, direction, parse_tolerance(tol), tuple(path.split(".")), description)  # type: ignore[arg-type]
+
+
+METRICS: tuple[Metric, ...] = (
+    _m("result_correct_rate", "higher", "0.02", "quality.result_correct_rate",
+       "result-correct attempts / planned attempts"),
+    _m("format_ok_rate", "higher", "0.02", "quality.format_ok_rate",
+       "format-ok attempts / planned attempts"),
+    _m("sql_exec_success_rate", "higher", "0.02", "quality.sql_exec_success_rate",
+       "attempts whose SQL executed without error / planned attempts"),
+    _m("model_score", "higher", "1.0", "scores.model_score",
+       "weighted mean of case means (auxiliary composite)"),
+    *(
+        _m(f"dimension.{d}", "higher", "2.0", f"scores.dimensions.{d}",
+           f"weighted score over the {d} cases")
+        for d in DIMENSIONS
+    ),
+    *(
+        _m(f"failure_rate.{k}", "lower", "0.02", f"quality.failure_rates.{k}",
+           f"{k} failures / planned attempts")
+        for k in FAILURE_KINDS
+    ),
+    _m("tokens_per_correct", "lower", "0.10-r", "efficiency.tokens.per_correct",
+       "total tokens / result-correct attempts"),
+    _m("cost_per_correct", "lower", "0.10-r", "efficiency.cost.per_correct",
+       "cost (billed, else estimated) / result-correct attempts"),
+    _m("generation_p95_ms", "lower", "0.20-r", "efficiency.generation_ms.p95",
+       "nearest-rank P95 of generation time, ms"),
+    _m("sql_exec_p95_ms", "lower", "0.20-r", "efficiency.sql_exec_ms.p95",
+       "nearest-rank P95 of SQL execution time, ms"),
+)  # fmt: skip
+
+#: Sample sizes: name -> path. Never gated; drift is only warned about.
+DENOMINATORS: dict[str, tuple[str, ...]] = {
+    "n": ("quality", "total"),
+    "judged": ("quality", "evaluated"),
+    "correct": ("efficiency", "correct"),
+}
+
+_BY_NAME = {m.name: m for m in METRICS}
+
+
+def by_name(name: str) -> Metric:
+    """The metric called ``name``. Raises KeyError naming the known ones."""
+    try:
+        return _BY_NAME[name]
+    except KeyError:
+        raise KeyError(f"unknown metric {name!r}; known: {', '.join(_BY_NAME)}") from None
+
+
+def read_metrics(run: Mapping[str, Any]) -> dict[str, Decimal | None]:
+    """Every metric of one report run entry, by name."""
+    return {m.name: m.read(run) for m in METRICS}
+
+
+def read_denominators(run: Mapping[str, Any]) -> dict[str, int | None]:
+    """The denominators of one report run entry."""
+    out: dict[str, int | None] = {}
+    for name, path in DENOMINATORS.items():
+        value: Any = run
+        for key in path:
+            value = value.get(key) if isinstance(value, Mapping) else None
+        out[name] = value if isinstance(value, int) else None
+    return out

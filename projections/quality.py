@@ -1,0 +1,76 @@
+"""Quality of one run: result-correct and format-ok rates, failure classification, coverage.
+
+``total`` is the number of planned attempts (every case of the run x attempts
+1..N) and the denominator of every rate here. ``evaluated`` counts attempts
+with complete evidence: a ScoreComputed under the scorer version of the view.
+Correct, wrong (executed, not correct) and unknown (nothing executed, cancelled
+or never recorded) add up to ``total``. Failure kinds come from the scores
+(``failure_kind``); a cancellation is counted under its reason in
+``cancelled``, and a cancellation for an infrastructure reason (a worker that
+crashed twice, a scoring fault) also counts as an ``infrastructure`` failure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from ledger.events import AttemptCancelled, ScoreComputed, SqlExecuted
+from projections.caseruns import Attempt
+from projections.numbers import rate
+
+__all__ = ["CONSUMES", "FAILURE_KINDS", "summarize"]
+
+CONSUMES = (ScoreComputed, AttemptCancelled, SqlExecuted)
+FAILURE_KINDS = (
+    "policy_refusal",
+    "protocol",
+    "guard",
+    "execution",
+    "provider",
+    "infrastructure",
+)
+
+
+def summarize(attempts: Sequence[Attempt]) -> dict[str, Any]:
+    """Counts and rates over every planned attempt of a run."""
+    total = len(attempts)
+    evaluated = correct = wrong = format_ok = sql_ok = 0
+    failures = dict.fromkeys(FAILURE_KINDS, 0)
+    cancelled: dict[str, int] = {}
+    unscored = 0
+    for a in attempts:
+        execution = a.execution
+        if execution is not None and execution.ok:
+            sql_ok += 1
+        if a.outcome == "scored" and a.score is not None:
+            evaluated += 1
+            score = a.score
+            correct += score.result_correct is True
+            wrong += score.result_correct is False
+            format_ok += score.format_ok
+            if score.failure_kind != "none":
+                failures[score.failure_kind] = failures.get(score.failure_kind, 0) + 1
+        elif a.outcome == "cancelled" and a.cancel is not None:
+            reason = a.cancel.reason
+            cancelled[reason] = cancelled.get(reason, 0) + 1
+            if reason == "infrastructure":
+                failures["infrastructure"] += 1
+        else:
+            unscored += 1
+    unknown = total - correct - wrong
+    return {
+        "total": total,
+        "evaluated": evaluated,
+        "coverage": rate(evaluated, total),
+        "correct": correct,
+        "wrong": wrong,
+        "unknown": unknown,
+        "unscored": unscored,
+        "result_correct_rate": rate(correct, total),
+        "format_ok_rate": rate(format_ok, total),
+        "sql_exec_success_rate": rate(sql_ok, total),
+        "failures": dict(sorted(failures.items())),
+        "failure_rates": {k: rate(v, total) for k, v in sorted(failures.items())},
+        "cancelled": dict(sorted(cancelled.items())),
+    }

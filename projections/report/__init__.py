@@ -1,0 +1,1 @@
+"""Reports: canonical JSON built from the fold, and its Markdown and HTML views."""

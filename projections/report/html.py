@@ -1,0 +1,351 @@
+"""The HTML view of a report: ONE self-contained file made only from the canonical report dict.
+
+No script, no external stylesheet, font or image, and a Content-Security-Policy
+that forbids every fetch: the page can be opened offline and makes no network
+request. Every text from the log (prompts, raw output, SQL, rows) is escaped.
+The radar is inline SVG whose coordinates are computed in Decimal with fixed
+places, so the bytes never depend on float formatting.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from decimal import Decimal
+from typing import Any
+
+from projections.aggregates import DIMENSIONS
+from projections.quality import FAILURE_KINDS
+
+__all__ = ["render_html"]
+
+_CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
+_PALETTE = ("#1f6feb", "#d1242f", "#1a7f37", "#9a6700", "#8250df", "#bf3989", "#0a7c86")
+_HALF_SQRT3 = Decimal("0.86602540378443864676")
+# Unit vectors of the six axes, clockwise from the top (cos, sin) with y pointing down.
+_AXES = (
+    (Decimal(0), Decimal(-1)),
+    (_HALF_SQRT3, Decimal("-0.5")),
+    (_HALF_SQRT3, Decimal("0.5")),
+    (Decimal(0), Decimal(1)),
+    (-_HALF_SQRT3, Decimal("0.5")),
+    (-_HALF_SQRT3, Decimal("-0.5")),
+)
+_CENTER, _RADIUS = Decimal(160), Decimal(110)
+_PLACES = Decimal("0.01")
+
+_STYLE = """
+body{font:14px/1.45 system-ui,-apple-system,Segoe UI,sans-serif;margin:24px;color:#1f2328}
+h1{font-size:22px}h2{font-size:18px;border-bottom:1px solid #d0d7de;padding-bottom:4px}
+h3{font-size:15px}table{border-collapse:collapse;margin:8px 0 16px}
+th,td{border:1px solid #d0d7de;padding:3px 7px;text-align:left;vertical-align:top}
+th{background:#f6f8fa}td.num{text-align:right;font-variant-numeric:tabular-nums}
+pre{background:#f6f8fa;padding:8px;overflow:auto;white-space:pre-wrap;max-height:360px}
+details{margin:4px 0;border:1px solid #d0d7de;border-radius:4px;padding:4px 8px}
+summary{cursor:pointer}.ok{color:#1a7f37}.bad{color:#d1242f}.muted{color:#656d76}
+.notice{padding:6px 10px;border:1px solid #d0d7de;background:#fff8c5}
+.radar{display:inline-block;margin:0 12px 12px 0;text-align:center}
+"""
+
+
+def _e(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    return html.escape(str(value), quote=True)
+
+
+def _q(value: Decimal) -> str:
+    return str(value.quantize(_PLACES))
+
+
+def _table(head: list[str], rows: list[list[Any]], numeric: int = 0) -> str:
+    out = ["<table><thead><tr>", *(f"<th>{_e(h)}</th>" for h in head), "</tr></thead><tbody>"]
+    for row in rows:
+        cells = []
+        for i, value in enumerate(row):
+            css = ' class="num"' if i >= numeric and numeric else ""
+            cells.append(f"<td{css}>{_e(value)}</td>")
+        out.append("<tr>" + "".join(cells) + "</tr>")
+    out.append("</tbody></table>")
+    return "".join(out)
+
+
+def _radar(run: dict[str, Any], color: str) -> str:
+    dims = run["scores"]["dimensions"]
+    grid = []
+    for level in (Decimal("0.25"), Decimal("0.5"), Decimal("0.75"), Decimal(1)):
+        pts = " ".join(
+            f"{_q(_CENTER + dx * _RADIUS * level)},{_q(_CENTER + dy * _RADIUS * level)}"
+            for dx, dy in _AXES
+        )
+        grid.append(f'<polygon points="{pts}" fill="none" stroke="#d0d7de"/>')
+    axes, labels, points = [], [], []
+    for (dx, dy), name in zip(_AXES, DIMENSIONS, strict=True):
+        x, y = _CENTER + dx * _RADIUS, _CENTER + dy * _RADIUS
+        axes.append(f'<line x1="160" y1="160" x2="{_q(x)}" y2="{_q(y)}" stroke="#d0d7de"/>')
+        lx, ly = _CENTER + dx * (_RADIUS + 22), _CENTER + dy * (_RADIUS + 14)
+        shown = dims.get(name)
+        labels.append(
+            f'<text x="{_q(lx)}" y="{_q(ly)}" font-size="10" text-anchor="middle">'
+            f"{_e(name)} {_e(shown)}</text>"
+        )
+        share = Decimal(shown) / 100 if shown is not None else Decimal(0)
+        points.append(f"{_q(_CENTER + dx * _RADIUS * share)},{_q(_CENTER + dy * _RADIUS * share)}")
+    polygon = (
+        f'<polygon points="{" ".join(points)}" fill="{color}" fill-opacity="0.25" '
+        f'stroke="{color}" stroke-width="2"/>'
+    )
+    title = f"Dimension scores of run {run['run']} (auxiliary, 0-100; a missing dimension is 0)"
+    return (
+        f'<figure class="radar"><svg width="320" height="320" '
+        f'viewBox="0 0 320 320" role="img" aria-label="{_e(title)}"><title>{_e(title)}</title>'
+        + "".join(grid + axes)
+        + polygon
+        + "".join(labels)
+        + f"</svg><figcaption>{_e(run['run'])} ({_e(run['profile'])})</figcaption></figure>"
+    )
+
+
+def _summary(section: dict[str, Any]) -> str:
+    head = ["rank", "run", "profile", "requested model", "identity from", "status", "planned"]
+    head += ["result-correct rate", "correct", "wrong", "unknown", "format-ok rate"]
+    head += ["SQL exec ok rate", "coverage", "score (auxiliary)", "tokens/correct"]
+    head += ["cost/correct", "gen P95 ms", "SQL exec P95 ms"]
+    rows = []
+    for r in section["runs"]:
+        q, e, m = r["quality"], r["efficiency"], r["model"]
+        cost = e["cost"]["per_correct"]
+        if cost is not None and e["cost"]["kind"] != "billed":
+            cost = f"{cost} (estimate)"
+        rows.append(
+            [
+                r["rank"],
+                r["run"],
+                r["profile"],
+                m["requested"],
+                m["identity_source"],
+                r["status"],
+                q["total"],
+                q["result_correct_rate"],
+                q["correct"],
+                q["wrong"],
+                q["unknown"],
+                q["format_ok_rate"],
+                q["sql_exec_success_rate"],
+                q["coverage"],
+                r["scores"]["model_score"],
+                e["tokens"]["per_correct"],
+                cost,
+                e["generation_ms"]["p95"],
+                e["sql_exec_ms"]["p95"],
+            ]
+        )
+    failures = [
+        [
+            r["run"],
+            *(r["quality"]["failures"][k] for k in FAILURE_KINDS),
+            json.dumps(r["quality"]["cancelled"], sort_keys=True),
+            r["quality"]["unscored"],
+        ]
+        for r in section["runs"]
+    ]
+    return (
+        '<h3>Models</h3><div id="summary">'
+        + _table(head, rows)
+        + "</div><h3>Failure classification (counts over planned attempts)</h3>"
+        + _table(["run", *FAILURE_KINDS, "cancelled", "unscored"], failures)
+    )
+
+
+def _fairness(section: dict[str, Any]) -> str:
+    f = section["fairness"]
+    if f is None:
+        return '<p class="muted">Not ranked: self-test and calibration runs are no models.</p>'
+    parts = [f"<p>Fairness class: <strong>{_e(f['class'])}</strong>"]
+    if f["differing_controls"]:
+        parts.append("; controls that differ: " + _e(", ".join(f["differing_controls"])))
+    if f["disclosed_differences"]:
+        parts.append("; disclosed variables that differ: ")
+        parts.append(_e(", ".join(f["disclosed_differences"])))
+    parts.append("</p>")
+    rows = []
+    for run in f["runs"]:
+        c, d = f["controls"][run], f["disclosed"][run]
+        params = ", ".join(f"{k}={v}" for k, v in d["parameters"].items())
+        rows.append(
+            [
+                run,
+                c["harness_kind"],
+                c["response_mode"],
+                c["single_call"],
+                c["tools"],
+                c["retries"],
+                c["prompt_contract_digest"],
+                d["provider"],
+                d["auth_mode"],
+                d["model"],
+                params,
+                f["invocation_coverage"][run],
+            ]
+        )
+    head = ["run", "harness", "response", "single call", "tools", "retries", "prompt contract"]
+    head += ["provider", "auth", "model", "parameters", "invocation coverage"]
+    return "".join(parts) + _table(head, rows)
+
+
+def _cases(section: dict[str, Any]) -> str:
+    runs = section["runs"]
+    per_run = [{c["case"]: c for c in r["cases"]} for r in runs]
+    head = ["case", "dimension", "difficulty", "weight", "question"]
+    head += [f"{r['run']}: mean / sd / nonzero / totals" for r in runs]
+    rows = []
+    for case in section["cases"]:
+        row = [case["case"], case["dimension"], case["difficulty"], case["weight"]]
+        row.append(case["question"])
+        for table in per_run:
+            c = table.get(case["case"])
+            row.append(
+                f"{c['mean']} / {c['stddev']} / {c['nonzero_rate']} / {' '.join(c['totals'])}"
+                if c
+                else None
+            )
+        rows.append(row)
+    return '<div id="cases">' + _table(head, rows) + "</div>"
+
+
+def _pre(label: str, text: Any) -> str:
+    if text is None:
+        return ""
+    return f"<h4>{_e(label)}</h4><pre>{_e(text)}</pre>"
+
+
+def _rows_table(columns: list[dict[str, Any]], rows: list[Any], limit: int = 50) -> str:
+    head = [f"{c['name']} ({c['type']})" for c in columns]
+    shown = [[json.dumps(v, ensure_ascii=False) for v in row] for row in rows[:limit]]
+    more = f'<p class="muted">{len(rows) - limit} more rows</p>' if len(rows) > limit else ""
+    return _table(head, shown) + more
+
+
+def _caserun(c: dict[str, Any]) -> str:
+    s = c["score"]
+    verdict = (
+        f"total {s['total']}, result-correct {_e(s['result_correct'])}, failure {s['failure_kind']}"
+        if s
+        else (f"cancelled: {c['cancel']['reason']}" if c["cancel"] else "no terminal event")
+    )
+    css = "ok" if s and s["result_correct"] else "bad"
+    parts = [
+        f'<details class="caserun"><summary><span class="{css}">{_e(c["run"])} / '
+        f"{_e(c['case'])} / attempt {c['attempt']}</span>: {_e(verdict)}</summary>",
+        _pre("Prompt", c["prompt"]),
+    ]
+    r = c["response"]
+    if r is not None:
+        parts.append(_pre("Raw output", r["raw_output"]))
+        if r["failure"]:
+            parts.append(
+                _pre("Provider failure", f"{r['failure']['kind']}: {r['failure']['message']}")
+            )
+    p = c["parsed"]
+    if p is not None:
+        mode = (
+            "strict"
+            if p["protocol_strict"]
+            else ("fence recovered" if p["recovered_from_fence"] else "not strict")
+        )
+        parts.append(f"<p>Protocol: {_e(mode)}; contract error: {_e(p['error'])}</p>")
+        parts.append(_pre("SQL", p["sql"]))
+    g = c["guard"]
+    if g is not None:
+        why = "; ".join(f"{v['check']}: {v['message']}" for v in g["violations"])
+        word = "passed" if g["passed"] else "rejected"
+        parts.append(f"<p>Guard: {_e(word)} {_e(why) if why else ''}</p>")
+    x = c["execution"]
+    if x is not None:
+        parts.append(
+            f"<p>Execution: {'ok' if x['ok'] else _e(x['error_kind'])}, {x['row_count']} rows"
+            f"{', truncated' if x['truncated'] else ''}, {x['sql_us']} us, tries {x['tries']}</p>"
+        )
+        if x["error_message"]:
+            parts.append(_pre("Execution error", x["error_message"]))
+        parts.append("<h4>The model's rows</h4>" + _rows_table(x["columns"], x["rows"]))
+    d = c["diff"]
+    if d is not None:
+        parts.append(
+            f"<p>Result diff: {d['missing_rows']} missing rows, {d['extra_rows']} extra rows "
+            f"({d['matched']} matched of {d['expected_rows']} expected, {d['actual_rows']} "
+            f"returned); alignment {_e(d['alignment'])}; F1 {_e(d['f1'])}; "
+            f"order ok {_e(d['order_ok'])}</p>"
+        )
+    if s is not None:
+        items = [[k, v] for k, v in sorted(s["items"].items())]
+        parts.append("<h4>Score items (scorer " + _e(s["scorer_version"]) + ")</h4>")
+        parts.append(_table(["item", "points"], [*items, ["total", s["total"]]], numeric=1))
+    if c["cancel"] is not None:
+        parts.append(f"<p>Cancelled: {_e(c['cancel']['reason'])}: {_e(c['cancel']['message'])}</p>")
+    events = [[ev["seq"], ev["type"], ev["leaf_hash"]] for ev in c["events"]]
+    parts.append("<h4>Events</h4>" + _table(["seq", "type", "leaf hash"], events))
+    parts.append("</details>")
+    return "".join(parts)
+
+
+def _gold(section: dict[str, Any]) -> str:
+    if section["gold"] is None:
+        return ""
+    parts = ['<h3 class="bad">Gold results (internal view: do not publish)</h3>']
+    for g in section["gold"]:
+        parts.append(f"<h4>{_e(g['case'])} ({_e(g['digest'])})</h4>")
+        parts.append(_rows_table(g["columns"], g["rows"], limit=200))
+    return "".join(parts)
+
+
+def _section(section: dict[str, Any]) -> str:
+    bank = section["bank"]
+    radars = "".join(_radar(r, _PALETTE[i % len(_PALETTE)]) for i, r in enumerate(section["runs"]))
+    return "".join(
+        [
+            f"<section><h2>{_e(section['title'])}</h2>",
+            f"<p>Bank <code>{_e(bank['id'])}</code> version <code>{_e(bank['version'])}</code>, "
+            f"hash <code>{_e(bank['hash'])}</code>, published at seq {bank['published_seq']}. "
+            f"Scorer versions: {_e(', '.join(section['scorer_versions']))}.</p>",
+            _summary(section),
+            "<h3>Invocation controls and fairness</h3>",
+            _fairness(section),
+            '<h3>Dimensions (auxiliary)</h3><div id="radar">' + radars + "</div>",
+            "<h3>Cases</h3>",
+            _cases(section),
+            "<h3>CaseRuns</h3>",
+            "".join(_caserun(c) for c in section["caseruns"]),
+            _gold(section),
+            "</section>",
+        ]
+    )
+
+
+def render_html(report: dict[str, Any]) -> str:
+    """The self-contained HTML page of a canonical report dict."""
+    cp = report["checkpoint"]
+    scorer = report["scorer"]["requested"] or "as recorded by each run"
+    body = [
+        "<h1>caseledger report</h1>",
+        f'<p class="notice">{_e(report["notice"])}</p>',
+        f"<p>Contract <code>{_e(report['contract'])}</code>; built from the first "
+        f"{cp['tree_size']} events, root <code>{_e(cp['root_hash'])}</code> (check it with "
+        "<code>caseledger verify</code> and <code>caseledger prove</code>); scorer: "
+        f"{_e(scorer)}.</p>",
+    ]
+    if not report["sections"]:
+        body.append("<p>No runs in this ledger at this tree size.</p>")
+    body += [_section(s) for s in report["sections"]]
+    body.append("<h2>How to read this report</h2><ul>")
+    body += [f"<li>{_e(item)}</li>" for item in report["how_to_read"]]
+    body.append("</ul>")
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        f'<meta http-equiv="Content-Security-Policy" content="{_CSP}">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>caseledger report (tree size {cp['tree_size']})</title>"
+        f"<style>{_STYLE}</style></head><body>" + "".join(body) + "</body></html>\n"
+    )

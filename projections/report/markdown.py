@@ -1,0 +1,257 @@
+"""The Markdown view of a report: made only from the canonical report dict."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from projections.aggregates import DIMENSIONS
+from projections.quality import FAILURE_KINDS
+
+__all__ = ["render_markdown"]
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    text = str(value).replace("\\", "\\\\").replace("|", "\\|")
+    return " ".join(text.split())
+
+
+def _table(head: Sequence[str], rows: Iterable[Sequence[Any]]) -> list[str]:
+    out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    out += ["| " + " | ".join(_cell(v) for v in row) + " |" for row in rows]
+    return [*out, ""]
+
+
+def _model(run: dict[str, Any]) -> str:
+    m = run["model"]
+    named = m["resolved"] or m["recorded"]
+    shown = m["requested"] or "-"
+    if named:
+        shown += " (" + ", ".join(named) + ")"
+    return f"{shown} [{m['identity_source']}]"
+
+
+def _runs(section: dict[str, Any]) -> list[str]:
+    head = [
+        "rank",
+        "run",
+        "profile",
+        "model [identity from]",
+        "status",
+        "planned",
+        "result-correct",
+        "correct/wrong/unknown",
+        "format-ok",
+        "SQL exec ok",
+        "coverage",
+        "score (auxiliary)",
+        "tokens/correct",
+        "cost/correct",
+        "gen P95 ms",
+    ]
+    rows = []
+    for r in section["runs"]:
+        q, e = r["quality"], r["efficiency"]
+        cost = e["cost"]["per_correct"]
+        if cost is not None and e["cost"]["kind"] != "billed":
+            cost = f"{cost} (estimate)"
+        rows.append(
+            [
+                r["rank"],
+                r["run"],
+                r["profile"],
+                _model(r),
+                r["status"],
+                q["total"],
+                q["result_correct_rate"],
+                f"{q['correct']}/{q['wrong']}/{q['unknown']}",
+                q["format_ok_rate"],
+                q["sql_exec_success_rate"],
+                q["coverage"],
+                r["scores"]["model_score"],
+                e["tokens"]["per_correct"],
+                cost,
+                e["generation_ms"]["p95"],
+            ]
+        )
+    return _table(head, rows)
+
+
+def _failures(section: dict[str, Any]) -> list[str]:
+    head = ["run", *FAILURE_KINDS, "cancelled", "unscored"]
+    rows = []
+    for r in section["runs"]:
+        q = r["quality"]
+        cancelled = ", ".join(f"{k} {v}" for k, v in q["cancelled"].items()) or "0"
+        rows.append(
+            [r["run"], *(q["failures"][k] for k in FAILURE_KINDS), cancelled, q["unscored"]]
+        )
+    return _table(head, rows)
+
+
+def _efficiency(section: dict[str, Any]) -> list[str]:
+    head = [
+        "run",
+        "correct (C)",
+        "tokens total",
+        "tokens coverage",
+        "cost total",
+        "cost kind",
+        "cost coverage",
+        "gen ms/correct",
+        "gen coverage",
+        "SQL exec P95 ms",
+    ]
+    rows = []
+    for r in section["runs"]:
+        e = r["efficiency"]
+        rows.append(
+            [
+                r["run"],
+                e["correct"],
+                e["tokens"]["total"],
+                e["tokens"]["coverage"],
+                e["cost"]["total"],
+                e["cost"]["kind"],
+                e["cost"]["coverage"],
+                e["generation_ms"]["per_correct"],
+                e["generation_ms"]["coverage"],
+                e["sql_exec_ms"]["p95"],
+            ]
+        )
+    return _table(head, rows)
+
+
+def _fairness(section: dict[str, Any]) -> list[str]:
+    f = section["fairness"]
+    if f is None:
+        return ["Not ranked: these runs check the harness or calibrate it; they are no models.", ""]
+    lines = [f"Fairness class: **{f['class']}**."]
+    if f["differing_controls"]:
+        lines.append("Controls that differ: " + ", ".join(f["differing_controls"]) + ".")
+    if f["missing_invocation_evidence"]:
+        lines.append(
+            "Invocation evidence missing for: " + ", ".join(f["missing_invocation_evidence"]) + "."
+        )
+    if f["disclosed_differences"]:
+        lines.append("Disclosed variables that differ: " + ", ".join(f["disclosed_differences"]))
+    lines.append("")
+    head = ["run", "harness", "response", "single call", "tools", "retries", "prompt contract"]
+    head += ["provider", "auth", "model", "parameters", "invocation coverage"]
+    rows = []
+    for run in f["runs"]:
+        c, d = f["controls"][run], f["disclosed"][run]
+        params = ", ".join(f"{k}={v}" for k, v in d["parameters"].items())
+        rows.append(
+            [
+                run,
+                c["harness_kind"],
+                c["response_mode"],
+                c["single_call"],
+                c["tools"],
+                c["retries"],
+                c["prompt_contract_digest"],
+                d["provider"],
+                d["auth_mode"],
+                d["model"],
+                params,
+                f["invocation_coverage"][run],
+            ]
+        )
+    return lines + _table(head, rows)
+
+
+def _dimensions(section: dict[str, Any]) -> list[str]:
+    head = ["run", *DIMENSIONS, "easy", "medium", "hard"]
+    rows = [
+        [
+            r["run"],
+            *(r["scores"]["dimensions"][d] for d in DIMENSIONS),
+            *(r["scores"]["difficulties"][d] for d in ("easy", "medium", "hard")),
+        ]
+        for r in section["runs"]
+    ]
+    return _table(head, rows)
+
+
+def _cases(section: dict[str, Any]) -> list[str]:
+    runs = section["runs"]
+    head = ["case", "dimension", "difficulty", "weight"]
+    head += [f"{r['run']} mean / sd / nonzero" for r in runs]
+    per_run = [{c["case"]: c for c in r["cases"]} for r in runs]
+    rows = []
+    for case in section["cases"]:
+        cells = []
+        for table in per_run:
+            c = table.get(case["case"])
+            cells.append(f"{c['mean']} / {c['stddev']} / {c['nonzero_rate']}" if c else None)
+        rows.append([case["case"], case["dimension"], case["difficulty"], case["weight"], *cells])
+    return _table(head, rows)
+
+
+def _caseruns(section: dict[str, Any]) -> list[str]:
+    head = ["run", "case", "attempt", "outcome", "total", "result-correct", "failure"]
+    head += ["missing rows", "extra rows", "guard"]
+    rows = []
+    for c in section["caseruns"]:
+        s, d, g = c["score"], c["diff"], c["guard"]
+        failure = s["failure_kind"] if s else (c["cancel"]["reason"] if c["cancel"] else None)
+        rows.append(
+            [
+                c["run"],
+                c["case"],
+                c["attempt"],
+                c["outcome"],
+                s["total"] if s else None,
+                s["result_correct"] if s else None,
+                failure,
+                d["missing_rows"] if d else None,
+                d["extra_rows"] if d else None,
+                None if g is None else ("passed" if g["passed"] else "rejected"),
+            ]
+        )
+    return _table(head, rows)
+
+
+def render_markdown(report: dict[str, Any]) -> str:
+    """The Markdown text of a canonical report dict."""
+    cp = report["checkpoint"]
+    scorer = report["scorer"]["requested"] or "as recorded by each run"
+    lines = [
+        "# caseledger report",
+        "",
+        f"- Contract: `{report['contract']}`",
+        f"- Built from the first {cp['tree_size']} events, root `{cp['root_hash']}`"
+        " (check with `caseledger verify` and `caseledger prove`)",
+        f"- View: {report['view']}. {report['notice']}",
+        f"- Scorer: {scorer}",
+        "",
+    ]
+    if not report["sections"]:
+        lines += ["No runs in this ledger at this tree size.", ""]
+    for section in report["sections"]:
+        bank = section["bank"]
+        lines += [
+            f"## {section['title']}",
+            "",
+            f"Bank `{bank['id']}` version `{bank['version']}`, hash `{bank['hash']}` "
+            f"(published at seq {bank['published_seq']}). Scorer versions: "
+            + ", ".join(section["scorer_versions"])
+            + ".",
+            "",
+        ]
+        lines += ["### Runs", "", *_runs(section)]
+        lines += ["### Failure classification (counts over planned attempts)", ""]
+        lines += _failures(section)
+        lines += ["### Efficiency (efficiency-v2)", "", *_efficiency(section)]
+        lines += ["### Invocation controls and fairness", "", *_fairness(section)]
+        lines += ["### Dimension and difficulty scores (auxiliary)", "", *_dimensions(section)]
+        lines += ["### Cases", "", *_cases(section)]
+        lines += ["### CaseRuns", "", *_caseruns(section)]
+    lines += ["## How to read this report", ""]
+    lines += [f"- {item}" for item in report["how_to_read"]]
+    return "\n".join(lines) + "\n"
