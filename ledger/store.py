@@ -208,6 +208,15 @@ class Ledger:
         finally:
             cursor.close()
 
+    def iter_chain_rows(self) -> Iterator[tuple[int, bytes, bytes, bytes]]:
+        """(seq, body, leaf hash, chain) in sequence order, streamed: the cheapest full read."""
+        cursor = self._conn.execute("SELECT seq, body, leaf_hash, chain FROM events ORDER BY seq")
+        try:
+            while rows := cursor.fetchmany(4096):
+                yield from rows
+        finally:
+            cursor.close()
+
     def leaf_hashes(self, stop: int | None = None) -> list[bytes]:
         """Leaf hashes of seq 0 .. stop-1 (all when stop is None), for proofs."""
         sql = "SELECT leaf_hash FROM events WHERE seq < ? ORDER BY seq"

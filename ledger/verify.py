@@ -434,7 +434,7 @@ def verify_chain(source: Path | Ledger) -> VerifyResult:
     prev = GENESIS_CHAIN
     expected = 0
     try:
-        for seq, body, leaf, chain, _key_id, _sig in ledger.iter_events():
+        for seq, body, leaf, chain in ledger.iter_chain_rows():
             if seq != expected:
                 raise _fail(ChainBrokenError, expected, f"missing (next stored row is seq {seq})")
             if sha256(b"\x00" + body).digest() != leaf:
