@@ -1,0 +1,153 @@
+"""The oracle under calibration: the real guard, sandboxed worker and scorer, on several databases.
+
+``Oracle.judge`` runs one SQL text exactly as the runner would run a model's
+(guard, then the worker with the case's max_rows, a worker crash retried
+once) on one database, and scores it with ``score_attempt`` as a strict
+query-plan-v1 answer against the gold of that database. What it reports is
+the scorer's own ``result_correct``; nothing here compares results itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from ledger.bank.model import CaseDef
+from ledger.codec import digest
+from ledger.events import (
+    GoldResult,
+    OutputParsed,
+    Plan,
+    SqlExecuted,
+    SqlGuarded,
+)
+from ledger.harness.guard import guard
+from ledger.harness.score import SCORER_VERSION, ScoringError, score_attempt
+from ledger.harness.worker import ExecResult, WorkerPool
+
+__all__ = ["Judged", "Oracle"]
+
+# The envelope of evidence built only to be scored, never appended.
+_ENVELOPE: dict[str, Any] = {
+    "stream": "calibration",
+    "stream_seq": 0,
+    "stream_prev": None,
+    "at": "1970-01-01T00:00:00.000000Z",
+}
+_PLAN = Plan(grain="", sources=(), joins=(), filters=(), metrics=(), steps=(), risks=())
+
+
+@dataclass(frozen=True)
+class Judged:
+    """One SQL on one database: the scorer's result_correct, or why there is none.
+
+    ``error_kind`` is ``guard``, ``sql_runtime``, ``timeout``, ``memory``,
+    ``worker_crash`` (twice) or ``scoring``; ``result_digest`` is the digest of
+    the typed result the worker returned (columns and rows).
+    """
+
+    database: str
+    result_correct: bool | None
+    error_kind: str | None
+    message: str | None
+    result_digest: str | None
+    result: ExecResult | None = None
+
+
+class Oracle:
+    """Worker pools over named databases (``base`` and each variant) of one bank.
+
+    Use as a context manager: every worker process is stopped on exit.
+    """
+
+    def __init__(
+        self, databases: Mapping[str, Path], tables: frozenset[str], *, timeout_s: float = 5.0
+    ) -> None:
+        self.tables = tables
+        self.scorer_version = SCORER_VERSION
+        self._pools: dict[str, WorkerPool] = {}
+        try:
+            for name, path in databases.items():
+                self._pools[name] = WorkerPool(path, timeout_s=timeout_s)
+        except BaseException:
+            self.close()
+            raise
+
+    def __enter__(self) -> Oracle:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Stop every worker."""
+        for pool in self._pools.values():
+            pool.close()
+
+    def execute(self, database: str, sql: str, max_rows: int) -> ExecResult:
+        """Run SQL in the database's worker; a crash is retried once, as the runner does."""
+        pool = self._pools[database]
+        result = pool.execute(sql, max_rows=max_rows)
+        if result.error_kind == "worker_crash":
+            result = pool.execute(sql, max_rows=max_rows)
+        return result
+
+    def judge(self, case: CaseDef, sql: str, database: str, gold: GoldResult) -> Judged:
+        """Guard, execute and score ``sql`` for ``case`` on ``database`` against ``gold``."""
+        spec = case.spec()
+        parsed = OutputParsed(
+            **_ENVELOPE,
+            case_id=case.id,
+            attempt=1,
+            protocol_strict=True,
+            recovered_from_fence=False,
+            plan=_PLAN,
+            sql=sql,
+            summary="",
+            assumptions=(),
+            error=None,
+        )
+        verdict = guard(sql, self.tables)
+        guarded = SqlGuarded(
+            **_ENVELOPE,
+            case_id=case.id,
+            attempt=1,
+            passed=verdict.passed,
+            violations=verdict.violations,
+            ast_digest=verdict.ast_digest,
+        )
+        if not verdict.passed:
+            why = "; ".join(f"{v.check}: {v.message}" for v in verdict.violations)
+            return Judged(database, None, "guard", why, None)
+        result = self.execute(database, sql, case.max_rows)
+        if result.error_kind is not None:
+            return Judged(database, None, result.error_kind, result.error_message, None, result)
+        executed = SqlExecuted(
+            **_ENVELOPE,
+            case_id=case.id,
+            attempt=1,
+            **{name: getattr(result, name) for name in result.__struct_fields__},
+        )
+        try:
+            fields = score_attempt(
+                case=spec,
+                gold=gold,
+                parsed=parsed,
+                guarded=guarded,
+                executed=executed,
+                provider_failure=None,
+                reference_sql=None,
+                version=self.scorer_version,
+            )
+        except ScoringError as exc:
+            return Judged(database, None, "scoring", exc.message, None, result)
+        body = {"columns": result.columns, "rows": result.rows, "truncated": result.truncated}
+        return Judged(database, fields["result_correct"], None, None, digest(body), result)
