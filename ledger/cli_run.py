@@ -74,14 +74,15 @@ class _Reporter:
 
 def summary_text(s: RunSummary, ledger_path: Path) -> str:
     """The one-screen summary printed at the end of a run."""
-    rate = f"{s.correct}/{s.planned}" if s.planned else "0/0"
+    score = "see the report" if s.total_score is None else str(s.total_score)
+    failures = ", ".join(f"{k} {v}" for k, v in sorted(s.failures.items())) or "none"
     lines = [
         f"run {s.run_id}: {s.status}",
-        f"  result-correct: {rate} planned attempts",
-        f"  score (auxiliary, weighted): {s.total_score or 'see the report'}",
+        f"  attempts: {s.planned} planned, {s.done} done",
+        f"  result-correct: {s.correct}/{s.planned} planned attempts",
+        f"  score (weighted): {score}",
+        f"  failures: {failures}",
     ]
-    if s.failures:
-        lines.append("  failures: " + ", ".join(f"{k} {v}" for k, v in sorted(s.failures.items())))
     lines.append(f"  report: caseledger --ledger {ledger_path} report --run {s.run_id} --format md")
     return "\n".join(lines)
 
@@ -104,6 +105,8 @@ def summary_text(s: RunSummary, ledger_path: Path) -> str:
 @click.option("--max-tokens", default=None)
 @click.option("--timeout", "timeout_s", default=None)
 @click.option("--price-snapshot", default=None)
+@click.option("--provider", default=None, help="Provider display name (openai, command).")
+@click.option("--system-prompt", default=None, help="System message text (openai).")
 @click.option("--command", default=None)
 @click.option("--replay-file", default=None)
 @click.option("--tools", default=None, help="Declared tool state: off, on or unknown.")
@@ -132,11 +135,10 @@ def run_cmd(obj: Any, bank_ref: str, kind: str, **options: Any) -> None:
             kind, options, cases=refs, environ=os.environ, hidden_paths=(ledger_path, obj.home)
         )
         try:
-            n = attempts or adapter.identity.default_attempts or 1
             plan = RunPlan(
                 run_id=resume or run_id or default_run_id(ledger, profile or kind),
                 profile=profile or kind,
-                attempts=n,
+                attempts=attempts,
                 concurrency=concurrency,
                 retries=retries,
                 resume=resume is not None,
@@ -154,8 +156,9 @@ def run_cmd(obj: Any, bank_ref: str, kind: str, **options: Any) -> None:
                 )
             except KeyboardInterrupt:
                 click.echo(
-                    f"\ninterrupted: unfinished attempts cancelled; resume with "
-                    f"caseledger run --bank {bank_ref} --adapter {kind} ... --resume {plan.run_id}",
+                    f"\ninterrupted: run {plan.run_id} cancelled, its unfinished attempts "
+                    f"recorded as interrupted; finish it with the same command plus "
+                    f"--resume {plan.run_id}",
                     err=True,
                 )
                 sys.exit(2)

@@ -19,6 +19,7 @@ import shutil
 import signal
 import subprocess
 import tempfile
+import threading
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from decimal import Decimal, InvalidOperation
@@ -95,6 +96,10 @@ class CommandAdapter:
         self._tools = tools
         self._snapshot = snapshot
         self._client = base.client_version(ADAPTER_VERSION, "adapter-command")
+        # Process groups of running calls: close() kills them, so a model started
+        # by an interrupted run never outlives caseledger.
+        self._live: set[int] = set()
+        self._live_lock = threading.Lock()
         self.identity = Identity(
             adapter_kind="command",
             run_kind="model",
@@ -134,7 +139,11 @@ class CommandAdapter:
         """Nothing to check: the program answers any case."""
 
     def close(self) -> None:
-        """Nothing held between calls (one process and temporary folder per call)."""
+        """Kill the process group of every call still running (idempotent)."""
+        with self._live_lock:
+            live, self._live = self._live, set()
+        for pgid in live:
+            _kill_group(pgid)
 
     def call(self, request: Request) -> Reply | Failure:
         """Run the program once on the prompt; map its exit, output and usage file."""
@@ -164,6 +173,8 @@ class CommandAdapter:
             )
         except OSError as exc:
             return Failure(kind="command_failed", message=f"cannot start the command: {exc}")
+        with self._live_lock:
+            self._live.add(proc.pid)
         timed_out = False
         try:
             out, err = proc.communicate(prompt, timeout=self._timeout_s)
@@ -174,6 +185,8 @@ class CommandAdapter:
         finally:
             # A finished program may leave children behind; none outlives its job.
             _kill_group(proc.pid)
+            with self._live_lock:
+                self._live.discard(proc.pid)
         generation_us = (time.perf_counter_ns() - start) // 1000
         text: str | None = None
         bad_utf8 = ""

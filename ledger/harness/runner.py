@@ -6,36 +6,57 @@ in ONE batch (so an attempt is either fully recorded or not at all):
     PromptSent, ModelResponded | ProviderFailed, OutputParsed, SqlGuarded,
     SqlExecuted (twice after a worker crash), ScoreComputed | AttemptCancelled
 
-Only the model calls run concurrently (``concurrency`` threads); parsing,
-guarding, execution, scoring and the single ledger writer stay on the calling
-thread. The runner builds complete event bodies itself (it owns its stream's
-head), so ScoreComputed can name the leaf hashes of the evidence it scored.
+Only the model calls run concurrently (``concurrency`` daemon threads, so an
+interrupted run never waits for a slow model); parsing, guarding, execution,
+scoring and the single ledger writer stay on the calling thread. The runner
+builds complete event bodies itself (it owns its stream's head), so
+ScoreComputed can name the leaf hashes of the evidence it scored.
+
+How a run ends (docs/running.md):
+
+- every planned attempt recorded: RunFinished(completed);
+- KeyboardInterrupt: AttemptCancelled(interrupted) for each unfinished attempt,
+  RunFinished(cancelled), and the KeyboardInterrupt goes on to the caller;
+- a prompt that leaks: AttemptCancelled(prompt_leak) for the attempts of each
+  leaking case, RunFinished(failed), BankError (nothing is sent to the model);
+- the adapter or the harness raises: the answers already received are still
+  recorded, unfinished attempts stay without a terminal event (a resume
+  finishes them), RunFinished(failed), and the exception goes on unchanged.
+
+A resume (``RunPlan.resume``) finishes the planned attempts that have no
+terminal event or were cancelled as interrupted, and never repeats another.
 """
 
 from __future__ import annotations
 
-import concurrent.futures as cf
+import collections
+import contextlib
 import importlib.metadata
+import queue
+import re
+import threading
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 import duckdb
 import sqlglot
 
-from ledger import codec, events
+from ledger import events
 from ledger.adapters.base import Adapter, Failure, MissingRecording, Reply, Request
-from ledger.errors import LedgerError, UsageError
-from ledger.harness import guard as guard_mod
-from ledger.harness import protocol, score
+from ledger.errors import BankError, LedgerError, UsageError
+from ledger.harness import score
+from ledger.harness.attempt import AttemptWriter, Stream
 from ledger.harness.worker import WorkerPool
 from ledger.keys import Signer
-from ledger.store import Ledger, StoredEvent, link_of
+from ledger.store import Ledger, StoredEvent
 
 __all__ = [
     "OUTPUT_CONTRACT",
     "REPORT_CONTRACT",
+    "RUN_ID_PATTERN",
     "TERMINAL",
     "AttemptKey",
     "BankContext",
@@ -43,7 +64,9 @@ __all__ = [
     "RunPlan",
     "RunSummary",
     "attempt_states",
+    "plan_keys",
     "run",
+    "summarise",
 ]
 
 OUTPUT_CONTRACT = "query-plan-v1"
@@ -51,6 +74,8 @@ REPORT_CONTRACT = "caseledger-report/1"
 # Cancellation reasons after which resume tries the attempt again.
 _RETRYABLE_CANCEL = frozenset({"interrupted"})
 TERMINAL = (events.ScoreComputed, events.AttemptCancelled)
+# A run id is a stream name: short, printable, no spaces, never the log's own stream.
+RUN_ID_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,127}")
 
 AttemptKey = tuple[str, int]
 
@@ -69,11 +94,12 @@ class BankContext:
 
 @dataclass(frozen=True)
 class RunPlan:
-    """What to run."""
+    """What to run. ``attempts`` None: the original run's (on resume), else the
+    adapter's default (a replay file's largest attempt), else 1."""
 
     run_id: str
     profile: str
-    attempts: int
+    attempts: int | None = None
     concurrency: int = 1
     retries: int = 0
     resume: bool = False
@@ -91,40 +117,21 @@ class Progress:
 
 @dataclass(frozen=True)
 class RunSummary:
-    """The end-of-run numbers for the one-screen summary."""
+    """The end-of-run numbers for the one-screen summary, over the whole run.
+
+    ``done`` counts attempts with a final outcome (scored, or cancelled for a
+    reason a resume does not retry). ``total_score`` is the weighted model score
+    of the report; the runner leaves it None (the projections compute it) and the
+    summary then points to the report.
+    """
 
     run_id: str
     status: str
     planned: int
     done: int
     correct: int
-    total_score: str
     failures: dict[str, int]
-
-
-class _Stream:
-    """The run's stream head; builds complete, linked event bodies."""
-
-    def __init__(self, run_id: str, clock: Callable[[], str], last: StoredEvent | None) -> None:
-        self.run_id = run_id
-        self.clock = clock
-        self.seq = -1 if last is None else last.event().stream_seq
-        self.prev = None if last is None else link_of(last.leaf_hash)
-
-    def make(self, cls: type[events.EventBase], **fields: Any) -> tuple[events.EventBase, str]:
-        self.seq += 1
-        event = cls(
-            stream=self.run_id,
-            stream_seq=self.seq,
-            stream_prev=self.prev,
-            at=self.clock(),
-            **fields,
-        )
-        self.prev = link_of(codec.leaf_hash(codec.encode(event)))
-        return event, self.prev
-
-    def rollback(self, seq: int, prev: str | None) -> None:
-        self.seq, self.prev = seq, prev
+    total_score: Decimal | None = None
 
 
 def attempt_states(stored: Iterable[StoredEvent]) -> dict[AttemptKey, events.EventBase]:
@@ -135,6 +142,57 @@ def attempt_states(stored: Iterable[StoredEvent]) -> dict[AttemptKey, events.Eve
         if isinstance(event, TERMINAL):
             states[(event.case_id, event.attempt)] = event
     return states
+
+
+def _is_final(state: events.EventBase | None) -> bool:
+    # Scored, or cancelled for a reason a resume does not retry.
+    if isinstance(state, events.ScoreComputed):
+        return True
+    return isinstance(state, events.AttemptCancelled) and state.reason not in _RETRYABLE_CANCEL
+
+
+def plan_keys(cases: Sequence[events.CaseSpec], attempts: int) -> list[AttemptKey]:
+    """Every case of the bank times attempts 1..N, in bank order."""
+    return [(c.id, n) for c in cases for n in range(1, attempts + 1)]
+
+
+def _count(progress: Progress, last: events.EventBase) -> None:
+    if isinstance(last, events.ScoreComputed):
+        if last.result_correct:
+            progress.correct += 1
+        if last.failure_kind != "none":
+            progress.failures[last.failure_kind] = progress.failures.get(last.failure_kind, 0) + 1
+    elif isinstance(last, events.AttemptCancelled):
+        progress.failures[last.reason] = progress.failures.get(last.reason, 0) + 1
+
+
+def summarise(stored: Sequence[StoredEvent], planned: Sequence[AttemptKey]) -> RunSummary:
+    """The summary of a run from its stream: the final outcome of each planned attempt.
+
+    ``status`` is the last RunFinished's (``running`` when there is none yet).
+    """
+    run_id, status = "", "running"
+    for item in stored:
+        event = item.event()
+        run_id = event.stream
+        if isinstance(event, events.RunFinished):
+            status = event.status
+    states = attempt_states(stored)
+    progress = Progress(planned=len(planned))
+    for key in planned:
+        state = states.get(key)
+        if _is_final(state):
+            assert state is not None
+            progress.done += 1
+            _count(progress, state)
+    return RunSummary(
+        run_id=run_id,
+        status=status,
+        planned=progress.planned,
+        done=progress.done,
+        correct=progress.correct,
+        failures=dict(sorted(progress.failures.items())),
+    )
 
 
 def _versions() -> events.Versions:
@@ -148,7 +206,9 @@ def _versions() -> events.Versions:
     )
 
 
-def _run_started(bank: BankContext, adapter: Adapter, plan: RunPlan) -> dict[str, Any]:
+def _run_started(
+    bank: BankContext, adapter: Adapter, plan: RunPlan, attempts: int
+) -> dict[str, Any]:
     ident = adapter.identity
     published = bank.event
     return {
@@ -174,7 +234,7 @@ def _run_started(bank: BankContext, adapter: Adapter, plan: RunPlan) -> dict[str
         "context_isolation": "fresh-context-per-attempt",
         "system_prompt_digest": ident.system_prompt_digest,
         "prompt_contract_digest": bank.prompt_contract_digest,
-        "attempts": plan.attempts,
+        "attempts": attempts,
         "case_ids": tuple(c.id for c in published.cases),
         "price_snapshot_digest": ident.price_snapshot_digest,
         "replay_file_sha256": ident.replay_file_sha256,
@@ -211,6 +271,31 @@ def _check_resume(started: events.RunStarted, fresh: dict[str, Any]) -> None:
         )
 
 
+def _existing_run(
+    ledger: Ledger, plan: RunPlan
+) -> tuple[list[StoredEvent], events.RunStarted | None]:
+    """The run's stored events and its RunStarted; refuse a run id that does not fit the plan."""
+    if not RUN_ID_PATTERN.fullmatch(plan.run_id) or plan.run_id == events.LEDGER_STREAM:
+        raise UsageError(
+            f"bad run id {plan.run_id!r}",
+            hint="use letters, digits and . _ : - (at most 128, not 'ledger')",
+        )
+    existing = ledger.stream_events(plan.run_id)
+    if existing and not plan.resume:
+        raise UsageError(
+            f"run {plan.run_id} already exists in {ledger.path}",
+            hint=f"use --resume {plan.run_id} to finish it, or pick another --run-id",
+        )
+    if plan.resume and not existing:
+        raise UsageError(f"no run {plan.run_id} to resume in {ledger.path}")
+    if not existing:
+        return existing, None
+    started = existing[0].event()
+    if not isinstance(started, events.RunStarted):
+        raise UsageError(f"stream {plan.run_id} in {ledger.path} is not a run")
+    return existing, started
+
+
 def _call(adapter: Adapter, request: Request, retries: int) -> Reply | Failure | MissingRecording:
     answer = adapter.call(request)
     tries = 0
@@ -220,87 +305,133 @@ def _call(adapter: Adapter, request: Request, retries: int) -> Reply | Failure |
     return answer
 
 
-class _AttemptWriter:
-    """Turns one model answer into the attempt's events (pure but for the worker)."""
+_Outcome = Reply | Failure | MissingRecording | Exception
+
+
+class _Calls:
+    """Model calls on daemon threads; their outcomes come back through one queue.
+
+    Daemon threads because a stopped run must not wait for a slow model at exit.
+    An exception raised by the adapter is an outcome too: the caller's thread
+    re-raises it after recording what it can.
+    """
 
     def __init__(
-        self, bank: BankContext, pool: WorkerPool, invocation: events.Invocation, version: str
+        self, adapter: Adapter, retries: int, workers: int, requests: Sequence[Request]
     ) -> None:
-        self.bank = bank
-        self.pool = pool
-        self.invocation = invocation
-        self.version = version
-        self.cases = {c.id: c for c in bank.event.cases}
-        self.gold = {g.case_id: g for g in bank.event.gold}
-        self.tables = frozenset(t.name for t in bank.event.tables)
+        self._adapter, self._retries = adapter, retries
+        self.requests = tuple(requests)
+        self._pending = collections.deque(requests)
+        self._lock = threading.Lock()
+        self._stopped = False
+        self._taken = self._received = 0
+        self._results: queue.Queue[tuple[Request, _Outcome]] = queue.Queue()
+        for n in range(min(max(1, workers), len(requests))):
+            threading.Thread(target=self._work, name=f"caseledger-call-{n}", daemon=True).start()
 
-    def events_for(
-        self, stream: _Stream, key: AttemptKey, prompt: str, answer: Reply | Failure
-    ) -> list[events.EventBase]:
-        case_id, attempt = key
-        case, gold = self.cases[case_id], self.gold[case_id]
-        ids = {"case_id": case_id, "attempt": attempt}
-        out: list[events.EventBase] = []
-        evidence: list[str] = []
+    def _next(self) -> Request | None:
+        # Checking the stop flag and taking a request under one lock makes
+        # ``_taken`` final once stop() returns.
+        with self._lock:
+            if self._stopped or not self._pending:
+                return None
+            self._taken += 1
+            return self._pending.popleft()
 
-        def add(cls: type[events.EventBase], **fields: Any) -> events.EventBase:
-            event, link = stream.make(cls, **ids, **fields)
-            out.append(event)
-            evidence.append(link)
-            return event
+    def _work(self) -> None:
+        while (request := self._next()) is not None:
+            outcome: _Outcome
+            try:
+                outcome = _call(self._adapter, request, self._retries)
+            except Exception as exc:  # not hidden: the caller's thread re-raises it
+                outcome = exc
+            self._results.put((request, outcome))
 
-        add(events.PromptSent, prompt=prompt, prompt_sha256=codec.sha256_hex(prompt.encode()))
-        parsed = guarded = executed = failed = None
-        if isinstance(answer, Failure):
-            failed = add(
-                events.ProviderFailed, invocation=self.invocation, **_struct_fields(answer)
-            )
-        else:
-            add(events.ModelResponded, invocation=self.invocation, **_struct_fields(answer))
-            verdict_p = protocol.parse_output(answer.raw_output)
-            parsed = add(events.OutputParsed, **_struct_fields(verdict_p))
-            if parsed.sql is not None:
-                verdict = guard_mod.guard(parsed.sql, self.tables)
-                guarded = add(
-                    events.SqlGuarded,
-                    passed=verdict.passed,
-                    violations=verdict.violations,
-                    ast_digest=verdict.ast_digest,
-                )
-                if verdict.passed:
-                    result = self.pool.execute(parsed.sql, max_rows=case.max_rows)
-                    executed = add(events.SqlExecuted, **_struct_fields(result), worker_try=1)
-                    if result.error_kind == "worker_crash":
-                        result = self.pool.execute(parsed.sql, max_rows=case.max_rows)
-                        executed = add(events.SqlExecuted, **_struct_fields(result), worker_try=2)
-                        if result.error_kind == "worker_crash":
-                            add(
-                                events.AttemptCancelled,
-                                reason="infrastructure",
-                                message="the SQL worker crashed twice",
-                            )
-                            return out
+    def get(self) -> tuple[Request, _Outcome]:
+        """The next outcome, in completion order (blocks; a KeyboardInterrupt gets through)."""
+        item = self._results.get()
+        self._received += 1
+        return item
+
+    def stop(self) -> None:
+        """Start no further call."""
+        with self._lock:
+            self._stopped = True
+
+    def in_flight(self) -> Iterable[tuple[Request, _Outcome]]:
+        """Stop, then wait for and yield the outcomes of the calls already started."""
+        self.stop()
+        while self._received < self._taken:
+            yield self.get()
+
+
+class _AdapterFault(Exception):
+    """Internal: the adapter raised on a call (a harness fault, never a model's)."""
+
+    def __init__(self, request: Request, error: Exception) -> None:
+        super().__init__(str(error))
+        self.request, self.error = request, error
+
+
+def _leak_summary(finding: str) -> str:
+    """A leak finding without the leaked text: the log must not receive it either."""
+    for marker in (":", " ("):
+        finding = finding.split(marker)[0]
+    if finding.startswith("contains the private path"):
+        return "contains a private path"
+    return finding
+
+
+class _Session:
+    """The one writer of a run: appends batches, keeps the stream head true to the log."""
+
+    def __init__(
+        self, ledger: Ledger, signer: Signer, run_id: str, clock: Callable[[], str]
+    ) -> None:
+        self.ledger, self.signer, self.run_id, self.clock = ledger, signer, run_id, clock
+        self.stored: list[StoredEvent] = []
+        self.stream = Stream(run_id, clock, None)
+        self.resync()
+
+    def resync(self) -> None:
+        """Re-read the stream head from the log (after an interrupt it is the only truth)."""
+        self.stored = self.ledger.stream_events(self.run_id)
+        self.stream = Stream(self.run_id, self.clock, self.stored[-1] if self.stored else None)
+
+    def append(self, build: Callable[[Stream], list[events.EventBase]]) -> list[events.EventBase]:
+        """Build a batch on the stream head and append it in one transaction, or not at all."""
+        seq, prev = self.stream.seq, self.stream.prev
         try:
-            fields = score.score_attempt(
-                case=case,
-                gold=gold,
-                parsed=parsed,
-                guarded=guarded,
-                executed=executed,
-                provider_failure=failed,
-                reference_sql=self.bank.reference_sql.get(case_id),
-                version=self.version,
-            )
-        except score.ScoringError as exc:
-            add(events.AttemptCancelled, reason="infrastructure", message=f"scoring failed: {exc}")
-            return out
-        event, _ = stream.make(events.ScoreComputed, **ids, evidence=tuple(evidence), **fields)
-        out.append(event)
-        return out
+            batch = build(self.stream)
+            self.ledger.append(batch, self.signer)
+        except BaseException:
+            self.stream.rollback(seq, prev)
+            raise
+        return batch
 
+    def one(self, cls: type[events.EventBase], **fields: Any) -> events.EventBase:
+        """Append one event."""
+        return self.append(lambda stream: [stream.make(cls, **fields)[0]])[0]
 
-def _struct_fields(value: Any) -> dict[str, Any]:
-    return {name: getattr(value, name) for name in value.__struct_fields__}
+    def cancel(self, key: AttemptKey, reason: str, message: str) -> events.EventBase:
+        """AttemptCancelled for one attempt."""
+        return self.one(
+            events.AttemptCancelled, case_id=key[0], attempt=key[1], reason=reason, message=message
+        )
+
+    def finish(self, status: str, message: str = "") -> None:
+        """RunFinished with the run's final status."""
+        self.one(events.RunFinished, status=status, message=message)
+
+    def record(
+        self, writer: AttemptWriter, request: Request, outcome: _Outcome
+    ) -> events.EventBase:
+        """Record one model outcome as its attempt's batch; returns the terminal event."""
+        key = (request.case_id, request.attempt)
+        if isinstance(outcome, MissingRecording):
+            return self.cancel(key, "missing_recording", outcome.message)
+        assert not isinstance(outcome, Exception)
+        return self.append(lambda s: writer.events_for(s, key, request.prompt, outcome))[-1]
 
 
 def run(
@@ -313,134 +444,131 @@ def run(
     clock: Callable[[], str],
     on_progress: Callable[[Progress], None] | None = None,
 ) -> RunSummary:
-    """Run (or resume) ``plan`` and return its summary. KeyboardInterrupt cancels cleanly."""
+    """Run (or resume) ``plan`` and return the summary of the whole run.
+
+    Nothing is appended when the plan is refused (run id taken, resume that
+    does not match, a replay file naming unknown cases, no bank database).
+
+    Raises:
+        UsageError: see above.
+        BankError: a prompt leaks (after recording the cancellation, see the module docstring).
+        KeyboardInterrupt: after recording the cancellation.
+    """
     published = bank.event
-    fresh = _run_started(bank, adapter, plan)
-    existing = ledger.stream_events(plan.run_id)
-    if existing and not plan.resume:
-        raise UsageError(
-            f"run {plan.run_id} already exists in {ledger.path}",
-            hint=f"use --resume {plan.run_id} to finish it, or pick another --run-id",
-        )
-    if plan.resume and not existing:
-        raise UsageError(f"no run {plan.run_id} to resume in {ledger.path}")
-    adapter.validate_cases(c.id for c in published.cases)
-    stream = _Stream(plan.run_id, clock, existing[-1] if existing else None)
-    if existing:
-        started = existing[0].event()
-        if not isinstance(started, events.RunStarted):
-            raise UsageError(f"stream {plan.run_id} is not a run")
+    existing, started = _existing_run(ledger, plan)
+    attempts = (
+        plan.attempts
+        or (started.attempts if started is not None else None)
+        or adapter.identity.default_attempts
+        or 1
+    )
+    fresh = _run_started(bank, adapter, plan, attempts)
+    if started is not None:
         _check_resume(started, fresh)
-    else:
-        event, _ = stream.make(events.RunStarted, **fresh)
-        ledger.append([event], signer)
-
+    adapter.validate_cases(c.id for c in published.cases)
+    planned = plan_keys(published.cases, attempts)
     states = attempt_states(existing)
-    planned = plan_keys(published.cases, plan.attempts)
-    todo = [
-        k
-        for k in planned
-        if k not in states
-        or (
-            isinstance(states[k], events.AttemptCancelled) and states[k].reason in _RETRYABLE_CANCEL  # type: ignore[attr-defined]
-        )
-    ]
-    progress = Progress(planned=len(planned), done=len(planned) - len(todo))
-    for st in states.values():
-        if isinstance(st, events.ScoreComputed) and st.result_correct:
-            progress.correct += 1
-    invocation = adapter.invocation(bank.prompt_contract_digest, plan.retries)
-    cases = {c.id: c for c in published.cases}
-    status, message = "completed", ""
+    todo = [k for k in planned if not _is_final(states.get(k))]
+    prompts = {c.id: bank.prompt_for(c) for c in published.cases}
+    leaks = {cid: found for cid, text in prompts.items() if (found := bank.leak_check(text))}
+    if not todo and existing and isinstance(existing[-1].event(), events.RunFinished):
+        return summarise(existing, planned)  # a finished run: nothing to add
+    session = _Session(ledger, signer, plan.run_id, clock)
+    if leaks:
+        if started is None:
+            session.one(events.RunStarted, **fresh)
+        _stop_for_leaks(session, plan.run_id, todo, leaks)
     with WorkerPool(bank.db_path) as pool:
-        writer = _AttemptWriter(bank, pool, invocation, score.SCORER_VERSION)
-        executor = cf.ThreadPoolExecutor(max_workers=max(1, plan.concurrency))
-        finished: set[AttemptKey] = set()
-        try:
-            prompts = {k: bank.prompt_for(cases[k[0]]) for k in todo}
-            for key in todo:
-                leaks = bank.leak_check(prompts[key])
-                if leaks:
-                    _append_cancel(ledger, signer, stream, key, "prompt_leak", "; ".join(leaks))
-                    finished.add(key)
-                    status, message = "failed", f"prompt leak in case {key[0]}: {leaks[0]}"
-                    raise _Stop(message)
-            futures = {
-                executor.submit(_call, adapter, Request(k[0], k[1], prompts[k]), plan.retries): k
-                for k in todo
-            }
-            for future in cf.as_completed(futures):
-                key = futures[future]
-                answer = future.result()
-                if isinstance(answer, MissingRecording):
-                    _append_cancel(ledger, signer, stream, key, "missing_recording", answer.message)
-                else:
-                    seq, prev = stream.seq, stream.prev
-                    try:
-                        batch = writer.events_for(stream, key, prompts[key], answer)
-                        ledger.append(batch, signer)
-                    except BaseException:
-                        stream.rollback(seq, prev)
-                        raise
-                    _count(progress, batch[-1])
-                finished.add(key)
-                progress.done += 1
-                if on_progress is not None:
-                    on_progress(progress)
-        except (KeyboardInterrupt, _Stop) as exc:
-            for f in list(locals().get("futures", {})):
-                f.cancel()
-            executor.shutdown(wait=False, cancel_futures=True)
-            if isinstance(exc, KeyboardInterrupt):
-                status, message = "cancelled", "interrupted by the user"
-                for key in todo:
-                    if key not in finished:
-                        _append_cancel(ledger, signer, stream, key, "interrupted", message)
-            event, _ = stream.make(events.RunFinished, status=status, message=message)
-            ledger.append([event], signer)
-            if isinstance(exc, KeyboardInterrupt):
-                raise
-            raise LedgerError(
-                f"run {plan.run_id} stopped: {message}",
-                hint="fix the bank (a prompt must never contain reference SQL, gold or paths)",
-            ) from None
-        executor.shutdown(wait=True)
-    event, _ = stream.make(events.RunFinished, status=status, message=message)
-    ledger.append([event], signer)
-    return RunSummary(
-        run_id=plan.run_id,
-        status=status,
-        planned=progress.planned,
-        done=progress.done,
-        correct=progress.correct,
-        total_score="",
-        failures=dict(progress.failures),
+        if started is None:
+            session.one(events.RunStarted, **fresh)
+        invocation = adapter.invocation(bank.prompt_contract_digest, plan.retries)
+        writer = AttemptWriter(bank, pool, invocation, score.SCORER_VERSION)
+        requests = [Request(cid, n, prompts[cid]) for cid, n in todo]
+        progress = _progress(summarise(existing, planned))
+        _drive(session, writer, _Calls(adapter, plan.retries, plan.concurrency, requests),
+               progress, on_progress)  # fmt: skip
+    session.finish("completed")
+    return summarise(ledger.stream_events(plan.run_id), planned)
+
+
+def _progress(summary: RunSummary) -> Progress:
+    return Progress(
+        planned=summary.planned,
+        done=summary.done,
+        correct=summary.correct,
+        failures=dict(summary.failures),
     )
 
 
-class _Stop(Exception):
-    """Internal: stop the run after recording why."""
-
-
-def _append_cancel(
-    ledger: Ledger, signer: Signer, stream: _Stream, key: AttemptKey, reason: str, message: str
+def _stop_for_leaks(
+    session: _Session, run_id: str, todo: list[AttemptKey], leaks: dict[str, list[str]]
 ) -> None:
-    event, _ = stream.make(
-        events.AttemptCancelled, case_id=key[0], attempt=key[1], reason=reason, message=message
+    """Cancel the attempts whose prompt leaks, fail the run, raise. Nothing is sent."""
+    for key in todo:
+        if key[0] in leaks:
+            summary = "; ".join(dict.fromkeys(_leak_summary(f) for f in leaks[key[0]]))
+            session.cancel(key, "prompt_leak", f"the prompt {summary}; it was not sent")
+    first = next(iter(leaks))
+    session.finish("failed", f"the prompt of case {first} leaks; nothing was sent")
+    raise BankError(
+        f"run {run_id} failed: the prompt of case {first} leaks: {leaks[first][0]}"
+        + (f" (and {len(leaks) - 1} more cases)" if len(leaks) > 1 else ""),
+        hint="a prompt must never contain reference SQL, gold or private paths: fix the "
+        "bank's prompt.md and publish a new version",
     )
-    ledger.append([event], signer)
 
 
-def _count(progress: Progress, last: events.EventBase) -> None:
-    if isinstance(last, events.ScoreComputed):
-        if last.result_correct:
-            progress.correct += 1
-        if last.failure_kind != "none":
-            progress.failures[last.failure_kind] = progress.failures.get(last.failure_kind, 0) + 1
-    elif isinstance(last, events.AttemptCancelled):
-        progress.failures[last.reason] = progress.failures.get(last.reason, 0) + 1
+def _drive(
+    session: _Session,
+    writer: AttemptWriter,
+    calls: _Calls,
+    progress: Progress,
+    on_progress: Callable[[Progress], None] | None,
+) -> None:
+    """Record every outcome as it arrives; on a stop, record why (module docstring)."""
+
+    def record(request: Request, outcome: _Outcome) -> None:
+        _count(progress, session.record(writer, request, outcome))
+        progress.done += 1
+        if on_progress is not None:
+            on_progress(progress)
+
+    try:
+        for _ in calls.requests:
+            request, outcome = calls.get()
+            if isinstance(outcome, Exception):
+                raise _AdapterFault(request, outcome)
+            record(request, outcome)
+    except KeyboardInterrupt:
+        calls.stop()
+        message = "interrupted by the user"
+        session.resync()
+        states = attempt_states(session.stored)
+        for key in _unfinished(calls, states):
+            session.cancel(key, "interrupted", message)
+        session.finish("cancelled", message)
+        raise
+    except _AdapterFault as fault:
+        # Answers already received (maybe paid for) are recorded before stopping.
+        for request, outcome in calls.in_flight():
+            if not isinstance(outcome, Exception):
+                record(request, outcome)
+        where = f"case {fault.request.case_id} attempt {fault.request.attempt}"
+        session.finish("failed", f"the adapter raised {type(fault.error).__name__} on {where}")
+        raise fault.error from None
+    except BaseException as exc:
+        calls.stop()
+        # A harness or ledger fault: try to close the run; the original error wins.
+        with contextlib.suppress(LedgerError):
+            session.resync()
+            session.finish("failed", f"harness fault: {type(exc).__name__}")
+        raise
 
 
-def plan_keys(cases: Sequence[events.CaseSpec], attempts: int) -> list[AttemptKey]:
-    """Every case of the bank times attempts 1..N, in bank order."""
-    return [(c.id, n) for c in cases for n in range(1, attempts + 1)]
+def _unfinished(calls: _Calls, states: dict[AttemptKey, events.EventBase]) -> list[AttemptKey]:
+    # Every request this session was given whose attempt has no final outcome yet.
+    return [
+        (r.case_id, r.attempt)
+        for r in calls.requests
+        if not _is_final(states.get((r.case_id, r.attempt)))
+    ]
