@@ -27,13 +27,22 @@ from pathlib import Path
 import msgspec
 
 from ledger import codec
-from ledger.errors import StoreError
+from ledger.errors import StoreError, UsageError
+from ledger.merkle import root_hash
 from ledger.store import Ledger
 from projections import caseruns
 from projections.caseruns import ATTEMPT_EVENTS, CaseRun, Item, State, caserun_key
 from projections.replay import replay
 
-__all__ = ["FORMAT", "ProjectionStore", "items", "replay_ledger", "store_path"]
+__all__ = [
+    "FORMAT",
+    "ProjectionStore",
+    "checkpoint_root",
+    "items",
+    "load_state",
+    "replay_ledger",
+    "store_path",
+]
 
 FORMAT = "caseledger-projections/1"
 _FLUSH_EVERY = 4096  # CaseRuns held in memory before they are written back
@@ -41,7 +50,9 @@ _FLUSH_EVERY = 4096  # CaseRuns held in memory before they are written back
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS head (id INTEGER PRIMARY KEY CHECK (id = 0), body BLOB NOT NULL);
-CREATE TABLE IF NOT EXISTS caseruns (key TEXT PRIMARY KEY, run_id TEXT NOT NULL, body BLOB NOT NULL);
+CREATE TABLE IF NOT EXISTS caseruns (
+    key TEXT PRIMARY KEY, run_id TEXT NOT NULL, body BLOB NOT NULL
+);
 CREATE INDEX IF NOT EXISTS caseruns_by_run ON caseruns (run_id);
 """
 
@@ -203,3 +214,38 @@ class ProjectionStore:
             for key, body in rows:
                 state.caseruns[key] = _CASERUN.decode(body)
         return state
+
+
+def load_state(
+    ledger: Ledger,
+    *,
+    at_size: int | None = None,
+    runs: Iterable[str] | None = None,
+    use_store: bool = True,
+) -> State:
+    """The fold state at tree size ``at_size`` (default: the ledger's size).
+
+    At the current size the projection store beside the ledger is caught up and
+    read; at an older size, or when the store cannot be written (a read-only
+    folder), the events are replayed in memory. Both give the same state.
+    """
+    size = ledger.size()
+    stop = size if at_size is None else at_size
+    if stop < 0 or stop > size:
+        raise UsageError(
+            f"--at-size {stop} is out of range: the ledger has {size} events",
+            hint=f"use a tree size from 0 to {size}",
+        )
+    if use_store and stop == size:
+        try:
+            with ProjectionStore(store_path(ledger.path)) as store:
+                store.catch_up(ledger)
+                return store.load(runs)
+        except (StoreError, sqlite3.OperationalError):
+            pass  # e.g. a read-only folder: the in-memory replay gives the same state
+    return replay_ledger(ledger, stop)
+
+
+def checkpoint_root(ledger: Ledger, size: int) -> bytes:
+    """The RFC 9162 root of leaves 0..size-1 (what the report says it was built from)."""
+    return root_hash(ledger.leaf_hashes(size))

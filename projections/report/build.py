@@ -23,7 +23,15 @@ from ledger.events import CaseSpec, Invocation, RunStarted
 from projections import aggregates, efficiency, fairness, quality
 from projections.caseruns import Attempt, RunInfo, State, attempts_of_run, type_name
 
-__all__ = ["CONTRACT", "HOW_TO_READ", "KIND_ORDER", "build_report", "scorer_major", "to_json"]
+__all__ = [
+    "CONTRACT",
+    "HOW_TO_READ",
+    "KIND_ORDER",
+    "build_report",
+    "run_overview",
+    "scorer_major",
+    "to_json",
+]
 
 CONTRACT = "caseledger-report/1"
 #: Section kinds in the order they appear; only ``models`` is ranked.
@@ -421,3 +429,34 @@ def build_report(
 def to_json(report: dict[str, Any]) -> bytes:
     """Canonical JSON bytes of a report (sorted keys, no floats), with a final newline."""
     return canonical_json(report) + b"\n"
+
+
+def run_overview(state: State) -> list[dict[str, Any]]:
+    """One row per run (in run id order) for ``caseledger runs``, under each run's own scorer."""
+    rows = []
+    for run_id in sorted(state.runs):
+        info = state.runs[run_id]
+        started = info.started
+        version = started.versions.scorer
+        attempts = attempts_of_run(state, run_id, version)
+        cases = _bank_cases(state, started)
+        q = quality.summarize(attempts)
+        rows.append(
+            {
+                "run": run_id,
+                "run_kind": started.run_kind,
+                "bank": f"{started.bank_id}@{started.bank_version}",
+                "bank_hash": started.bank_hash,
+                "adapter": started.adapter_kind,
+                "profile": started.profile,
+                "requested_model": started.requested_model,
+                "status": info.finished.status if info.finished is not None else "unfinished",
+                "done": sum(1 for a in attempts if a.outcome != "unscored"),
+                "planned": len(attempts),
+                "result_correct_rate": q["result_correct_rate"],
+                "score": aggregates.summarize(cases, attempts)["model_score"],
+                "scorer_version": version,
+                "first_event": info.first_at,
+            }
+        )
+    return rows

@@ -1,0 +1,121 @@
+"""Report commands: report, runs, rebuild, rescore (thin: parse, call, print)."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+from pathlib import Path
+
+import click
+
+from ledger.cli import Context, handle_errors, pass_ctx
+from ledger.codec import format_time
+from ledger.keys import load_default_signer
+from ledger.projstore import (
+    ProjectionStore,
+    checkpoint_root,
+    load_state,
+    store_path,
+)
+from ledger.rescore import rescore
+from ledger.store import Ledger
+from projections.report import FORMATS, build_report, render, run_overview
+
+__all__ = ["register"]
+
+
+def _now() -> str:
+    return format_time(_dt.datetime.now(_dt.UTC))
+
+
+@click.command()
+@click.option("--run", "runs", multiple=True, help="Only this run (repeatable).")
+@click.option("--scorer", help="View every run under this scorer version (default: as recorded).")
+@click.option("--at-size", type=int, help="Build from the first N events (default: all).")
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="json", show_default=True)
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), help="Write here.")
+@click.option("--with-gold", is_flag=True, help="Internal view with gold rows (do not publish).")
+@pass_ctx
+@handle_errors
+def report(
+    ctx: Context,
+    runs: tuple[str, ...],
+    scorer: str | None,
+    at_size: int | None,
+    fmt: str,
+    output: Path | None,
+    with_gold: bool,
+) -> None:
+    """Build a report: the same tree size and options always give the same bytes."""
+    with Ledger.open(ctx.ledger_path, readonly=True) as ledger:
+        state = load_state(ledger, at_size=at_size, runs=runs or None)
+        root = checkpoint_root(ledger, state.size)
+    data = render(
+        build_report(state, root_hash=root, scorer=scorer, runs=runs or None, with_gold=with_gold),
+        fmt,
+    )
+    click.echo(f"report built at tree size {state.size}, root sha256:{root.hex()}", err=True)
+    if output is None:
+        click.echo(data.decode("utf-8"), nl=False)
+    else:
+        output.write_bytes(data)
+
+
+@click.command()
+@click.option("--json", "as_json", is_flag=True, help="A JSON array of objects.")
+@pass_ctx
+@handle_errors
+def runs(ctx: Context, as_json: bool) -> None:
+    """One line per run: bank, adapter, profile, model, status, attempts, result-correct, score."""
+    with Ledger.open(ctx.ledger_path, readonly=True) as ledger:
+        rows = run_overview(load_state(ledger))
+    if as_json:
+        click.echo(json.dumps(rows, ensure_ascii=False, sort_keys=True, indent=1))
+        return
+    for r in rows:
+        click.echo(
+            f"{r['run']}  {r['bank']}  {r['adapter']}  {r['profile']}  "
+            f"{r['requested_model'] or '-'}  {r['status']}  {r['done']}/{r['planned']}  "
+            f"correct {r['result_correct_rate'] or '-'}  score {r['score'] or '-'}"
+        )
+
+
+@click.command()
+@pass_ctx
+@handle_errors
+def rebuild(ctx: Context) -> None:
+    """Drop the projection store beside the ledger and replay every event into it."""
+    with (
+        Ledger.open(ctx.ledger_path, readonly=True) as ledger,
+        ProjectionStore(store_path(ctx.ledger_path)) as store,
+    ):
+        size = store.rebuild(ledger)
+    click.echo(f"projection store {store_path(ctx.ledger_path)} rebuilt from {size} events")
+
+
+@click.command(name="rescore")
+@click.option("--run", "runs", multiple=True, help="Only this run (repeatable).")
+@click.option("--scorer", "version", required=True, help="The scorer version to score with.")
+@click.option("--reexecute", is_flag=True, help="Run the SQL again instead of reading results.")
+@pass_ctx
+@handle_errors
+def rescore_cmd(ctx: Context, runs: tuple[str, ...], version: str, reexecute: bool) -> None:
+    """Append new scores from recorded evidence (zero model calls)."""
+    signer = load_default_signer(ctx.home)
+    with Ledger.open(ctx.ledger_path) as ledger:
+        summary = rescore(
+            ledger,
+            signer,
+            ctx.home,
+            version=version,
+            runs=runs or None,
+            reexecute=reexecute,
+            clock=_now,
+        )
+    click.echo(summary.summary())
+
+
+def register(group: click.Group) -> None:
+    """Add the report commands to the main group."""
+    for command in (report, runs, rebuild, rescore_cmd):
+        group.add_command(command)
