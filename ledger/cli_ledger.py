@@ -134,13 +134,24 @@ def log_cmd(ctx: Context, run: str | None, type_name: str | None, as_json: bool)
 )
 @click.option("--key", "keys", multiple=True, help="Trusted operator verifier key, or a file.")
 @click.option("--workers", type=click.IntRange(min=1), help="Processes for signatures.")
+# --recompute (added by the report/rescore area; the check lives in ledger/rescore.py)
+@click.option("--recompute", is_flag=True, help="Also re-derive every score from its evidence.")
 @pass_ctx
 @handle_errors
 def verify(
-    ctx: Context, checkpoint_files: tuple[Path, ...], keys: tuple[str, ...], workers: int | None
+    ctx: Context,
+    checkpoint_files: tuple[Path, ...],
+    keys: tuple[str, ...],
+    workers: int | None,
+    recompute: bool,
 ) -> None:
     """Verify every event, signature and stream chain, and the given checkpoints."""
     notes = [_read_text(p, "checkpoint") for p in checkpoint_files]
+    hook = None
+    if recompute:
+        from ledger.rescore import recompute_hook
+
+        hook = recompute_hook(ctx.home)
     try:
         result = verify_ledger(
             ctx.ledger_path,
@@ -148,6 +159,7 @@ def verify(
             checkpoint_labels=[str(p) for p in checkpoint_files],
             trusted_keys=_keys_arg(keys),
             workers=workers,
+            recompute=hook,
         )
     except VerificationError as exc:
         click.echo(f"verification FAILED: {exc.diagnostics()}", err=True)
