@@ -503,8 +503,10 @@ def _connect(path: Path, *, readonly: bool, busy_timeout_s: float) -> sqlite3.Co
             uri, uri=True, isolation_level=None, timeout=busy_timeout_s, check_same_thread=False
         )
         conn.execute("PRAGMA synchronous=FULL")
-        # Leaf hashes are random keys: a larger page cache keeps the UNIQUE index warm.
-        conn.execute("PRAGMA cache_size=-65536")
+        if not readonly:
+            # Leaf hashes are random keys: a larger page cache keeps the UNIQUE index
+            # warm for writers. Readers stream once and keep the small default.
+            conn.execute("PRAGMA cache_size=-65536")
     except sqlite3.DatabaseError as exc:
         raise StoreError(f"cannot open ledger {path}: {exc}") from None
     return conn
