@@ -10,7 +10,8 @@ read-only database) is the second, independent line of defence.
 Rules, in the order reported (docs/protocol-and-guard.md explains each one):
 
 - ``table_allowlist``: an empty set of published tables rejects everything;
-- ``parse``: the SQL must parse; the parser's reason is kept;
+- ``parse``: the SQL must parse; the parser's reason is kept (``nesting`` when
+  sqlglot parses a tree too deep for the checks to walk back out of);
 - ``single_statement``: exactly one statement (empty statements such as a
   trailing ``;`` do not count);
 - ``read_only_root``: the root is a query (SELECT, set operation, VALUES,
@@ -35,6 +36,7 @@ from collections.abc import Callable, Collection, Iterator
 import msgspec
 import sqlglot
 from sqlglot import exp
+from sqlglot.dialects.duckdb import DuckDB
 from sqlglot.errors import ParseError, SqlglotError
 from sqlglot.optimizer.normalize_identifiers import normalize_identifiers
 
@@ -207,6 +209,7 @@ _READ_ONLY_ROOTS = (exp.Select, exp.SetOperation, exp.Values, exp.Pivot, exp.Sub
 _FILE_LIKE = re.compile(r"[./\\:*?~\[\]{}]")
 _ASCII_LOWER = str.maketrans(string.ascii_uppercase, string.ascii_lowercase)
 _CALL_NAME = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\s*\(")
+_TRANSFORMED = frozenset(DuckDB.Generator.TRANSFORMS)
 
 
 class Verdict(msgspec.Struct, frozen=True, kw_only=True):
@@ -254,9 +257,12 @@ def _function_names(node: exp.Func) -> tuple[str, ...]:
     if isinstance(node, exp.Anonymous):
         return (fold(node.name),)
     names: list[str] = []
-    match = _CALL_NAME.match(node.sql(dialect=DIALECT))
-    if match:
-        names.append(match.group(1))
+    # Only classes with a DuckDB transform can be spelled differently from their SQL
+    # names; generating the others (AND chains) would make the guard quadratic.
+    if type(node) in _TRANSFORMED and not isinstance(node, exp.Binary | exp.Unary):
+        match = _CALL_NAME.match(node.sql(dialect=DIALECT))
+        if match:
+            names.append(match.group(1))
     # Abstract function classes have no SQL name.
     with contextlib.suppress(NotImplementedError):
         names.extend(type(node).sql_names())
@@ -346,46 +352,63 @@ def table_functions(tree: exp.Expression, tables: frozenset[str]) -> Iterator[Vi
         )
 
 
-def _cte_in_scope(table: exp.Table, name: str) -> bool:
-    """Whether a bare table name resolves to a CTE visible at this point, as DuckDB scopes them.
+class _CteScopes:
+    """Resolves bare table names to CTEs the way DuckDB scopes them.
 
     A CTE sees only the CTEs declared before it; it sees itself only inside the
     recursive term (right side of the top UNION) of a WITH RECURSIVE. Anywhere
     else DuckDB resolves the name to the catalog or even to a file, so the
-    guard must not treat it as the CTE.
+    guard must not treat it as the CTE. Names per WITH are indexed once, so a
+    long chain of CTEs stays linear.
     """
-    child: exp.Expression = table
-    node = table.parent
-    while node is not None:
-        if isinstance(node, exp.CTE):
-            with_ = node.parent
-            assert isinstance(with_, exp.With)
-            ctes = list(with_.expressions)
-            index = next(i for i, c in enumerate(ctes) if c is node)
-            if name in {fold(c.alias_or_name) for c in ctes[:index]}:
-                return True
-            body = node.this
-            if (
-                with_.args.get("recursive")
-                and fold(node.alias_or_name) == name
-                and isinstance(body, exp.Union)
-                and _inside(table, body.expression)
-            ):
-                return True
-            # Skip the owner's own WITH: later CTEs are not visible from here.
-            child, node = with_, with_.parent
-            if node is None:
-                break
-        else:
+
+    def __init__(self) -> None:
+        self._first: dict[int, dict[str, int]] = {}
+
+    def _declared(self, with_: exp.With, name: str, before: int | None) -> bool:
+        first = self._first.get(id(with_))
+        if first is None:
+            first = {}
+            for position, cte in enumerate(with_.expressions):
+                first.setdefault(fold(cte.alias_or_name), position)
+            self._first[id(with_)] = first
+        position = first.get(name)
+        return position is not None and (before is None or position < before)
+
+    def resolves(self, table: exp.Table, name: str) -> bool:
+        """Whether the bare name at this table reference is a CTE in scope."""
+        child: exp.Expression = table
+        node = table.parent
+        while node is not None:
+            if isinstance(node, exp.CTE):
+                with_ = node.parent
+                assert isinstance(with_, exp.With)
+                if self._declared(with_, name, before=node.index):
+                    return True
+                body = node.this
+                if (
+                    with_.args.get("recursive")
+                    and fold(node.alias_or_name) == name
+                    and isinstance(body, exp.Union)
+                    and _inside(table, body.expression)
+                ):
+                    return True
+                # Continue above the query that owns this WITH: its other CTEs
+                # (declared later) are not visible from here.
+                owner = with_.parent
+                if owner is None:
+                    return False
+                child, node = owner, owner.parent
+                continue
             with_ = node.args.get("with_")
             if (
                 isinstance(with_, exp.With)
                 and with_ is not child
-                and name in {fold(c.alias_or_name) for c in with_.expressions}
+                and self._declared(with_, name, before=None)
             ):
                 return True
-        child, node = node, node.parent
-    return False
+            child, node = node, node.parent
+        return False
 
 
 def _inside(node: exp.Expression, ancestor: exp.Expression) -> bool:
@@ -403,20 +426,25 @@ def _named_tables(tree: exp.Expression) -> Iterator[exp.Table]:
             yield node
 
 
-def _is_known_table(table: exp.Table, tables: frozenset[str]) -> bool:
-    if table.args.get("catalog"):
-        return False
-    name = fold(table.name)
-    if table.args.get("db"):
-        # `main.x` is always the catalog's table, never a CTE named x.
-        return fold(table.text("db")) == "main" and name in tables
-    return name in tables or _cte_in_scope(table, name)
+def _unknown_tables(tree: exp.Expression, tables: frozenset[str]) -> Iterator[exp.Table]:
+    """Named FROM items that are neither a published table nor a CTE in scope."""
+    scopes = _CteScopes()
+    for table in _named_tables(tree):
+        name = fold(table.name)
+        if table.args.get("catalog"):
+            yield table
+        elif table.args.get("db"):
+            # `main.x` is always the catalog's table, never a CTE named x.
+            if fold(table.text("db")) != "main" or name not in tables:
+                yield table
+        elif name not in tables and not scopes.resolves(table, name):
+            yield table
 
 
 def file_references(tree: exp.Expression, tables: frozenset[str]) -> Iterator[Violation]:
     """No file, glob or URL names in FROM: DuckDB would scan them (``FROM 'x.csv'``)."""
-    for table in _named_tables(tree):
-        if not _is_known_table(table, tables) and _FILE_LIKE.search(table.name):
+    for table in _unknown_tables(tree, tables):
+        if _FILE_LIKE.search(table.name):
             yield Violation(
                 check="file_references",
                 message=f"FROM names a file, glob or URL {table.name!r}{_where(table)}; "
@@ -426,9 +454,9 @@ def file_references(tree: exp.Expression, tables: frozenset[str]) -> Iterator[Vi
 
 def table_references(tree: exp.Expression, tables: frozenset[str]) -> Iterator[Violation]:
     """Only published ``main`` tables (bare or ``main.``-qualified) and CTEs in scope."""
-    for table in _named_tables(tree):
-        if _is_known_table(table, tables) or _FILE_LIKE.search(table.name):
-            continue
+    for table in _unknown_tables(tree, tables):
+        if _FILE_LIKE.search(table.name):
+            continue  # reported by file_references
         parts = [table.text(k) for k in ("catalog", "db") if table.args.get(k)]
         shown = ".".join([*parts, table.name])
         if table.args.get("catalog") or (parts and fold(parts[-1]) != "main"):
@@ -516,7 +544,7 @@ def guard(sql: str, tables: Collection[str]) -> Verdict:
         >>> [v.check for v in guard("SELECT * FROM read_csv('/etc/passwd')", {"orders"}).violations]
         ['table_functions', 'denied_functions']
     """
-    allowed = frozenset(fold(t) for t in tables)
+    allowed = frozenset(fold(t) for t in tables if t)
     if not allowed:
         # Without this an empty allow-list would still let table-free queries through.
         violation = Violation(
@@ -534,8 +562,14 @@ def guard(sql: str, tables: Collection[str]) -> Verdict:
         return Verdict(passed=False, violations=(violation,), ast_digest=None)
     tree = statements[0]
     found: list[Violation] = []
-    for check in CHECKS:
-        for violation in check(tree, allowed):
-            if violation not in found:
-                found.append(violation)
-    return Verdict(passed=not found, violations=tuple(found), ast_digest=_digest(tree))
+    try:
+        for check in CHECKS:
+            for violation in check(tree, allowed):
+                if violation not in found:
+                    found.append(violation)
+        digest = _digest(tree)
+    except RecursionError:
+        # sqlglot parses some chains (`- - - 1`) deeper than it can regenerate.
+        violation = Violation(check="nesting", message="nested too deeply to check")
+        return Verdict(passed=False, violations=(violation,), ast_digest=None)
+    return Verdict(passed=not found, violations=tuple(found), ast_digest=digest)

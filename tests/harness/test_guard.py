@@ -11,6 +11,7 @@ from typing import NamedTuple
 import duckdb
 import pytest
 import sqlglot
+import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlglot.errors import SqlglotError
@@ -240,6 +241,10 @@ def test_empty_table_allowlist_rejects_everything() -> None:
     )
 
 
+def test_blank_table_names_do_not_count() -> None:
+    assert checks_of(guard("SELECT 1", ["", ""])) == ("table_allowlist",)
+
+
 def test_table_names_fold_like_duckdb() -> None:
     # DuckDB folds only ASCII letters; Unicode case folding would equate these.
     assert guard('SELECT * FROM "ORDERS"', ["Orders"]).passed
@@ -299,6 +304,41 @@ def test_every_denied_function_is_rejected(name: str) -> None:
     assert "denied_functions" in checks_of(guard(f"SELECT 1 WHERE {name}() IS NULL", TABLES)) or (
         checks_of(guard(f"SELECT 1 WHERE {name}() IS NULL", TABLES)) == ("parse",)
     )
+
+
+def test_too_deep_to_check_is_rejected_not_raised() -> None:
+    verdict = guard("SELECT " + "- " * 400 + "1", TABLES)
+    assert verdict == Verdict(
+        passed=False,
+        violations=(Violation(check="nesting", message="nested too deeply to check"),),
+        ast_digest=None,
+    )
+    assert checks_of(guard("SELECT " + "(" * 5000 + "1" + ")" * 5000, TABLES)) == ("parse",)
+
+
+def test_long_cte_chains_and_wide_filters_pass() -> None:
+    source = ["orders", *(f"c{i}" for i in range(299))]
+    chain = ", ".join(f"c{i} AS (SELECT * FROM {source[i]})" for i in range(300))
+    assert guard(f"WITH {chain} SELECT * FROM c299", TABLES).passed
+    wide = " AND ".join(f"total > {i}" for i in range(1000))
+    assert guard(f"SELECT * FROM orders WHERE {wide}", TABLES).passed
+
+
+def _bank_dirs() -> list[Path]:
+    banks = Path(__file__).resolve().parents[2] / "ledger" / "banks"
+    return sorted(p for p in banks.iterdir() if (p / "cases.yaml").is_file())
+
+
+@pytest.mark.parametrize("bank", _bank_dirs(), ids=lambda p: p.name)
+def test_built_in_reference_sql_passes(bank: Path) -> None:
+    # The reference adapter answers with the reference SQL: the guard must never block it.
+    schema = sqlglot.parse((bank / "schema.sql").read_text(encoding="utf-8"), read="duckdb")
+    tables = [s.find(sqlglot.exp.Table).name for s in schema if isinstance(s, sqlglot.exp.Create)]
+    assert tables
+    cases = yaml.safe_load((bank / "cases.yaml").read_text(encoding="utf-8"))["cases"]
+    for case in cases:
+        verdict = guard(case["reference_sql"], tables)
+        assert verdict.passed, (case["id"], verdict.violations)
 
 
 def test_ast_digest_ignores_case_whitespace_and_comments() -> None:
