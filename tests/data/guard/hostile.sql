@@ -785,3 +785,22 @@ SELECT * FROM (VALUES (1)) v(a), 'x.parquet'
 -- ;;
 -- title: generate_series with a read in the argument
 SELECT * FROM generate_series(1, (SELECT count(*) FROM read_csv('x.csv')))
+-- ;;
+-- title: TABLE statement over a quoted path
+-- expect: file_references
+TABLE "/etc/passwd"
+-- ;;
+-- title: TABLE statement over a string literal file
+TABLE 'x.csv'
+-- ;;
+-- title: FROM ONLY a file
+SELECT * FROM ONLY "x.csv"
+-- ;;
+-- title: file joined inside the recursive term
+WITH RECURSIVE r AS (SELECT 1 AS a UNION ALL SELECT r.a FROM r, "x.csv" WHERE r.a < 3) SELECT * FROM r
+-- ;;
+-- title: method-call syntax for getenv
+SELECT 'HOME'.getenv()
+-- ;;
+-- title: FROM-first subquery reading a file in IN
+SELECT * FROM orders WHERE order_id IN (FROM read_csv('x.csv'))

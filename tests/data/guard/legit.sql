@@ -346,3 +346,12 @@ WITH weeks AS (
 )
 SELECT weeks.week, count(o.order_id) FROM weeks LEFT JOIN orders o ON date_trunc('week', o.ordered_at) = weeks.week
 GROUP BY weeks.week
+-- ;;
+-- title: TABLE statement
+TABLE orders
+-- ;;
+-- title: an alias that looks like a file name is only an alias
+SELECT "x.csv".order_id FROM orders AS "x.csv"
+-- ;;
+-- title: FROM ONLY
+SELECT count(*) FROM ONLY payments
