@@ -345,6 +345,7 @@ class _Calls:
                 outcome = _call(self._adapter, request, self._retries)
             except Exception as exc:  # not hidden: the caller's thread re-raises it
                 outcome = exc
+                self.stop()  # a broken adapter gets no further request
             self._results.put((request, outcome))
 
     def get(self) -> tuple[Request, _Outcome]:
