@@ -115,7 +115,8 @@ def main(argv: list[str] | None = None) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "bench.db"
         append = _build(path, args.events, args.batch)
-        ctx = multiprocessing.get_context("fork")
+        # A fresh process (spawn): a fork of this one would inherit the builder's memory.
+        ctx = multiprocessing.get_context("spawn")
         parent, child = ctx.Pipe()
         proc = ctx.Process(target=_verify_in_child, args=(str(path), cores, child))
         proc.start()
