@@ -30,9 +30,13 @@ __all__ = [
     "AttemptCancelled",
     "BankPublished",
     "BuildSettings",
+    "CalibrationControlChecked",
+    "CalibrationFinished",
+    "CalibrationMutantJudged",
     "CaseSpec",
     "CheckpointIssued",
     "Column",
+    "DatabaseVerdict",
     "Event",
     "EventBase",
     "GenerationParams",
@@ -53,6 +57,9 @@ __all__ = [
     "SqlGuarded",
     "TableSchema",
     "Usage",
+    "VariantChecked",
+    "VariantOutcome",
+    "VariantSummary",
     "Versions",
     "Violation",
 ]
@@ -439,6 +446,99 @@ class RunFinished(EventBase, tag="run.finished.v1", kw_only=True):
     message: str = ""
 
 
+# ---------------------------------------------------------------- calibration events
+
+
+class DatabaseVerdict(_Part, kw_only=True):
+    """The scorer's verdict on one SQL on one database (``base`` or a variant id).
+
+    ``result_correct`` is None when nothing was scored; ``error_kind`` then says
+    why (guard, sql_runtime, timeout, memory, worker_crash, scoring).
+    """
+
+    database: str
+    result_correct: bool | None
+    error_kind: str | None = None
+    result_digest: str | None = None
+
+
+class VariantSummary(_Part, kw_only=True):
+    """A variant database of a calibration: its id, digests of its tables and gold."""
+
+    variant_id: str
+    stale: bool
+    tables_digest: str
+    gold_digest: str
+
+
+class CalibrationMutantJudged(EventBase, tag="calibration.mutant.judged.v1", kw_only=True):
+    """One mutant of one case in a calibration run (the mutated SQL only by its hash).
+
+    ``status``: killed, survived, equivalent, blocked, unsupported, not_applicable.
+    """
+
+    case_id: str
+    mutant_id: str
+    operator: str
+    pattern: str
+    status: str
+    reason: str
+    sql_sha256: str | None
+    verdicts: tuple[DatabaseVerdict, ...]
+    review: str | None = None
+
+
+class CalibrationControlChecked(EventBase, tag="calibration.control.checked.v1", kw_only=True):
+    """One positive control (an alternative_sql of a case): passed = correct everywhere."""
+
+    case_id: str
+    index: int
+    sql_sha256: str
+    passed: bool
+    verdicts: tuple[DatabaseVerdict, ...]
+
+
+class CalibrationFinished(EventBase, tag="calibration.finished.v1", kw_only=True):
+    """The totals of a calibration run. ``kill_rate`` = killed / (killed + survived)."""
+
+    calibration_sha256: str | None
+    scorer_version: str
+    variants: tuple[VariantSummary, ...]
+    killed: int
+    survived: int
+    equivalent: int
+    blocked: int
+    unsupported: int
+    not_applicable: int
+    kill_rate: Decimal | None
+    controls_passed: int
+    controls_total: int
+    passed: bool
+    report_digest: str
+
+
+class VariantOutcome(_Part, kw_only=True):
+    """A model's SQL on one variant: correct against the variant's gold, and whether
+    its answer moved from its base answer."""
+
+    variant_id: str
+    non_interfering: bool
+    result_correct: bool | None
+    moved: bool | None
+    error_kind: str | None = None
+
+
+class VariantChecked(EventBase, tag="variant.checked.v1", kw_only=True):
+    """Variant diagnostics of one attempt (flags: variant_mismatch, scope_leak).
+    They never change the score or result_correct."""
+
+    case_id: str
+    attempt: int
+    calibration_sha256: str
+    flags: tuple[str, ...]
+    outcomes: tuple[VariantOutcome, ...]
+
+
 Event = (
     SignerRegistered
     | SignerRetired
@@ -454,6 +554,10 @@ Event = (
     | ScoreComputed
     | AttemptCancelled
     | RunFinished
+    | CalibrationMutantJudged
+    | CalibrationControlChecked
+    | CalibrationFinished
+    | VariantChecked
 )
 
 EVENT_TYPES: tuple[type[EventBase], ...] = (
@@ -471,6 +575,10 @@ EVENT_TYPES: tuple[type[EventBase], ...] = (
     ScoreComputed,
     AttemptCancelled,
     RunFinished,
+    CalibrationMutantJudged,
+    CalibrationControlChecked,
+    CalibrationFinished,
+    VariantChecked,
 )
 
 # Old tag -> function turning an old body (a dict) into the next version's body.
