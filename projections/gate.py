@@ -1,0 +1,508 @@
+"""The regression gate: compare a baseline scorecard with a current one, metric by metric.
+
+A *scorecard* is what the gate needs of one run, taken from a canonical report
+(:func:`scorecard`): the bank hash, scorer version, completeness, the invocation
+controls actually recorded per attempt, the denominators and every metric of
+``projections/metrics.py`` (the only place a metric is defined). A frozen
+baseline pins the same dict on disk.
+
+:func:`judge` decides, in this order (DESIGN.md "Regression gate" and its fine print):
+
+1. comparability: both runs complete (every planned attempt has a terminal
+   event and none was cancelled), the same bank hash, the same scorer major,
+   equal invocation controls with full evidence on both sides (missing evidence
+   is never equal), and ``min_n`` judged attempts on each side. Any problem
+   makes the verdict ``could_not_judge`` (exit 2), which wins over a regression;
+2. per metric: ``pass`` or ``regression`` (worse than the tolerance in the bad
+   direction, boundary included in pass), ``incomparable`` (null on a side, or
+   no definition), ``unpaired`` (present on one side only) or ``ignored``.
+   Only ``regression`` blocks (exit 1);
+3. a judged-count drift above ``drift_warn`` (20% by default) warns, never blocks.
+
+Pure: no I/O, no clock; every number is a Decimal and is shown as a decimal string.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from decimal import Decimal
+from fractions import Fraction
+from typing import Any
+
+from ledger.errors import UsageError
+from projections import metrics
+from projections.fairness import CONTROLS
+from projections.metrics import Tolerance, parse_tolerance
+from projections.numbers import show
+
+__all__ = [
+    "CONFIG_KEYS",
+    "CONTRACT",
+    "EXIT_CODES",
+    "SCORECARD_CONTRACT",
+    "GateConfig",
+    "GateOptions",
+    "config_from_mapping",
+    "judge",
+    "judge_metric",
+    "render_text",
+    "scorecard",
+]
+
+CONTRACT = "caseledger-gate/1"
+SCORECARD_CONTRACT = "caseledger-scorecard/1"
+REPORT_CONTRACT = "caseledger-report/1"
+EXIT_CODES = {"pass": 0, "regression": 1, "could_not_judge": 2}
+DEFAULT_DRIFT_WARN = Decimal("0.20")
+CONFIG_KEYS = ("enabled", "tolerances", "ignore", "min_n", "drift_warn")
+
+
+# ----------------------------------------------------------------- scorecard
+
+
+def _runs(report: Mapping[str, Any]) -> list[tuple[Mapping[str, Any], Mapping[str, Any]]]:
+    return [(s, e) for s in report.get("sections", []) for e in s.get("runs", [])]
+
+
+def _present(entry: Mapping[str, Any], path: Sequence[str]) -> bool:
+    value: Any = entry
+    for key in path:
+        if not isinstance(value, Mapping) or key not in value:
+            return False
+        value = value[key]
+    return True
+
+
+def _text(value: Decimal | None) -> str | None:
+    return None if value is None else format(value, "f")
+
+
+def _sorted_values(values: Iterable[Any]) -> list[Any]:
+    seen: list[Any] = []
+    for v in values:
+        if v not in seen:
+            seen.append(v)
+    return sorted(seen, key=lambda v: (type(v).__name__, repr(v)))
+
+
+def scorecard(report: Mapping[str, Any], run: str | None = None) -> dict[str, Any]:
+    """The scorecard of one run of a ``caseledger-report/1`` dict.
+
+    ``run`` may be omitted when the report holds exactly one run.
+
+    Raises:
+        UsageError: not a report of this contract, or the run is missing or ambiguous.
+    """
+    if report.get("contract") != REPORT_CONTRACT:
+        raise UsageError(
+            f"not a {REPORT_CONTRACT} report (contract is {report.get('contract')!r})",
+            hint="build one with `caseledger report --format json`",
+        )
+    found = _runs(report)
+    names = sorted(e["run"] for _, e in found)
+    if run is None:
+        if len(found) != 1:
+            raise UsageError(
+                f"the report holds {len(found)} runs ({', '.join(names) or 'none'}); name one",
+                hint="write REPORT:RUN",
+            )
+        section, entry = found[0]
+    else:
+        match = [(s, e) for s, e in found if e["run"] == run]
+        if not match:
+            raise UsageError(f"no run {run!r} in the report (runs: {', '.join(names) or 'none'})")
+        section, entry = match[0]
+    run_id = entry["run"]
+    quality = entry.get("quality", {})
+    invocations = [
+        (c.get("response") or {}).get("invocation")
+        for c in section.get("caseruns", [])
+        if c.get("run") == run_id
+    ]
+    recorded = [i for i in invocations if isinstance(i, Mapping)]
+    planned = quality.get("total", 0)
+    cancelled = dict(sorted((quality.get("cancelled") or {}).items()))
+    unscored = quality.get("unscored", 0)
+    return {
+        "contract": SCORECARD_CONTRACT,
+        "run": run_id,
+        "run_kind": entry.get("run_kind"),
+        "profile": entry.get("profile"),
+        "bank": {
+            "id": section["bank"]["id"],
+            "version": section["bank"]["version"],
+            "hash": section["bank"]["hash"],
+        },
+        "scorer_version": entry["scorer_version"],
+        "scorer_major": section["scorer_major"],
+        "attempts_per_case": entry.get("attempts_per_case"),
+        "completeness": {
+            "status": entry.get("status"),
+            "planned": planned,
+            "unscored": unscored,
+            "cancelled": cancelled,
+            "complete": planned > 0 and unscored == 0 and not cancelled,
+        },
+        "controls": {
+            "attempts": planned,
+            "with_invocation": len(recorded),
+            "values": {c: _sorted_values(i.get(c) for i in recorded) for c in CONTROLS},
+        },
+        "denominators": metrics.read_denominators(entry),
+        "metrics": {
+            m.name: _text(m.read(entry)) for m in metrics.METRICS if _present(entry, m.path)
+        },
+    }
+
+
+# ----------------------------------------------------------------- options and config
+
+
+@dataclass(frozen=True)
+class GateOptions:
+    """Tolerance overrides (exact names or ``prefix.*``), ignored metrics, min-n, drift."""
+
+    tolerances: Mapping[str, Tolerance] = field(default_factory=dict)
+    ignore: frozenset[str] = frozenset()
+    min_n: int | None = None
+    drift_warn: Decimal = DEFAULT_DRIFT_WARN
+
+    def tolerance(self, name: str, default: Tolerance) -> Tolerance:
+        """A metric's tolerance: exact override, then the longest ``prefix.*``, else default."""
+        if name in self.tolerances:
+            return self.tolerances[name]
+        best = None
+        for key in self.tolerances:
+            wild = key.endswith(".*") and name.startswith(key[:-1])
+            if wild and (best is None or len(key) > len(best)):
+                best = key
+        return self.tolerances[best] if best is not None else default
+
+    def ignored(self, name: str) -> bool:
+        """Whether the metric is ignored (exact name or ``prefix.*``)."""
+        return any(
+            name == key or (key.endswith(".*") and name.startswith(key[:-1])) for key in self.ignore
+        )
+
+
+def check_metric_names(names: Iterable[str], where: str) -> None:
+    """Refuse a name (or ``prefix.*``) that matches no metric of projections/metrics.py."""
+    known = [m.name for m in metrics.METRICS]
+    for name in names:
+        hit = any(k.startswith(name[:-1]) for k in known) if name.endswith(".*") else name in known
+        if not hit:
+            raise UsageError(
+                f"{where}: unknown metric {name!r}",
+                hint="known metrics: " + ", ".join(known),
+            )
+
+
+@dataclass(frozen=True)
+class GateConfig:
+    """The ``gate`` section of the project configuration, validated."""
+
+    enabled: bool = True
+    tolerances: Mapping[str, Tolerance] = field(default_factory=dict)
+    ignore: tuple[str, ...] = ()
+    min_n: int | None = None
+    drift_warn: Decimal = DEFAULT_DRIFT_WARN
+    source: str | None = None
+
+
+def _decimal_text(value: Any) -> str:
+    if isinstance(value, bool) or not isinstance(value, str | int | float | Decimal):
+        raise ValueError(f"expected a number or a string, got {value!r}")
+    return str(value)
+
+
+def config_from_mapping(raw: Mapping[str, Any], source: str) -> GateConfig:
+    """Validate a ``gate`` mapping (from pyproject.toml or caseledger.yaml) read from ``source``.
+
+    Raises:
+        UsageError: an unknown key, a wrong type, an unknown metric or a bad tolerance.
+    """
+
+    def bad(message: str) -> UsageError:
+        return UsageError(
+            f"{source}: gate configuration: {message}",
+            hint="keys: " + ", ".join(CONFIG_KEYS) + " (see docs/gate.md)",
+        )
+
+    if not isinstance(raw, Mapping):
+        raise bad("must be a table / mapping")
+    unknown = sorted(set(raw) - set(CONFIG_KEYS))
+    if unknown:
+        raise bad(f"unknown key {unknown[0]!r}")
+    enabled = raw.get("enabled", True)
+    if not isinstance(enabled, bool):
+        raise bad(f"enabled must be true or false, got {enabled!r}")
+    tolerances: dict[str, Tolerance] = {}
+    tol_raw = raw.get("tolerances", {})
+    if not isinstance(tol_raw, Mapping):
+        raise bad("tolerances must map metric names to tolerances")
+    for name, value in tol_raw.items():
+        try:
+            tolerances[str(name)] = parse_tolerance(_decimal_text(value))
+        except ValueError as exc:
+            raise bad(f"tolerance of {name}: {exc}") from None
+    ignore = raw.get("ignore", [])
+    if not isinstance(ignore, list) or not all(isinstance(i, str) for i in ignore):
+        raise bad("ignore must be a list of metric names")
+    min_n = raw.get("min_n")
+    if min_n is not None and (isinstance(min_n, bool) or not isinstance(min_n, int) or min_n < 0):
+        raise bad(f"min_n must be an integer >= 0, got {min_n!r}")
+    drift = raw.get("drift_warn", DEFAULT_DRIFT_WARN)
+    try:
+        drift_warn = Decimal(_decimal_text(drift))
+    except (ValueError, ArithmeticError):
+        raise bad(f"drift_warn must be a share such as 0.20, got {drift!r}") from None
+    if not drift_warn.is_finite() or drift_warn < 0:
+        raise bad(f"drift_warn must be a share >= 0, got {drift!r}")
+    check_metric_names([*tolerances, *ignore], f"{source}: gate configuration")
+    return GateConfig(enabled, tolerances, tuple(ignore), min_n, drift_warn, source)
+
+
+# ----------------------------------------------------------------- judging
+
+
+def judge_metric(
+    direction: str, tolerance: Tolerance, baseline: Decimal, current: Decimal
+) -> tuple[str, Decimal, Decimal]:
+    """(verdict, delta, allowed worsening) of one paired metric.
+
+    A relative tolerance is a share of the baseline, so on a zero baseline it
+    allows no worsening at all. The boundary passes.
+
+    >>> judge_metric("higher", parse_tolerance("0.02"), Decimal("0.90"), Decimal("0.85"))
+    ('regression', Decimal('-0.05'), Decimal('0.02'))
+    >>> judge_metric("lower", parse_tolerance("0.10-r"), Decimal("1000"), Decimal("1100"))[0]
+    'pass'
+    >>> judge_metric("lower", parse_tolerance("0.10-r"), Decimal("0"), Decimal("0.01"))[0]
+    'regression'
+    """
+    delta = current - baseline
+    allowed = tolerance.value * abs(baseline) if tolerance.relative else tolerance.value
+    worse = -delta if direction == "higher" else delta
+    return ("regression" if worse > allowed else "pass"), delta, allowed
+
+
+def _completeness_problem(side: str, card: Mapping[str, Any]) -> str | None:
+    c = card["completeness"]
+    if c["complete"]:
+        return None
+    parts = []
+    if c["planned"] == 0:
+        parts.append("no planned attempts")
+    if c["unscored"]:
+        parts.append(f"{c['unscored']} of {c['planned']} planned attempts have no terminal event")
+    if c["cancelled"]:
+        detail = ", ".join(f"{k} {v}" for k, v in c["cancelled"].items())
+        parts.append(f"{sum(c['cancelled'].values())} cancelled ({detail})")
+    return f"{side} run {card['run']} is not complete (status {c['status']}): " + "; ".join(parts)
+
+
+def _comparability(base: Mapping[str, Any], cur: Mapping[str, Any]) -> list[str]:
+    problems = [
+        p
+        for p in (_completeness_problem("baseline", base), _completeness_problem("current", cur))
+        if p
+    ]
+    if base["bank"]["hash"] != cur["bank"]["hash"]:
+        problems.append(
+            f"bank hash differs: baseline {base['bank']['id']}@{base['bank']['version']} "
+            f"{base['bank']['hash']}, current {cur['bank']['id']}@{cur['bank']['version']} "
+            f"{cur['bank']['hash']}"
+        )
+    if base["scorer_major"] != cur["scorer_major"]:
+        problems.append(
+            f"scorer major differs: baseline {base['scorer_major']} ({base['scorer_version']}), "
+            f"current {cur['scorer_major']} ({cur['scorer_version']})"
+        )
+    for side, card in (("baseline", base), ("current", cur)):
+        ctl = card["controls"]
+        if ctl["with_invocation"] < ctl["attempts"] or ctl["attempts"] == 0:
+            problems.append(
+                f"invocation evidence missing on {side}: {ctl['with_invocation']} of "
+                f"{ctl['attempts']} attempts recorded what was sent (missing evidence is "
+                "never equal)"
+            )
+    bv, cv = base["controls"]["values"], cur["controls"]["values"]
+    for control in sorted(set(bv) | set(cv)):
+        if bv.get(control) != cv.get(control):
+            problems.append(
+                f"invocation control {control} differs: baseline {_show(bv.get(control))}, "
+                f"current {_show(cv.get(control))}"
+            )
+    return problems
+
+
+def _show(values: Any) -> str:
+    if values is None:
+        return "(not recorded)"
+    if isinstance(values, list):
+        return "[" + ", ".join(_show(v) for v in values) + "]"
+    if isinstance(values, bool):
+        return "true" if values else "false"
+    return "null" if values is None else str(values)
+
+
+def _drift(base: int | None, cur: int | None, threshold: Decimal) -> dict[str, Any]:
+    change: str | None = None
+    warn = False
+    if base is not None and cur is not None:
+        if base == 0:
+            warn = cur != 0
+        else:
+            ratio = Fraction(cur - base, base)
+            change = show(ratio, 4)
+            warn = abs(ratio) > Fraction(threshold)
+    return {
+        "judged_baseline": base,
+        "judged_current": cur,
+        "change": change,
+        "threshold": format(threshold, "f"),
+        "warn": warn,
+    }
+
+
+def _row(
+    name: str, base: Mapping[str, Any], cur: Mapping[str, Any], options: GateOptions
+) -> dict[str, Any]:
+    definitions = {m.name: m for m in metrics.METRICS}
+    metric = definitions.get(name)
+    in_base, in_cur = name in base, name in cur
+    b, c = base.get(name), cur.get(name)
+    row: dict[str, Any] = {
+        "metric": name,
+        "direction": metric.direction if metric else None,
+        "tolerance": str(options.tolerance(name, metric.tolerance)) if metric else None,
+        "baseline": b,
+        "current": c,
+        "delta": None,
+        "allowed": None,
+        "verdict": "incomparable",
+        "note": None,
+    }
+    if options.ignored(name):
+        row["verdict"], row["note"] = "ignored", "ignored by configuration or --ignore"
+    elif in_base != in_cur:
+        row["verdict"] = "unpaired"
+        row["note"] = f"only in {'baseline' if in_base else 'current'}"
+    elif not in_base:
+        row["note"] = "absent on both sides"
+    elif metric is None:
+        row["note"] = "no definition in projections/metrics.py"
+    elif b is None or c is None:
+        sides = [s for s, v in (("baseline", b), ("current", c)) if v is None]
+        row["note"] = "null on " + " and ".join(sides)
+    else:
+        tol = options.tolerance(name, metric.tolerance)
+        verdict, delta, allowed = judge_metric(metric.direction, tol, Decimal(b), Decimal(c))
+        row.update(verdict=verdict, delta=format(delta, "f"), allowed=format(allowed, "f"))
+        if verdict == "regression":
+            row["note"] = f"worse by more than {format(allowed, 'f')}"
+    return row
+
+
+def _side(card: Mapping[str, Any]) -> dict[str, Any]:
+    return {
+        "run": card["run"],
+        "profile": card.get("profile"),
+        "bank_hash": card["bank"]["hash"],
+        "scorer_version": card["scorer_version"],
+        "complete": card["completeness"]["complete"],
+        "n": card["denominators"].get("n"),
+        "judged": card["denominators"].get("judged"),
+    }
+
+
+def judge(
+    baseline: Mapping[str, Any], current: Mapping[str, Any], options: GateOptions
+) -> dict[str, Any]:
+    """The gate's verdict (a JSON-ready dict, docs/gate-verdict.schema.json) on two scorecards."""
+    for side, card in (("baseline", baseline), ("current", current)):
+        if card.get("contract") != SCORECARD_CONTRACT:
+            raise UsageError(f"{side} is not a {SCORECARD_CONTRACT} scorecard")
+    problems = _comparability(baseline, current)
+    jb = baseline["denominators"].get("judged")
+    jc = current["denominators"].get("judged")
+    if options.min_n is not None and (
+        jb is None or jc is None or jb < options.min_n or jc < options.min_n
+    ):
+        problems.append(
+            f"too few judged attempts for --min-n {options.min_n}: baseline {jb}, current {jc}"
+        )
+    bm, cm = baseline["metrics"], current["metrics"]
+    order = [m.name for m in metrics.METRICS]
+    names = order + sorted((set(bm) | set(cm)) - set(order))
+    rows = [_row(n, bm, cm, options) for n in names]
+    drift = _drift(jb, jc, options.drift_warn)
+    warnings = []
+    if drift["warn"]:
+        warnings.append(
+            f"judged attempts drift {drift['change'] or 'from 0'} (baseline {jb}, current {jc}) "
+            f"exceeds {drift['threshold']}: the samples differ in size"
+        )
+    regressions = [r["metric"] for r in rows if r["verdict"] == "regression"]
+    if problems:
+        verdict = "could_not_judge"
+    elif regressions:
+        verdict = "regression"
+    else:
+        verdict = "pass"
+    return {
+        "contract": CONTRACT,
+        "verdict": verdict,
+        "exit_code": EXIT_CODES[verdict],
+        "baseline": _side(baseline),
+        "current": _side(current),
+        "comparable": not problems,
+        "problems": problems,
+        "min_n": options.min_n,
+        "drift": drift,
+        "warnings": warnings,
+        "metrics": rows,
+        "regressions": regressions,
+        "unpaired": [r["metric"] for r in rows if r["verdict"] == "unpaired"],
+        "incomparable": [r["metric"] for r in rows if r["verdict"] == "incomparable"],
+    }
+
+
+# ----------------------------------------------------------------- text
+
+
+_COLUMNS = ("metric", "direction", "baseline", "current", "delta", "tolerance", "verdict")
+
+
+def render_text(verdict: Mapping[str, Any]) -> str:
+    """The human view: who is compared, problems, the metric table, warnings, the verdict."""
+    b, c = verdict["baseline"], verdict["current"]
+    lines = [
+        f"baseline: {b['run']} ({b['profile']}), {b['judged']} judged of {b['n']}, "
+        f"scorer {b['scorer_version']}",
+        f"current:  {c['run']} ({c['profile']}), {c['judged']} judged of {c['n']}, "
+        f"scorer {c['scorer_version']}",
+        "",
+    ]
+    table = [list(_COLUMNS)]
+    for r in verdict["metrics"]:
+        table.append(["-" if r[k] is None else str(r[k]) for k in _COLUMNS])
+    widths = [max(len(row[i]) for row in table) for i in range(len(_COLUMNS))]
+    for row in table:
+        lines.append("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip())
+    lines.append("")
+    for r in verdict["metrics"]:
+        if r["verdict"] != "pass" and r["note"]:
+            lines.append(f"{r['verdict']}: {r['metric']}: {r['note']}")
+    for w in verdict["warnings"]:
+        lines.append(f"warning: {w}")
+    for p in verdict["problems"]:
+        lines.append(f"could not judge: {p}")
+    summary = {
+        "pass": "PASS: no metric worse than its tolerance",
+        "regression": "REGRESSION: " + ", ".join(verdict["regressions"]),
+        "could_not_judge": "COULD NOT JUDGE: the runs are not comparable",
+    }[verdict["verdict"]]
+    lines.append(f"gate: {summary} (exit {verdict['exit_code']})")
+    return "\n".join(lines) + "\n"
