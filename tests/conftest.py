@@ -5,10 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
-REPO = Path(__file__).resolve().parents[1]
-SHARED = REPO.parent / "shared"
-VECTORS = SHARED / "vectors"
+from support import VECTORS
 
 
 @pytest.fixture(scope="session")

@@ -7,7 +7,7 @@ import re
 import click
 import pytest
 from click.testing import CliRunner
-from conftest import REPO
+from support import REPO
 
 from ledger import events
 from ledger.cli import main

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 
 import pytest
-from conftest import REPO
+from support import REPO
 
 FORBIDDEN = {
     "duckdb",

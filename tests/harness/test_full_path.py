@@ -11,7 +11,7 @@ from pathlib import Path
 
 import msgspec
 import pytest
-from conftest import REPO
+from support import REPO
 
 from ledger import events
 from ledger.bank.publish import publish
