@@ -286,16 +286,22 @@ def recompute_hook(home: Path) -> Callable[[Iterator[StoredEvent]], None]:
         references: dict[str, dict[str, str]] = {}
         run_banks: dict[str, str] = {}
         evidence: dict[str, EventBase] = {}
-        for row in rows:
-            event = row.event()
-            if isinstance(event, BankPublished):
-                banks.setdefault(event.content_sha256, (event, row.seq))
-            elif isinstance(event, RunStarted):
-                run_banks[event.run_id] = event.bank_hash
-            elif isinstance(event, _EVIDENCE_TYPES):
-                evidence[link_of(row.leaf_hash)] = event
-            elif isinstance(event, ScoreComputed):
-                _check_score(row.seq, event, banks, references, run_banks, evidence, home)
+        try:
+            for row in rows:
+                event = row.event()
+                if isinstance(event, BankPublished):
+                    banks.setdefault(event.content_sha256, (event, row.seq))
+                elif isinstance(event, RunStarted):
+                    run_banks[event.run_id] = event.bank_hash
+                elif isinstance(event, _EVIDENCE_TYPES):
+                    evidence[link_of(row.leaf_hash)] = event
+                elif isinstance(event, ScoreComputed):
+                    _check_score(row.seq, event, banks, references, run_banks, evidence, home)
+        finally:
+            # Close the ledger cursor now, before the caller closes the ledger.
+            close = getattr(rows, "close", None)
+            if close is not None:
+                close()
 
     return check
 
