@@ -49,6 +49,8 @@ __all__ = [
     "MutantRecord",
     "calibrate",
     "kill_rate",
+    "read_gold",
+    "read_schema",
 ]
 
 RATE_PLACES = Decimal("0.0001")
@@ -136,7 +138,8 @@ def kill_rate(killed: int, survived: int) -> Decimal | None:
     return fraction_to_decimal(Fraction(killed, killed + survived), RATE_PLACES)
 
 
-def _schema(base_db: Path) -> dict[str, dict[str, str]]:
+def read_schema(base_db: Path) -> dict[str, dict[str, str]]:
+    """Published tables of a built bank: table -> column -> type class (names folded)."""
     con = open_bank_db(base_db)
     try:
         tables = table_snapshot(con)
@@ -145,7 +148,8 @@ def _schema(base_db: Path) -> dict[str, dict[str, str]]:
     return {fold(t.name): {fold(c.name): type_class(c.type) for c in t.columns} for t in tables}
 
 
-def _base_gold(bank: Bank, base_db: Path) -> dict[str, GoldResult]:
+def read_gold(bank: Bank, base_db: Path) -> dict[str, GoldResult]:
+    """Every reference SQL executed on a built database, by case id."""
     con = open_bank_db(base_db)
     try:
         return {g.case_id: g for g in freeze_gold(con, bank)}
@@ -244,8 +248,8 @@ def calibrate(
         cache_dir: where variant databases are built and reused.
         timeout_s: the worker timeout per query (the runner's default).
     """
-    schema = _schema(base_db)
-    base_gold = _base_gold(bank, base_db)
+    schema = read_schema(base_db)
+    base_gold = read_gold(bank, base_db)
     variants = prepare_variants(bank, calibration, cache_dir) if calibration else ()
     stale = tuple(v.id for v in variants if v.variant.stale)
     databases = {BASE: base_db, **{v.id: v.path for v in variants}}

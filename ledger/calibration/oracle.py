@@ -18,6 +18,7 @@ from typing import Any
 from ledger.bank.model import CaseDef
 from ledger.codec import digest
 from ledger.events import (
+    CaseSpec,
     GoldResult,
     OutputParsed,
     Plan,
@@ -100,9 +101,9 @@ class Oracle:
             result = pool.execute(sql, max_rows=max_rows)
         return result
 
-    def judge(self, case: CaseDef, sql: str, database: str, gold: GoldResult) -> Judged:
+    def judge(self, case: CaseDef | CaseSpec, sql: str, database: str, gold: GoldResult) -> Judged:
         """Guard, execute and score ``sql`` for ``case`` on ``database`` against ``gold``."""
-        spec = case.spec()
+        spec = case.spec() if isinstance(case, CaseDef) else case
         parsed = OutputParsed(
             **_ENVELOPE,
             case_id=case.id,

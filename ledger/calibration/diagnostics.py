@@ -1,0 +1,163 @@
+"""Variant diagnostics for model runs: flags next to the score, never part of it.
+
+For a model's SQL on a case, the SQL also runs on every variant database of
+the bank's calibration:
+
+- ``variant_mismatch``: on some variant its answer is not result_correct
+  against that variant's gold (a latent error the base snapshot hides);
+- ``scope_leak``: on a variant the case lists as ``non_interfering`` (its gold
+  equals the base gold) the model's answer differs from its own base answer,
+  i.e. it read rows outside the question's scope.
+
+Neither flag changes ScoreComputed, the score or ``result_correct``; the runner
+records them as a VariantChecked event after the attempt's ScoreComputed.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from ledger.bank.model import Bank, CaseDef
+from ledger.calibration.calibrate import read_gold, read_schema
+from ledger.calibration.config import Calibration
+from ledger.calibration.oracle import Oracle
+from ledger.calibration.variants import prepare_variants
+from ledger.codec import canonical_json
+from ledger.events import CaseSpec, SqlExecuted, VariantOutcome
+from ledger.harness.worker import ExecResult
+
+__all__ = ["FLAGS", "VariantCheck", "VariantDiagnostics", "answer_moved", "variant_diagnostics"]
+
+FLAGS = ("scope_leak", "variant_mismatch")
+
+
+@dataclass(frozen=True)
+class VariantCheck:
+    """The flags of one attempt and the outcome on each variant (VariantChecked fields)."""
+
+    calibration_sha256: str
+    flags: tuple[str, ...]
+    outcomes: tuple[VariantOutcome, ...]
+
+    def event_fields(self) -> dict[str, Any]:
+        """Fields of VariantChecked except case_id and attempt."""
+        return {
+            "calibration_sha256": self.calibration_sha256,
+            "flags": self.flags,
+            "outcomes": self.outcomes,
+        }
+
+
+def _rows_key(result: ExecResult | SqlExecuted, ordered: bool) -> Any:
+    rows = [canonical_json(list(r)) for r in result.rows]
+    return rows if ordered else sorted(Counter(rows).items())
+
+
+def answer_moved(
+    base: ExecResult | SqlExecuted, other: ExecResult | SqlExecuted, *, ordered: bool
+) -> bool | None:
+    """True when two executions of the same SQL returned different typed results.
+
+    None when either failed. Cells are compared exactly as encoded (same SQL,
+    same engine: there is no tolerance to apply); rows as a multiset unless
+    the case's order is significant.
+    """
+    if not base.ok or not other.ok:
+        return None
+    if [(c.name, c.type) for c in base.columns] != [(c.name, c.type) for c in other.columns]:
+        return True
+    if base.truncated != other.truncated:
+        return True
+    return _rows_key(base, ordered) != _rows_key(other, ordered)
+
+
+class VariantDiagnostics:
+    """Variant databases and workers of one bank, ready to check model answers.
+
+    Use as a context manager (the workers stop on exit).
+    """
+
+    def __init__(
+        self,
+        bank: Bank,
+        calibration: Calibration,
+        base_db: Path,
+        cache_dir: Path,
+        *,
+        timeout_s: float = 5.0,
+    ) -> None:
+        self.calibration = calibration
+        self.base_gold = read_gold(bank, base_db)
+        self.variants = prepare_variants(bank, calibration, cache_dir)
+        tables = _tables(base_db)
+        self.oracle = Oracle({v.id: v.path for v in self.variants}, tables, timeout_s=timeout_s)
+
+    def __enter__(self) -> VariantDiagnostics:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Stop the workers."""
+        self.oracle.close()
+
+    def check(
+        self, case: CaseDef | CaseSpec, sql: str, base_result: ExecResult | SqlExecuted
+    ) -> VariantCheck:
+        """Run ``sql`` on every variant and derive the flags (see the module docstring)."""
+        non_interfering = set(self.calibration.case(case.id).non_interfering)
+        outcomes, flags = [], set()
+        for v in self.variants:
+            judged = self.oracle.judge(case, sql, v.id, v.gold[case.id])
+            moved = None
+            if judged.result is not None:
+                moved = answer_moved(base_result, judged.result, ordered=_ordered(case))
+            quiet = v.id in non_interfering and v.gold[case.id].digest == (
+                self.base_gold[case.id].digest
+            )
+            if judged.result_correct is False:
+                flags.add("variant_mismatch")
+            if quiet and moved:
+                flags.add("scope_leak")
+            outcomes.append(
+                VariantOutcome(
+                    variant_id=v.id,
+                    non_interfering=v.id in non_interfering,
+                    result_correct=judged.result_correct,
+                    moved=moved,
+                    error_kind=judged.error_kind,
+                )
+            )
+        return VariantCheck(self.calibration.sha256, tuple(sorted(flags)), tuple(outcomes))
+
+
+def _ordered(case: CaseDef | CaseSpec) -> bool:
+    return bool(case.row_order_significant)
+
+
+def _tables(base_db: Path) -> frozenset[str]:
+    return frozenset(read_schema(base_db))
+
+
+def variant_diagnostics(
+    diagnostics: VariantDiagnostics,
+    case: CaseDef | CaseSpec,
+    sql: str,
+    base_result: ExecResult | SqlExecuted,
+) -> VariantCheck:
+    """Flags for a model's SQL on a case (``variant_mismatch``, ``scope_leak``); see the module.
+
+    ``base_result`` is the attempt's own execution on the base database
+    (the SqlExecuted the runner recorded).
+    """
+    return diagnostics.check(case, sql, base_result)
