@@ -31,7 +31,7 @@ _AXES = (
     (-_HALF_SQRT3, Decimal("0.5")),
     (-_HALF_SQRT3, Decimal("-0.5")),
 )
-_CENTER, _RADIUS = Decimal(160), Decimal(110)
+_CENTER, _RADIUS = Decimal(190), Decimal(110)
 _PLACES = Decimal("0.01")
 
 _STYLE = """
@@ -84,7 +84,9 @@ def _radar(run: dict[str, Any], color: str) -> str:
     axes, labels, points = [], [], []
     for (dx, dy), name in zip(_AXES, DIMENSIONS, strict=True):
         x, y = _CENTER + dx * _RADIUS, _CENTER + dy * _RADIUS
-        axes.append(f'<line x1="160" y1="160" x2="{_q(x)}" y2="{_q(y)}" stroke="#d0d7de"/>')
+        axes.append(
+            f'<line x1="{_CENTER}" y1="{_CENTER}" x2="{_q(x)}" y2="{_q(y)}" stroke="#d0d7de"/>'
+        )
         lx, ly = _CENTER + dx * (_RADIUS + 22), _CENTER + dy * (_RADIUS + 14)
         shown = dims.get(name)
         labels.append(
@@ -99,8 +101,8 @@ def _radar(run: dict[str, Any], color: str) -> str:
     )
     title = f"Dimension scores of run {run['run']} (auxiliary, 0-100; a missing dimension is 0)"
     return (
-        f'<figure class="radar"><svg width="320" height="320" '
-        f'viewBox="0 0 320 320" role="img" aria-label="{_e(title)}"><title>{_e(title)}</title>'
+        f'<figure class="radar"><svg width="380" height="380" '
+        f'viewBox="0 0 380 380" role="img" aria-label="{_e(title)}"><title>{_e(title)}</title>'
         + "".join(grid + axes)
         + polygon
         + "".join(labels)
