@@ -1,0 +1,95 @@
+"""The report commands through click's CliRunner: report, runs, rebuild, rescore."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "projections"))
+from report_testkit import build_real_ledger
+
+from ledger.cli import main
+from ledger.projstore import store_path
+from ledger.store import Ledger
+
+
+@pytest.fixture(scope="module")
+def ledger(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return build_real_ledger(tmp_path_factory.mktemp("cli") / "home")
+
+
+def run(ledger: Path, *args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(main, ["--ledger", str(ledger), *args])
+    if result.exception and not isinstance(result.exception, SystemExit):
+        raise result.exception
+    return result.exit_code, result.stdout, result.stderr
+
+
+@pytest.mark.parametrize("command", ["report", "runs", "rebuild", "rescore"])
+def test_help(command: str):
+    result = CliRunner().invoke(main, [command, "--help"])
+    assert result.exit_code == 0
+    assert "Usage:" in result.output
+
+
+def test_runs_lines_and_json(ledger: Path):
+    code, out, _ = run(ledger, "runs")
+    assert code == 0
+    # by hand, case means (weights 1): sf-01 (95+95+100)/3, sf-02 (100+100+0)/3,
+    # sf-03 (5+100+100)/3 (a guard failure keeps the 5 protocol points), sf-04..06 100,
+    # sf-07 (100+100+0)/3 -> 598.33/7 = 85.48; correct 18 of 21 = 0.8571
+    assert out.splitlines() == [
+        "model-a  sales-fixture@v1  replay  model-a  -  completed  21/21  correct 0.8571  "
+        "score 85.48",
+        "self-test  sales-fixture@v1  reference  reference  -  completed  7/7  correct 1.0000  "
+        "score 100.00",
+    ]
+    code, out, _ = run(ledger, "runs", "--json")
+    rows = json.loads(out)
+    assert [r["run"] for r in rows] == ["model-a", "self-test"]
+    assert rows[0]["done"] == 21 and rows[0]["planned"] == 21
+
+
+def test_report_prints_the_tree_size_and_writes_the_file(ledger: Path, tmp_path: Path):
+    with Ledger.open(ledger, readonly=True) as led:
+        size = led.size()
+    out = tmp_path / "r.md"
+    code, stdout, stderr = run(ledger, "report", "--format", "md", "-o", str(out))
+    assert code == 0 and stdout == ""
+    assert stderr.startswith(f"report built at tree size {size}, root sha256:")
+    text = out.read_text(encoding="utf-8")
+    assert text.startswith("# caseledger report\n")
+    assert "## How to read this report" in text
+    assert "Self-test (not ranked)" in text
+
+
+def test_report_selection_and_errors(ledger: Path):
+    code, out, _ = run(ledger, "report", "--run", "self-test")
+    assert code == 0
+    report = json.loads(out)
+    assert [s["kind"] for s in report["sections"]] == ["self_test"]
+    code, _, err = run(ledger, "report", "--run", "nope")
+    assert code == 2 and "no run nope" in err
+    code, _, err = run(ledger, "report", "--at-size", "999999")
+    assert code == 2 and "out of range" in err
+    code, out, _ = run(ledger, "report", "--at-size", "1")
+    assert code == 0 and json.loads(out)["sections"] == []
+
+
+def test_rebuild(ledger: Path):
+    store = store_path(ledger)
+    code, out, _ = run(ledger, "rebuild")
+    assert code == 0 and "rebuilt from" in out
+    assert store.is_file()
+    store.unlink()
+    code, _, _ = run(ledger, "runs")
+    assert code == 0 and store.is_file()  # caught up again on demand
+
+
+def test_missing_ledger_exits_2(tmp_path: Path):
+    code, _, err = run(tmp_path / "none.db", "report")
+    assert code == 2 and "no ledger" in err
