@@ -1,0 +1,143 @@
+"""``caseledger gate`` and ``caseledger baseline freeze|check|pin`` (thin: parse, call, print)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from ledger.cli import Context, handle_errors, pass_ctx
+from ledger.errors import UsageError
+
+__all__ = ["register"]
+
+
+def _tolerances(values: tuple[str, ...]) -> dict[str, object]:
+    from projections.metrics import parse_tolerance
+
+    out: dict[str, object] = {}
+    for value in values:
+        name, sep, tol = value.partition("=")
+        if not sep or not name:
+            raise UsageError(f"--tol {value!r}: write METRIC=VALUE, e.g. result_correct_rate=0.02")
+        try:
+            out[name.strip()] = parse_tolerance(tol.strip())
+        except ValueError as exc:
+            raise UsageError(f"--tol {value!r}: {exc}") from None
+    return out
+
+
+@click.command()
+@click.option("--baseline", "baseline", required=True, help="REPORT[:RUN], LEDGER:RUN or DIR.")
+@click.option("--current", "current", required=True, help="REPORT[:RUN], LEDGER:RUN or DIR.")
+@click.option("--tol", "tols", multiple=True, help="METRIC=VALUE (0.02 or 0.10-r); repeatable.")
+@click.option("--ignore", "ignores", multiple=True, help="Do not gate METRIC; repeatable.")
+@click.option("--min-n", type=click.IntRange(min=0), help="Fewer judged attempts: exit 2.")
+@click.option("--json", "as_json", is_flag=True, help="The verdict as JSON (gate-verdict schema).")
+@click.option(
+    "--ci", is_flag=True, help="Refuse (exit 2) when the configuration disables the gate."
+)
+@handle_errors
+def gate(
+    baseline: str,
+    current: str,
+    tols: tuple[str, ...],
+    ignores: tuple[str, ...],
+    min_n: int | None,
+    as_json: bool,
+    ci: bool,
+) -> None:
+    """Compare two runs metric by metric: exit 0 pass, 1 regression, 2 could not judge."""
+    from ledger.gate_inputs import load_config, load_side
+    from projections.gate import GateOptions, check_metric_names, judge, render_text
+
+    config = load_config(Path.cwd())
+    if not config.enabled:
+        where = config.source or "the configuration"
+        if ci:
+            click.echo(f"gate: disabled in {where}; --ci refuses to pass a switched-off gate")
+            raise SystemExit(2)
+        click.echo(f"note: the gate is disabled in {where}; judging because asked", err=True)
+    cli_tols = _tolerances(tols)
+    check_metric_names([*cli_tols, *ignores], "command line")
+    options = GateOptions(
+        tolerances={**config.tolerances, **cli_tols},  # type: ignore[dict-item]
+        ignore=frozenset(config.ignore) | frozenset(ignores),
+        min_n=min_n if min_n is not None else config.min_n,
+        drift_warn=config.drift_warn,
+    )
+    base_card, base_from = load_side(baseline)
+    cur_card, cur_from = load_side(current)
+    verdict = judge(base_card, cur_card, options)
+    verdict["baseline"]["source"] = base_from
+    verdict["current"]["source"] = cur_from
+    if as_json:
+        click.echo(json.dumps(verdict, indent=2, sort_keys=True))
+    else:
+        click.echo(f"baseline from {base_from}; current from {cur_from}")
+        click.echo(render_text(verdict), nl=False)
+    raise SystemExit(verdict["exit_code"])
+
+
+@click.group()
+def baseline() -> None:
+    """Frozen baselines: freeze a run, check it, re-pin its scorecard on purpose."""
+
+
+@baseline.command("freeze")
+@click.argument("run")
+@click.option(
+    "-o", "--output", "out_dir", required=True, type=click.Path(file_okay=False, path_type=Path)
+)
+@pass_ctx
+@handle_errors
+def freeze_cmd(ctx: Context, run: str, out_dir: Path) -> None:
+    """Write RUN's signed events and its pinned scorecard into a baseline folder."""
+    from ledger.baseline import freeze
+    from ledger.store import Ledger
+
+    with Ledger.open(ctx.ledger_path, readonly=True) as ledger:
+        card = freeze(ledger, run, out_dir)
+    shown = card["metrics"].get("result_correct_rate")
+    click.echo(
+        f"froze run {run} into {out_dir}: {card['completeness']['planned']} planned attempts, "
+        f"{len(card['metrics'])} metrics pinned (result_correct_rate {shown})"
+    )
+    click.echo(f"check it: caseledger baseline check {out_dir} --require-full")
+
+
+@baseline.command("check")
+@click.argument("folder", type=click.Path(path_type=Path))
+@click.option("--require-full", is_flag=True, help="A bank case or attempt missing is an error.")
+@click.option("--require-fields", help="Comma-separated fields every attempt must have.")
+@handle_errors
+def check_cmd(folder: Path, require_full: bool, require_fields: str | None) -> None:
+    """Verify a baseline, check it is whole and that its pinned scorecard still holds."""
+    from ledger.baseline_check import check_baseline, parse_fields
+
+    fields = parse_fields(require_fields)
+    result = check_baseline(folder, require_full=require_full, require_fields=fields)
+    click.echo(result.text(), nl=False)
+    raise SystemExit(0 if result.ok else 1)
+
+
+@baseline.command("pin")
+@click.argument("folder", type=click.Path(path_type=Path))
+@handle_errors
+def pin_cmd(folder: Path) -> None:
+    """Re-pin the scorecard from the frozen events with the current code (on purpose)."""
+    from ledger.baseline import pin, read_bundle, stale_fields
+
+    before = read_bundle(folder).pinned
+    card = pin(folder)
+    changes = stale_fields(before, card) if before is not None else ["(first pin)"]
+    click.echo(f"pinned {folder}: {len(changes)} changes")
+    for line in changes:
+        click.echo(f"  {line}")
+
+
+def register(group: click.Group) -> None:
+    """Add ``gate`` and ``baseline`` to the CLI."""
+    group.add_command(gate)
+    group.add_command(baseline)
