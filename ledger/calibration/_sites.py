@@ -361,7 +361,7 @@ def reverse_order(tree: exp.Expression, scope: Scope) -> Sites:
         i = idx[id(node)]
 
         def edit(ns: list[exp.Expression], i=i) -> exp.Expression:
-            ns[i].set("desc", not ns[i].args.get("desc"))
+            ns[i].set("desc", None if ns[i].args.get("desc") else True)
             return _root(ns)
 
         yield f"ORDER BY {node.this.sql('duckdb')} reversed", edit

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from decimal import Decimal
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -47,7 +48,8 @@ class Judged:
 
     ``error_kind`` is ``guard``, ``sql_runtime``, ``timeout``, ``memory``,
     ``worker_crash`` (twice) or ``scoring``; ``result_digest`` is the digest of
-    the typed result the worker returned (columns and rows).
+    the typed result the worker returned (columns and rows); ``total`` is the
+    attempt's score as the scorer computed it (never altered here).
     """
 
     database: str
@@ -56,6 +58,7 @@ class Judged:
     message: str | None
     result_digest: str | None
     result: ExecResult | None = None
+    total: Decimal | None = None
 
 
 class Oracle:
@@ -151,4 +154,6 @@ class Oracle:
         except ScoringError as exc:
             return Judged(database, None, "scoring", exc.message, None, result)
         body = {"columns": result.columns, "rows": result.rows, "truncated": result.truncated}
-        return Judged(database, fields["result_correct"], None, None, digest(body), result)
+        return Judged(
+            database, fields["result_correct"], None, None, digest(body), result, fields["total"]
+        )
