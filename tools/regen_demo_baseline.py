@@ -4,7 +4,8 @@ Builds a throwaway ledger the way ``caseledger demo`` does (the built-in retail
 bank, the three recordings in ledger/demo/, tools declared off) but with a
 fixed test key and a fixed clock, then runs ``baseline freeze`` on each run.
 The bytes are reproducible except the measured SQL times (``sql_us``), which
-the worker really measures: a regeneration moves ``sql_exec_p95_ms``. Run it only on purpose, and review the diff:
+the worker really measures: a regeneration moves ``sql_exec_p95_ms``.
+Run it only on purpose, and review the diff:
 
     python tools/regen_demo_baseline.py
 
@@ -30,9 +31,9 @@ def main() -> int:
     """Build the ledger, freeze every profile, print what was written."""
     from ledger import codec
     from ledger.adapters.base import build_adapter
-    from ledger.baseline import freeze
     from ledger.bank.publish import publish
     from ledger.bank.registry import builtin_banks
+    from ledger.baseline import freeze
     from ledger.cli_run import bank_context
     from ledger.demo import PROFILES, recording
     from ledger.harness.runner import RunPlan, run
