@@ -32,7 +32,7 @@ from ledger.merkle import root_hash
 from ledger.store import Ledger
 from projections import caseruns
 from projections.caseruns import ATTEMPT_EVENTS, CaseRun, Item, State, caserun_key
-from projections.replay import replay
+from projections.replay import paused_gc, replay
 
 __all__ = [
     "FORMAT",
@@ -149,20 +149,21 @@ class ProjectionStore:
         conn = self._conn
         conn.execute("BEGIN IMMEDIATE")
         try:
-            state = self._load_head()
-            apply = caseruns.apply
-            last_leaf = b""
-            for item in items(ledger, start, stop):
-                event = item[2]
-                if isinstance(event, ATTEMPT_EVENTS):
-                    key = caserun_key(event.stream, event.case_id, event.attempt)
-                    if key not in state.caseruns:
-                        self._page_in(state, key)
-                state = apply(state, item)
-                last_leaf = item[1]
-                if len(state.caseruns) >= _FLUSH_EVERY:
-                    self._flush(state)
-            self._flush(state)
+            with paused_gc():
+                state = self._load_head()
+                apply = caseruns.apply
+                last_leaf = b""
+                for item in items(ledger, start, stop):
+                    event = item[2]
+                    if isinstance(event, ATTEMPT_EVENTS):
+                        key = caserun_key(event.stream, event.case_id, event.attempt)
+                        if key not in state.caseruns:
+                            self._page_in(state, key)
+                    state = apply(state, item)
+                    last_leaf = item[1]
+                    if len(state.caseruns) >= _FLUSH_EVERY:
+                        self._flush(state)
+                self._flush(state)
             state.size = stop
             conn.execute("INSERT OR REPLACE INTO head VALUES (0, ?)", (_ENC.encode(state),))
             meta = {"format": FORMAT, "size": str(stop)}

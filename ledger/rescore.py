@@ -192,7 +192,7 @@ def _rescore_run(
             if latest is None or cancelled_after:
                 summary.skip("no_recorded_score")
                 continue
-            by_leaf = {s.leaf_hash: s.event for s in caserun.steps}
+            by_leaf = {s.link: s.event for s in caserun.steps}
             evidence = [by_leaf[h] for h in latest.evidence if h in by_leaf]
             links = list(latest.evidence)
             if pool is not None:

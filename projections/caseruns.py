@@ -76,11 +76,16 @@ Item = tuple[int, bytes, Event]
 
 
 class Step(msgspec.Struct, array_like=True):
-    """One event of a CaseRun: its log position, leaf hash (``sha256:<hex>``) and body."""
+    """One event of a CaseRun: its log position, leaf hash (32 bytes) and body."""
 
     seq: int
-    leaf_hash: str
+    leaf_hash: bytes
     event: Event
+
+    @property
+    def link(self) -> str:
+        """The leaf hash as events name it: ``sha256:<hex>``."""
+        return "sha256:" + self.leaf_hash.hex()
 
 
 class CaseRun(msgspec.Struct):
@@ -133,10 +138,6 @@ def initial() -> State:
     return State()
 
 
-def _link(leaf: bytes) -> str:
-    return "sha256:" + leaf.hex()
-
-
 def apply(state: State, item: Item) -> State:
     """Fold one (seq, leaf hash, event) into the state; unknown types are ignored.
 
@@ -151,7 +152,7 @@ def apply(state: State, item: Item) -> State:
         found = state.caseruns.get(key)
         if found is None:
             found = state.caseruns[key] = CaseRun(event.stream, event.case_id, event.attempt)
-        found.steps.append(Step(seq, _link(leaf), event))
+        found.steps.append(Step(seq, leaf, event))
         _touch(state, event.stream, event.at)
     elif isinstance(event, RunStarted):
         state.runs[event.run_id] = RunInfo(event, seq, event.at, event.at)
@@ -170,8 +171,9 @@ def _touch(state: State, run_id: str, at: str) -> RunInfo | None:
     if info is not None:
         info.events += 1
         # Times are writers' claims; order is by seq, so keep the min and max claimed.
-        info.first_at = min(info.first_at, at)
-        info.last_at = max(info.last_at, at)
+        if at != info.last_at:
+            info.first_at = min(info.first_at, at)
+            info.last_at = max(info.last_at, at)
     return info
 
 
@@ -222,7 +224,7 @@ def resolve(caserun: CaseRun | None, scorer_version: str, planned: tuple[str, st
             terminal = step
     if terminal is not None and isinstance(terminal.event, ScoreComputed):
         named = set(terminal.event.evidence)
-        evidence = [s.event for s in steps if s.leaf_hash in named and s.seq < terminal.seq]
+        evidence = [s.event for s in steps if s.link in named and s.seq < terminal.seq]
     else:
         stop = terminal.seq if terminal is not None else None
         before = [s for s in steps if stop is None or s.seq < stop]

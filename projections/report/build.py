@@ -175,7 +175,7 @@ def _caserun(a: Attempt) -> dict[str, Any]:
         "score": None,
         "cancel": None,
         "events": [
-            {"seq": s.seq, "type": type_name(s.event), "leaf_hash": s.leaf_hash} for s in a.steps
+            {"seq": s.seq, "type": type_name(s.event), "leaf_hash": s.link} for s in a.steps
         ],
     }
     r = a.response
