@@ -80,8 +80,10 @@ def build(path: Path, caseruns: int) -> int:
         prompt_contract_digest=h, system_prompt_digest=None, wire_protocol="replay",
         client_version="bench/1",
     )  # fmt: skip
-    versions = ev.Versions(app="0.1.0", scorer="2.0.0", duckdb="1.5.5", sqlglot="30.31.0",
-                           output_contract="query-plan-v1", report_contract="caseledger-report/1")  # fmt: skip
+    versions = ev.Versions(
+        app="0.1.0", scorer="2.0.0", duckdb="1.5.5", sqlglot="30.31.0",
+        output_contract="query-plan-v1", report_contract="caseledger-report/1",
+    )  # fmt: skip
     prompt = "You are given a DuckDB schema ... " * 20
     plan = ev.Plan(grain="g", sources=("t",), joins=(), filters=(), metrics=(), steps=(), risks=())
     items = ev.ScoreItems(protocol=Decimal(5), guard=Decimal(5), executed=Decimal(10),
@@ -92,12 +94,12 @@ def build(path: Path, caseruns: int) -> int:
         seq, prev = -1, None
         batch = []
 
-        def make(cls, **fields):
+        def make(cls, _stream=run_id, _batch=batch, **fields):
             nonlocal seq, prev
             seq += 1
-            event = cls(stream=run_id, stream_seq=seq, stream_prev=prev, at=_clock(), **fields)
+            event = cls(stream=_stream, stream_seq=seq, stream_prev=prev, at=_clock(), **fields)
             prev = link_of(codec.leaf_hash(codec.encode(event)))
-            batch.append(event)
+            _batch.append(event)
             return prev
 
         make(ev.RunStarted, run_id=run_id, run_kind="model", bank_id="bench", bank_version="v1",
@@ -106,7 +108,8 @@ def build(path: Path, caseruns: int) -> int:
              harness_kind="bench", bridge_version=None, policy_version=None,
              response_mode="text", single_turn=True, tools="off", retries=0,
              context_isolation="fresh", system_prompt_digest=None, prompt_contract_digest=h,
-             attempts=PER_RUN // CASES, case_ids=tuple(c.id for c in cases), versions=versions)  # fmt: skip
+             attempts=PER_RUN // CASES, case_ids=tuple(c.id for c in cases),
+             versions=versions)  # fmt: skip
         for i in range(PER_RUN):
             case, n = cases[i % CASES].id, i // CASES + 1
             ids = {"case_id": case, "attempt": n}
