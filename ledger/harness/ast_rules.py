@@ -25,6 +25,7 @@ error: the bank loader checks names against :data:`KNOWN_RULES`.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 
 import sqlglot
@@ -157,8 +158,13 @@ def check_rules(sql: str, rules: Sequence[str]) -> tuple[AstRule, ...]:
     return tuple(AstRule(rule=r, passed=tree is not None and RULES[r](tree)) for r in rules)
 
 
+@functools.lru_cache(maxsize=512)
 def _canonical(sql: str) -> str | None:
-    """The SQL after normalisation, or None when it does not parse (see structural_match)."""
+    """The SQL after normalisation, or None when it does not parse (see structural_match).
+
+    Cached: every attempt of a case compares with the same reference SQL, and the
+    result is an immutable string.
+    """
     tree = _parse(sql)
     if tree is None:
         return None
