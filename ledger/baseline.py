@@ -369,19 +369,22 @@ def _latest_scores(state: State, run_id: str) -> list[tuple[str, int, ScoreCompu
             elif isinstance(step.event, AttemptCancelled):
                 latest = None  # a later cancellation is the terminal
         if latest is not None:
-            by_leaf = {s.leaf_hash: s.event for s in caserun.steps}
+            by_leaf = {s.link: s.event for s in caserun.steps}
             evidence = [by_leaf[h] for h in latest.evidence if h in by_leaf]
             out.append((caserun.case_id, caserun.attempt, latest, evidence))
     return out
 
 
-def rescored_state(bundle: Bundle, version: str = score_mod.SCORER_VERSION) -> State:
+def rescored_state(
+    bundle: Bundle, version: str = score_mod.SCORER_VERSION, failures: list[str] | None = None
+) -> State:
     """The fold of the bundle plus, per scored attempt, a ScoreComputed under ``version``
     re-derived from the evidence its latest score names (kept in memory, never signed).
 
     Reference SQL is not in a bundle, so ``sql_structural_match`` (auxiliary, never a
     metric) is null in the re-derived scores. A score that can no longer be derived
-    becomes an infrastructure cancellation, as in the runner.
+    becomes an infrastructure cancellation, as in the runner, and its message is
+    appended to ``failures`` when given.
     """
     state = replay(items_of(bundle))
     run_id = bundle.run_id
@@ -406,15 +409,17 @@ def rescored_state(bundle: Bundle, version: str = score_mod.SCORER_VERSION) -> S
             event = ScoreComputed(**envelope, evidence=latest.evidence, **fields)
         except score_mod.ScoringError as exc:
             event = AttemptCancelled(**envelope, reason="infrastructure", message=exc.message)
+            if failures is not None:
+                failures.append(f"{case_id}#{attempt}: {exc.message}")
         extra.append((seq, codec.leaf_hash(codec.encode(event)), event))  # type: ignore[arg-type]
         seq += 1
     return replay(extra, state)
 
 
-def recompute_scorecard(bundle: Bundle) -> dict[str, Any]:
+def recompute_scorecard(bundle: Bundle, failures: list[str] | None = None) -> dict[str, Any]:
     """The run's scorecard as the current scorer and metric definitions compute it."""
     version = score_mod.SCORER_VERSION
-    state = rescored_state(bundle, version)
+    state = rescored_state(bundle, version, failures)
     report = build_report(state, root_hash=bytes(32), scorer=version, runs=[bundle.run_id])
     return gate.scorecard(report, bundle.run_id)
 

@@ -188,13 +188,19 @@ def check_baseline(
                 f"--require-fields {name}: only {have} of {total} attempts have it"
             )
     try:
-        recomputed = recompute_scorecard(bundle)
+        failures: list[str] = []
+        recomputed = recompute_scorecard(bundle, failures)
     except LedgerError as exc:
         result.errors.append(f"metrics are not computable: {exc.message}")
         return result
     result.notes.append(
         f"metrics recomputed by scorer {score_mod.SCORER_VERSION}: {len(recomputed['metrics'])}"
     )
+    if failures:
+        result.errors.append(
+            f"{len(failures)} recorded scores cannot be re-derived by the current scorer: "
+            + "; ".join(failures[:5])
+        )
     if bundle.pinned is None:
         result.errors.append(f"no pinned {SCORECARD_FILE}; run `caseledger baseline pin {folder}`")
         return result
