@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import json
 import multiprocessing
 import os
-import resource
+import subprocess
 import sys
 import tempfile
 import time
@@ -25,7 +26,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from ledger.events import PromptSent
 from ledger.keys import EVENT_SIGNING_PREFIX, Signer
 from ledger.store import Draft, Ledger
-from ledger.verify import verify_chain, verify_ledger
+from ledger.verify import verify_chain
 
 SEED = bytes(range(32))
 N_CRYPTO = 20_000
@@ -92,13 +93,30 @@ def _build(path: Path, events: int, batch: int) -> float:
     return (events - 1) / elapsed
 
 
-def _verify_in_child(path: str, workers: int, conn: object) -> None:
-    start = time.perf_counter()
-    result = verify_ledger(Path(path), workers=workers)
-    elapsed = time.perf_counter() - start
-    own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    kids = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    conn.send((result.size / elapsed, own, kids))  # type: ignore[attr-defined]
+_VERIFY_CHILD = """
+import json, resource, sys, time
+from pathlib import Path
+from ledger.verify import verify_ledger
+start = time.perf_counter()
+result = verify_ledger(Path(sys.argv[1]), workers=int(sys.argv[2]))
+elapsed = time.perf_counter() - start
+# VmHWM belongs to this address space; ru_maxrss would carry the parent's peak over
+# fork + exec on Linux.
+status = Path("/proc/self/status").read_text()
+own = int(next(x for x in status.splitlines() if x.startswith("VmHWM:")).split()[1])
+kids = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+print(json.dumps([result.size / elapsed, own, kids]))
+"""
+
+
+def _verify_in_fresh_process(path: Path, workers: int) -> tuple[float, int, int]:
+    """(events/s, peak RSS KB of the verifier, peak RSS KB of its largest worker)."""
+    done = subprocess.run(
+        [sys.executable, "-c", _VERIFY_CHILD, str(path), str(workers)],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    rate, own, kids = json.loads(done.stdout)
+    return rate, own, kids
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -115,13 +133,8 @@ def main(argv: list[str] | None = None) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "bench.db"
         append = _build(path, args.events, args.batch)
-        # A fresh process (spawn): a fork of this one would inherit the builder's memory.
-        ctx = multiprocessing.get_context("spawn")
-        parent, child = ctx.Pipe()
-        proc = ctx.Process(target=_verify_in_child, args=(str(path), cores, child))
-        proc.start()
-        full, rss_main_kb, rss_worker_kb = parent.recv()
-        proc.join()
+        # A fresh process: a fork of this one would inherit the builder's memory.
+        full, rss_main_kb, rss_worker_kb = _verify_in_fresh_process(path, cores)
         start = time.perf_counter()
         chain_size = verify_chain(path).size
         chain = chain_size / (time.perf_counter() - start)
