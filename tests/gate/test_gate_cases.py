@@ -259,3 +259,33 @@ def test_report_with_several_runs_needs_a_run(gate_report, write_json) -> None:
     assert result.exit_code == 2 and "name one" in result.output
     code, _ = gate(["--baseline", f"{path}:base4", "--current", f"{path}:base4"])
     assert code == 0
+
+
+def test_freeze_check_and_gate_against_a_frozen_baseline(gate_ledger: Path, tmp_path: Path) -> None:
+    runner = CliRunner()
+    out = tmp_path / "frozen"
+    args = ["--ledger", str(gate_ledger), "baseline", "freeze", "base4", "-o", str(out)]
+    result = runner.invoke(main, args)
+    assert result.exit_code == 0, result.output
+    assert "28 planned attempts" in result.output and "result_correct_rate 0.8571" in result.output
+    assert runner.invoke(main, args).exit_code == 2  # refuses to overwrite
+    check = runner.invoke(main, ["baseline", "check", str(out), "--require-full"])
+    assert check.exit_code == 0, check.output
+    assert "7 cases x 4 attempts planned, 28 scored" in check.output
+    code, output = gate(["--baseline", str(out), "--current", f"{gate_ledger}:cur3"])
+    assert code == 0 and "frozen baseline" in output and "drift -0.2500" in output
+
+
+def test_frozen_partly_cancelled_run(gate_ledger: Path, tmp_path: Path) -> None:
+    out = tmp_path / "gaps"
+    runner = CliRunner()
+    freeze = ["--ledger", str(gate_ledger), "baseline", "freeze", "gaps", "-o", str(out)]
+    assert runner.invoke(main, freeze).exit_code == 0
+    relaxed = runner.invoke(main, ["baseline", "check", str(out)])
+    assert relaxed.exit_code == 0
+    assert "warning: 1 planned attempts were cancelled: sf-01#2" in relaxed.output
+    strict = runner.invoke(main, ["baseline", "check", str(out), "--require-full"])
+    assert strict.exit_code == 1
+    assert "error: 1 planned attempts were cancelled: sf-01#2" in strict.output
+    code, _ = gate(["--baseline", str(out), "--current", f"{gate_ledger}:cur3"])
+    assert code == 2
