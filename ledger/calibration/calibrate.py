@@ -25,7 +25,6 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from fractions import Fraction
 from pathlib import Path
-from typing import Any
 
 import sqlglot
 from sqlglot.errors import SqlglotError
@@ -280,10 +279,3 @@ def calibrate(
 def pattern_of(operator: str) -> str:
     """The acceptance-method pattern number of an operator (``extra`` for the additions)."""
     return _PATTERN[operator]
-
-
-def summary_counts(result: CalibrationResult) -> dict[str, Any]:
-    """Counts per status, and the kill-rate denominator named as the issue names it."""
-    counts = {s: result.count(s) for s in STATUSES}
-    applicable = sum(counts[s] for s in ("killed", "survived", "equivalent", "blocked"))
-    return {**counts, "applicable": applicable}
