@@ -82,11 +82,27 @@ def validate_cmd(ctx: Context, source: str) -> None:
 
 @bank_group.command("publish")
 @click.argument("source")
+@click.option(
+    "--check-relations",
+    is_flag=True,
+    help="First check calibration.yaml's metamorphic relations of the gold (exit 1 if broken).",
+)
 @pass_ctx
 @handle_errors
-def publish_cmd(ctx: Context, source: str) -> None:
+def publish_cmd(ctx: Context, source: str, check_relations: bool) -> None:
     """Publish a bank folder or built-in NAME into the ledger (no-op when already published)."""
     signer = load_default_signer(ctx.home)
+    if check_relations:
+        from ledger.calibration.relations import check_folder_relations
+
+        problems = check_folder_relations(resolve_source(source))
+        for problem in problems:
+            click.echo(f"relation broken: {problem}", err=True)
+        if problems:
+            ctx_exit = click.get_current_context()
+            click.echo("nothing was published", err=True)
+            ctx_exit.exit(1)
+        click.echo("relations hold", err=True)
     with Ledger.open(ctx.ledger_path) as ledger:
         result = publish(ledger, signer, resolve_source(source), ctx.home, cwd=Path.cwd())
     pb = result.published

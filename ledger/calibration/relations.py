@@ -120,3 +120,12 @@ def check_relations(
             con.close()
         variants = prepare_variants(bank, calibration, cache_dir or Path(tmp) / "variants")
         return relation_problems(calibration, gold, variants)
+
+
+def check_folder_relations(folder: Path) -> list[Problem]:
+    """Load the bank folder and its calibration.yaml and check every relation (publish flag)."""
+    from ledger.bank.model import load_bank
+    from ledger.calibration.config import load_calibration
+
+    bank = load_bank(folder)
+    return check_relations(bank, load_calibration(bank))
