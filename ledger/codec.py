@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import hashlib
+from decimal import Decimal
 from typing import Any
 
 import msgspec
@@ -32,23 +33,46 @@ _ENCODER = msgspec.json.Encoder(order="sorted", decimal_format="string")
 _DECODER = msgspec.json.Decoder(Event)
 _RAW_DECODER = msgspec.json.Decoder()
 _CURRENT_TAGS = frozenset(
-    str(t.__struct_config__.tag) for t in Event.__args__  # type: ignore[attr-defined]
+    str(t.__struct_config__.tag)
+    for t in Event.__args__  # type: ignore[attr-defined]
 )
 
 
-def _refuse_floats(value: Any, path: str) -> None:
-    # Walk the builtins form: only dicts, lists, str, int, bool, None, float remain.
-    if isinstance(value, float):
-        raise EncodingError(
-            f"float {value!r} at {path}: floats are not allowed in hashed bytes",
-            hint="use integer microseconds, a Decimal, or a decimal string",
-        )
+def _refuse_floats(value: Any) -> None:
+    # Iterative walk of the builtins form (dicts, lists, str, int, bool, None, float,
+    # Decimal); the path is only worked out once something is refused.
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        kind = type(item)
+        if kind is dict:
+            stack.extend(item.values())
+        elif kind is list:
+            stack.extend(item)
+        elif kind is float or (kind is Decimal and not item.is_finite()):
+            path, bad = _find_refused(value, "$")
+            what = "float" if isinstance(bad, float) else "non-finite decimal"
+            raise EncodingError(
+                f"{what} {bad!r} at {path}: floats are not allowed in hashed bytes, nor are "
+                "non-finite decimals",
+                hint="use integer microseconds, a finite Decimal, or a decimal string",
+            )
+
+
+def _find_refused(value: Any, path: str) -> tuple[str, Any]:
+    if isinstance(value, float) or (isinstance(value, Decimal) and not value.is_finite()):
+        return path, value
     if isinstance(value, dict):
-        for k, v in value.items():
-            _refuse_floats(v, f"{path}.{k}")
+        children = [(f"{path}.{k}", v) for k, v in value.items()]
     elif isinstance(value, list):
-        for i, v in enumerate(value):
-            _refuse_floats(v, f"{path}[{i}]")
+        children = [(f"{path}[{i}]", v) for i, v in enumerate(value)]
+    else:
+        return "", None
+    for child_path, child in children:
+        found = _find_refused(child, child_path)
+        if found[0]:
+            return found
+    return "", None
 
 
 def canonical_json(value: Any) -> bytes:
@@ -57,8 +81,8 @@ def canonical_json(value: Any) -> bytes:
     >>> canonical_json({"b": 1, "a": [True, None, "x"]})
     b'{"a":[true,null,"x"],"b":1}'
     """
-    builtins = msgspec.to_builtins(value, order="sorted", builtin_types=())
-    _refuse_floats(builtins, "$")
+    builtins = msgspec.to_builtins(value, order="sorted", builtin_types=(Decimal,))
+    _refuse_floats(builtins)
     return _ENCODER.encode(builtins)
 
 

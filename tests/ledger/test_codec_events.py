@@ -109,3 +109,12 @@ def test_floats_are_refused(bad: float) -> None:
 
 def test_decimals_are_strings() -> None:
     assert canonical_json({"d": Decimal("12.40")}) == b'{"d":"12.40"}'
+
+
+@pytest.mark.parametrize("bad", ["NaN", "Infinity", "-Infinity", "sNaN"])
+def test_non_finite_decimals_are_refused(bad: str) -> None:
+    with pytest.raises(EncodingError, match=r"non-finite decimal .* at \$\.x\[1\]\.y"):
+        canonical_json({"x": [1, {"y": Decimal(bad)}]})
+    score = next(e for e in SAMPLES if isinstance(e, ScoreComputed))
+    with pytest.raises(EncodingError, match=r"at \$\.total"):
+        encode(msgspec.structs.replace(score, total=Decimal(bad)))
