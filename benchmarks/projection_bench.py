@@ -189,8 +189,19 @@ def _child(mode: str, path: Path) -> dict[str, float]:
             out["html_bytes"] = len(render(report, "html"))
             out["seconds"] = time.perf_counter() - t
         out["events"] = n
-    out["peak_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    out["peak_mb"] = _peak_mb()
     return out
+
+
+def _peak_mb() -> float:
+    """This process's peak RSS: VmHWM (ru_maxrss can carry the parent's peak over exec)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def _measure(mode: str, path: Path) -> dict[str, float]:
