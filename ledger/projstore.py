@@ -5,8 +5,9 @@ the application layer (the folds in ``projections/`` never see it):
 
 * ``meta``: format, the ledger's origin, ``size`` (the last applied seq + 1)
   and the leaf hash of the last applied event;
-* ``head``: the msgpack of the fold state without its CaseRuns (banks, runs);
-* ``caseruns``: one msgpack row per CaseRun.
+* ``head``: the msgpack of the fold state without its CaseRuns (banks, runs,
+  and the calibration events of calibration runs);
+* ``caseruns``: one msgpack row per CaseRun (its steps, VariantChecked included).
 
 Catching up replays only the events after ``size``; CaseRuns are paged in
 from the file when an event touches one and written back in batches, so a
@@ -44,7 +45,9 @@ __all__ = [
     "store_path",
 ]
 
-FORMAT = "caseledger-projections/1"
+# /2: the fold also keeps VariantChecked steps and calibration events. A /1 file
+# lacks them, so it is dropped and rebuilt like a store of another ledger.
+FORMAT = "caseledger-projections/2"
 _FLUSH_EVERY = 4096  # CaseRuns held in memory before they are written back
 
 _SCHEMA = """

@@ -17,6 +17,15 @@ under one scorer version:
 700,000-event log cannot copy its state per event); it does no I/O and reads
 nothing but its arguments, so replaying the same items always gives the same
 state. Only ``projections/replay.py`` loops over items.
+
+Two kinds of evidence sit beside the scores and never change them:
+
+* a VariantChecked (variant diagnostics of one attempt, recorded after its
+  ScoreComputed) is a step of its CaseRun; the view attaches the one of the
+  scored batch (after the batch's PromptSent, before the next one), so a
+  rescore under another version keeps the same flags;
+* a calibration run's CalibrationMutantJudged, CalibrationControlChecked and
+  CalibrationFinished events are kept per run in ``State.calibrations``.
 """
 
 from __future__ import annotations
@@ -28,6 +37,9 @@ import msgspec
 from ledger.events import (
     AttemptCancelled,
     BankPublished,
+    CalibrationControlChecked,
+    CalibrationFinished,
+    CalibrationMutantJudged,
     Event,
     ModelResponded,
     OutputParsed,
@@ -38,14 +50,17 @@ from ledger.events import (
     ScoreComputed,
     SqlExecuted,
     SqlGuarded,
+    VariantChecked,
     tag_of,
 )
 
 __all__ = [
     "ATTEMPT_EVENTS",
+    "CALIBRATION_EVENTS",
     "CONSUMES",
     "Attempt",
     "BankInfo",
+    "CalibrationRecord",
     "CaseRun",
     "Item",
     "RunInfo",
@@ -58,7 +73,7 @@ __all__ = [
     "resolve",
 ]
 
-#: Events that belong to one case attempt.
+#: Events that belong to one case attempt (VariantChecked: diagnostics after the score).
 ATTEMPT_EVENTS = (
     PromptSent,
     ModelResponded,
@@ -68,8 +83,11 @@ ATTEMPT_EVENTS = (
     SqlExecuted,
     ScoreComputed,
     AttemptCancelled,
+    VariantChecked,
 )
-CONSUMES = (BankPublished, RunStarted, RunFinished, *ATTEMPT_EVENTS)
+#: Events of a calibration run (one mutant, one positive control, the totals).
+CALIBRATION_EVENTS = (CalibrationMutantJudged, CalibrationControlChecked, CalibrationFinished)
+CONSUMES = (BankPublished, RunStarted, RunFinished, *ATTEMPT_EVENTS, *CALIBRATION_EVENTS)
 
 #: One replay item: (seq, leaf hash bytes, decoded event).
 Item = tuple[int, bytes, Event]
@@ -115,6 +133,14 @@ class BankInfo(msgspec.Struct):
     event: BankPublished
 
 
+class CalibrationRecord(msgspec.Struct):
+    """The calibration events of one run, in log order (the last CalibrationFinished wins)."""
+
+    mutants: list[CalibrationMutantJudged] = msgspec.field(default_factory=list)
+    controls: list[CalibrationControlChecked] = msgspec.field(default_factory=list)
+    finished: CalibrationFinished | None = None
+
+
 class State(msgspec.Struct):
     """The whole fold state. ``size`` = last applied seq + 1 (the tree size it covers)."""
 
@@ -122,6 +148,7 @@ class State(msgspec.Struct):
     banks: dict[str, BankInfo] = msgspec.field(default_factory=dict)
     runs: dict[str, RunInfo] = msgspec.field(default_factory=dict)
     caseruns: dict[str, CaseRun] = msgspec.field(default_factory=dict)
+    calibrations: dict[str, CalibrationRecord] = msgspec.field(default_factory=dict)
 
 
 def caserun_key(run_id: str, case_id: str, attempt: int) -> str:
@@ -153,6 +180,17 @@ def apply(state: State, item: Item) -> State:
         if found is None:
             found = state.caseruns[key] = CaseRun(event.stream, event.case_id, event.attempt)
         found.steps.append(Step(seq, leaf, event))
+        _touch(state, event.stream, event.at)
+    elif isinstance(event, CALIBRATION_EVENTS):
+        record = state.calibrations.get(event.stream)
+        if record is None:
+            record = state.calibrations[event.stream] = CalibrationRecord()
+        if isinstance(event, CalibrationMutantJudged):
+            record.mutants.append(event)
+        elif isinstance(event, CalibrationControlChecked):
+            record.controls.append(event)
+        else:
+            record.finished = event
         _touch(state, event.stream, event.at)
     elif isinstance(event, RunStarted):
         state.runs[event.run_id] = RunInfo(event, seq, event.at, event.at)
@@ -199,6 +237,7 @@ class Attempt(msgspec.Struct, frozen=True):
     guarded: SqlGuarded | None = None
     executions: tuple[SqlExecuted, ...] = ()
     steps: tuple[Step, ...] = ()
+    variant: VariantChecked | None = None
 
     @property
     def execution(self) -> SqlExecuted | None:
@@ -222,9 +261,12 @@ def resolve(caserun: CaseRun | None, scorer_version: str, planned: tuple[str, st
             isinstance(ev, ScoreComputed) and ev.scorer_version == scorer_version
         ):
             terminal = step
+    variant: VariantChecked | None = None
     if terminal is not None and isinstance(terminal.event, ScoreComputed):
         named = set(terminal.event.evidence)
-        evidence = [s.event for s in steps if s.link in named and s.seq < terminal.seq]
+        found = [s for s in steps if s.link in named and s.seq < terminal.seq]
+        evidence = [s.event for s in found]
+        variant = _variant_of(steps, found[0].seq if found else _last_prompt(steps, terminal.seq))
     else:
         stop = terminal.seq if terminal is not None else None
         before = [s for s in steps if stop is None or s.seq < stop]
@@ -250,8 +292,33 @@ def resolve(caserun: CaseRun | None, scorer_version: str, planned: tuple[str, st
         attempt,
         outcome,
         steps=tuple(steps),
+        variant=variant,
         **fields,  # type: ignore[arg-type]
     )
+
+
+def _last_prompt(steps: list[Step], before: int) -> int:
+    """The seq of the last PromptSent before ``before`` (-1 when there is none)."""
+    seqs = [s.seq for s in steps if isinstance(s.event, PromptSent) and s.seq < before]
+    return seqs[-1] if seqs else -1
+
+
+def _variant_of(steps: list[Step], start: int) -> VariantChecked | None:
+    """The last VariantChecked of the batch that begins at seq ``start`` (its PromptSent).
+
+    The batch ends at the next PromptSent: a later batch's diagnostics belong to
+    another answer. Diagnostics recorded after a rescore's ScoreComputed still
+    belong to the batch they follow, so every scorer version sees the same flags.
+    """
+    found: VariantChecked | None = None
+    for step in steps:
+        if step.seq <= start:
+            continue
+        if isinstance(step.event, PromptSent):
+            break
+        if isinstance(step.event, VariantChecked):
+            found = step.event
+    return found
 
 
 _SLOTS: dict[type, str] = {

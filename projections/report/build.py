@@ -20,7 +20,7 @@ import msgspec
 from ledger.codec import canonical_json
 from ledger.errors import UsageError
 from ledger.events import CaseSpec, Invocation, RunStarted
-from projections import aggregates, efficiency, fairness, quality
+from projections import aggregates, calibration, efficiency, fairness, quality, variants
 from projections.caseruns import Attempt, RunInfo, State, attempts_of_run, type_name
 
 __all__ = [
@@ -39,7 +39,7 @@ KIND_ORDER = ("models", "self_test", "calibration")
 _KIND_LABEL = {
     "models": "Models",
     "self_test": "Self-test (not ranked)",
-    "calibration": "Calibration (not ranked)",
+    "calibration": "Calibration (oracle checks, never ranked)",
 }
 _KIND_OF_RUN = {"model": "models", "self_test": "self_test", "calibration": "calibration"}
 
@@ -148,6 +148,23 @@ def _run_entry(
         },
         "cases": scores["cases"],
         "efficiency": efficiency.summarize(attempts),
+        "variant_diagnostics": variants.summarize(attempts),
+        "rank": None,
+    }
+
+
+def _calibration_entry(state: State, info: RunInfo) -> dict[str, Any]:
+    started = info.started
+    return {
+        "run": started.run_id,
+        "run_kind": started.run_kind,
+        "profile": started.profile,
+        "adapter_kind": started.adapter_kind,
+        "dates": {"first_event": info.first_at, "last_event": info.last_at},
+        "status": info.finished.status if info.finished is not None else "unfinished",
+        "scorer_version": started.versions.scorer,
+        "versions": _plain(started.versions),
+        "calibration": calibration.summarize(state.calibrations.get(started.run_id)),
         "rank": None,
     }
 
@@ -174,6 +191,7 @@ def _caserun(a: Attempt) -> dict[str, Any]:
         "diff": None,
         "score": None,
         "cancel": None,
+        "variants": variants.caserun_variants(a),
         "events": [
             {"seq": s.seq, "type": type_name(s.event), "leaf_hash": s.link} for s in a.steps
         ],
@@ -303,6 +321,10 @@ def _section(
     bank = state.banks[bank_hash].event
     entries, details, fair_input = [], [], []
     for info, version in sorted(runs, key=lambda r: r[0].started.run_id):
+        if kind == "calibration":
+            # No attempts and no score: the oracle's verdicts on mutants and controls.
+            entries.append(_calibration_entry(state, info))
+            continue
         cases = _bank_cases(state, info.started)
         attempts = attempts_of_run(state, info.started.run_id, version)
         entries.append(_run_entry(info, version, cases, attempts))
@@ -393,8 +415,10 @@ def build_report(
     groups: dict[tuple[str, str, str], list[tuple[RunInfo, str]]] = {}
     for run_id in chosen:
         info = state.runs[run_id]
-        version = scorer or info.started.versions.scorer
         kind = _KIND_OF_RUN.get(info.started.run_kind, "calibration")
+        # A calibration's verdicts were made by the scorer it recorded; --scorer views scores.
+        version = info.started.versions.scorer if kind == "calibration" else None
+        version = version or scorer or info.started.versions.scorer
         key = (kind, info.started.bank_hash, scorer_major(version))
         groups.setdefault(key, []).append((info, version))
 
@@ -441,22 +465,28 @@ def run_overview(state: State) -> list[dict[str, Any]]:
         attempts = attempts_of_run(state, run_id, version)
         cases = _bank_cases(state, started)
         q = quality.summarize(attempts)
-        rows.append(
-            {
-                "run": run_id,
-                "run_kind": started.run_kind,
-                "bank": f"{started.bank_id}@{started.bank_version}",
-                "bank_hash": started.bank_hash,
-                "adapter": started.adapter_kind,
-                "profile": started.profile,
-                "requested_model": started.requested_model,
-                "status": info.finished.status if info.finished is not None else "unfinished",
-                "done": sum(1 for a in attempts if a.outcome != "unscored"),
-                "planned": len(attempts),
-                "result_correct_rate": q["result_correct_rate"],
-                "score": aggregates.summarize(cases, attempts)["model_score"],
-                "scorer_version": version,
-                "first_event": info.first_at,
-            }
-        )
+        row: dict[str, Any] = {
+            "run": run_id,
+            "run_kind": started.run_kind,
+            "bank": f"{started.bank_id}@{started.bank_version}",
+            "bank_hash": started.bank_hash,
+            "adapter": started.adapter_kind,
+            "profile": started.profile,
+            "requested_model": started.requested_model,
+            "status": info.finished.status if info.finished is not None else "unfinished",
+            "done": sum(1 for a in attempts if a.outcome != "unscored"),
+            "planned": len(attempts),
+            "result_correct_rate": q["result_correct_rate"],
+            "score": aggregates.summarize(cases, attempts)["model_score"],
+            "scorer_version": version,
+            "first_event": info.first_at,
+            "kill_rate": None,
+        }
+        if started.run_kind == "calibration":
+            # No attempts and no score: done when its totals are recorded.
+            cal = calibration.summarize(state.calibrations.get(run_id))
+            row["done"] = len(attempts) if cal["finished"] else 0
+            row["result_correct_rate"] = row["score"] = None
+            row["kill_rate"] = cal["kill_rate"]
+        rows.append(row)
     return rows
