@@ -15,7 +15,9 @@ from decimal import Decimal
 from typing import Any
 
 from projections.aggregates import DIMENSIONS
+from projections.calibration import STATUSES
 from projections.quality import FAILURE_KINDS
+from projections.report.markdown import flag_summary
 
 __all__ = ["render_html"]
 
@@ -113,7 +115,8 @@ def _radar(run: dict[str, Any], color: str) -> str:
 def _summary(section: dict[str, Any]) -> str:
     head = ["rank", "run", "profile", "requested model", "identity from", "status", "planned"]
     head += ["result-correct rate", "correct", "wrong", "unknown", "format-ok rate"]
-    head += ["SQL exec ok rate", "coverage", "score (auxiliary)", "tokens/correct"]
+    head += ["SQL exec ok rate", "coverage", "score (auxiliary)", "variant flags (diagnostic)"]
+    head += ["tokens/correct"]
     head += ["cost/correct", "gen P95 ms", "SQL exec P95 ms"]
     rows = []
     for r in section["runs"]:
@@ -138,6 +141,7 @@ def _summary(section: dict[str, Any]) -> str:
                 q["sql_exec_success_rate"],
                 q["coverage"],
                 r["scores"]["model_score"],
+                flag_summary(r["variant_diagnostics"]),
                 e["tokens"]["per_correct"],
                 cost,
                 e["generation_ms"]["p95"],
@@ -153,11 +157,100 @@ def _summary(section: dict[str, Any]) -> str:
         ]
         for r in section["runs"]
     ]
+    diagnostics = []
+    for r in section["runs"]:
+        v = r["variant_diagnostics"]
+        diagnostics.append(
+            [
+                r["run"],
+                f"{v['checked']}/{v['total']}",
+                v["coverage"],
+                *(v["flags"].get(f, 0) for f in ("variant_mismatch", "scope_leak")),
+                v["flagged"],
+            ]
+        )
     return (
         '<h3>Models</h3><div id="summary">'
         + _table(head, rows)
         + "</div><h3>Failure classification (counts over planned attempts)</h3>"
         + _table(["run", *FAILURE_KINDS, "cancelled", "unscored"], failures)
+        + '<h3>Variant diagnostics (never change a score)</h3><p class="muted">Diagnostics '
+        "only: a flag never changes a score, a rate or the ranking. variant_mismatch: on a "
+        "variant database the answer is not result-correct against that variant's gold; "
+        "scope_leak: a variant that only changes rows outside the question's scope moved the "
+        'answer.</p><div id="variant-diagnostics">'
+        + _table(
+            ["run", "checked", "coverage", "variant_mismatch", "scope_leak", "any flag"],
+            diagnostics,
+        )
+        + "</div>"
+    )
+
+
+def _calibration(section: dict[str, Any]) -> str:
+    head = ["run", "status", "kill rate", *STATUSES, "applicable", "positive controls"]
+    head.append("passed")
+    rows, survivors, equivalents, variants, operators = [], [], [], [], []
+    failed = []
+    for r in section["runs"]:
+        c = r["calibration"]
+        pc = c["positive_controls"]
+        rows.append(
+            [
+                r["run"],
+                r["status"],
+                c["kill_rate"],
+                *(c["counts"][s] for s in STATUSES),
+                c["applicable"],
+                f"{pc['passed']}/{pc['total']}",
+                c["passed"],
+            ]
+        )
+        survivors += [[r["run"], m["case"], m["mutant"], m["operator"]] for m in c["survivors"]]
+        equivalents += [
+            [r["run"], m["case"], m["mutant"], m["operator"], m["review"]] for m in c["equivalents"]
+        ]
+        variants += [
+            [r["run"], v["id"], v["stale"], v["tables_digest"], v["gold_digest"]]
+            for v in c["variants"]
+        ]
+        operators += [
+            [r["run"], name, *(counts[s] for s in STATUSES)]
+            for name, counts in c["operators"].items()
+        ]
+        failed += [
+            f'<p class="bad">FAILED positive control in {_e(r["run"])}: case {_e(f["case"])} '
+            f"alternative_sql[{f['index']}] was rejected by the oracle.</p>"
+            for f in pc["failed"]
+        ]
+
+    def block(title: str, head: list[str], body: list[list[Any]]) -> str:
+        return f"<h4>{_e(title)}</h4>" + (_table(head, body) if body else "<p>None.</p>")
+
+    return "".join(
+        [
+            '<p class="muted">Oracle checks, never ranked: planted errors (mutants) the oracle '
+            "must reject and correct alternative queries (positive controls) it must accept. "
+            "kill rate = killed / (killed + survived).</p>",
+            '<div id="calibration">' + _table(head, rows) + "</div>",
+            *failed,
+            block(
+                "Survivors (planted errors the oracle did not notice: review each)",
+                ["run", "case", "mutant", "operator"],
+                survivors,
+            ),
+            block(
+                "Reviewed equivalent mutants",
+                ["run", "case", "mutant", "operator", "review"],
+                equivalents,
+            ),
+            block(
+                "Variant databases",
+                ["run", "variant", "stale", "tables digest", "gold digest"],
+                variants,
+            ),
+            block("Mutants per operator", ["run", "operator", *STATUSES], operators),
+        ]
     )
 
 
@@ -237,6 +330,8 @@ def _caserun(c: dict[str, Any]) -> str:
         if s
         else (f"cancelled: {c['cancel']['reason']}" if c["cancel"] else "no terminal event")
     )
+    if c["variants"] is not None and c["variants"]["flags"]:
+        verdict += "; variant flags (diagnostic): " + ", ".join(c["variants"]["flags"])
     css = "ok" if s and s["result_correct"] else "bad"
     parts = [
         f'<details class="caserun"><summary><span class="{css}">{_e(c["run"])} / '
@@ -287,6 +382,19 @@ def _caserun(c: dict[str, Any]) -> str:
         parts.append(_table(["item", "points"], [*items, ["total", s["total"]]], numeric=1))
     if c["cancel"] is not None:
         parts.append(f"<p>Cancelled: {_e(c['cancel']['reason'])}: {_e(c['cancel']['message'])}</p>")
+    v = c["variants"]
+    if v is not None:
+        flags = ", ".join(v["flags"]) or "none"
+        parts.append(
+            f'<p class="variant-flags">Variant flags (diagnostic, never change the score): '
+            f"<strong>{_e(flags)}</strong></p>"
+        )
+        outcomes = [
+            [o["variant"], o["non_interfering"], o["result_correct"], o["moved"], o["error_kind"]]
+            for o in v["outcomes"]
+        ]
+        head = ["variant", "non-interfering", "result-correct", "answer moved", "error"]
+        parts.append(_table(head, outcomes))
     events = [[ev["seq"], ev["type"], ev["leaf_hash"]] for ev in c["events"]]
     parts.append("<h4>Events</h4>" + _table(["seq", "type", "leaf hash"], events))
     parts.append("</details>")
@@ -305,6 +413,19 @@ def _gold(section: dict[str, Any]) -> str:
 
 def _section(section: dict[str, Any]) -> str:
     bank = section["bank"]
+    if section["kind"] == "calibration":
+        return "".join(
+            [
+                f"<section><h2>{_e(section['title'])}</h2>",
+                f"<p>Bank <code>{_e(bank['id'])}</code> version <code>{_e(bank['version'])}"
+                f"</code>, hash <code>{_e(bank['hash'])}</code>, published at seq "
+                f"{bank['published_seq']}. Scorer versions: "
+                f"{_e(', '.join(section['scorer_versions']))}.</p>",
+                _calibration(section),
+                _gold(section),
+                "</section>",
+            ]
+        )
     radars = "".join(_radar(r, _PALETTE[i % len(_PALETTE)]) for i, r in enumerate(section["runs"]))
     return "".join(
         [

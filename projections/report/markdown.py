@@ -6,9 +6,10 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from projections.aggregates import DIMENSIONS
+from projections.calibration import STATUSES
 from projections.quality import FAILURE_KINDS
 
-__all__ = ["render_markdown"]
+__all__ = ["flag_summary", "render_markdown"]
 
 
 def _cell(value: Any) -> str:
@@ -49,6 +50,7 @@ def _runs(section: dict[str, Any]) -> list[str]:
         "SQL exec ok",
         "coverage",
         "score (auxiliary)",
+        "variant flags (diagnostic)",
         "tokens/correct",
         "cost/correct",
         "gen P95 ms",
@@ -73,12 +75,27 @@ def _runs(section: dict[str, Any]) -> list[str]:
                 q["sql_exec_success_rate"],
                 q["coverage"],
                 r["scores"]["model_score"],
+                flag_summary(r["variant_diagnostics"]),
                 e["tokens"]["per_correct"],
                 cost,
                 e["generation_ms"]["p95"],
             ]
         )
     return _table(head, rows)
+
+
+def flag_summary(v: dict[str, Any]) -> str:
+    """``variant_mismatch 5, scope_leak 0 of 54 checked`` (or ``not checked``).
+
+    >>> flag_summary({"checked": 2, "flags": {"scope_leak": 1, "variant_mismatch": 1}})
+    'variant_mismatch 1, scope_leak 1 of 2 checked'
+    """
+    if not v["checked"]:
+        return "not checked"
+    f = v["flags"]
+    return f"variant_mismatch {f['variant_mismatch']}, scope_leak {f['scope_leak']} of " + (
+        f"{v['checked']} checked"
+    )
 
 
 def _failures(section: dict[str, Any]) -> list[str]:
@@ -193,9 +210,106 @@ def _cases(section: dict[str, Any]) -> list[str]:
     return _table(head, rows)
 
 
+def _variant_diagnostics(section: dict[str, Any]) -> list[str]:
+    lines = [
+        "Diagnostics only: a flag never changes a score, a rate or the ranking. "
+        "`variant_mismatch`: on a variant database the answer is not result-correct against "
+        "that variant's gold; `scope_leak`: a variant that only changes rows outside the "
+        "question's scope moved the answer. Checked = attempts run on the variants.",
+        "",
+    ]
+    head = ["run", "checked", "coverage", "variant_mismatch", "scope_leak", "any flag"]
+    rows = []
+    for r in section["runs"]:
+        v = r["variant_diagnostics"]
+        rows.append(
+            [
+                r["run"],
+                f"{v['checked']}/{v['total']}",
+                v["coverage"],
+                v["flags"]["variant_mismatch"],
+                v["flags"]["scope_leak"],
+                v["flagged"],
+            ]
+        )
+    others = sorted({f for r in section["runs"] for f in r["variant_diagnostics"]["flags"]})
+    others = [f for f in others if f not in ("variant_mismatch", "scope_leak")]
+    if others:
+        head += others
+        for row, r in zip(rows, section["runs"], strict=True):
+            row += [r["variant_diagnostics"]["flags"].get(f, 0) for f in others]
+    return lines + _table(head, rows)
+
+
+def _flags(c: dict[str, Any]) -> str | None:
+    v = c["variants"]
+    if v is None:
+        return None
+    return ", ".join(v["flags"]) or "none"
+
+
+def _calibration(section: dict[str, Any]) -> list[str]:
+    lines = [
+        "Oracle checks, never ranked: planted errors (mutants) the oracle must reject and "
+        "correct alternative queries (positive controls) it must accept. "
+        "kill rate = killed / (killed + survived).",
+        "",
+    ]
+    head = ["run", "status", "kill rate", *STATUSES, "applicable", "positive controls"]
+    head.append("passed")
+    rows, survivors, equivalents, variants, operators = [], [], [], [], []
+    for r in section["runs"]:
+        c = r["calibration"]
+        pc = c["positive_controls"]
+        rows.append(
+            [
+                r["run"],
+                r["status"],
+                c["kill_rate"],
+                *(c["counts"][s] for s in STATUSES),
+                c["applicable"],
+                f"{pc['passed']}/{pc['total']}",
+                c["passed"],
+            ]
+        )
+        survivors += [[r["run"], m["case"], m["mutant"], m["operator"]] for m in c["survivors"]]
+        equivalents += [
+            [r["run"], m["case"], m["mutant"], m["operator"], m["review"]] for m in c["equivalents"]
+        ]
+        variants += [
+            [r["run"], v["id"], v["stale"], v["tables_digest"], v["gold_digest"]]
+            for v in c["variants"]
+        ]
+        operators += [
+            [r["run"], name, *(counts[s] for s in STATUSES)]
+            for name, counts in c["operators"].items()
+        ]
+        for f in pc["failed"]:
+            lines.append(
+                f"FAILED positive control in {r['run']}: case {f['case']} "
+                f"alternative_sql[{f['index']}] was rejected by the oracle."
+            )
+    lines += _table(head, rows)
+    lines += ["#### Survivors (planted errors the oracle did not notice: review each)", ""]
+    lines += (
+        _table(["run", "case", "mutant", "operator"], survivors) if survivors else ["None.", ""]
+    )
+    lines += ["#### Reviewed equivalent mutants", ""]
+    if equivalents:
+        lines += _table(["run", "case", "mutant", "operator", "review"], equivalents)
+    else:
+        lines += ["None.", ""]
+    lines += ["#### Variant databases", ""]
+    head = ["run", "variant", "stale", "tables digest", "gold digest"]
+    lines += _table(head, variants) if variants else ["None.", ""]
+    lines += ["#### Mutants per operator", ""]
+    lines += _table(["run", "operator", *STATUSES], operators)
+    return lines
+
+
 def _caseruns(section: dict[str, Any]) -> list[str]:
     head = ["run", "case", "attempt", "outcome", "total", "result-correct", "failure"]
-    head += ["missing rows", "extra rows", "guard"]
+    head += ["missing rows", "extra rows", "guard", "variant flags (diagnostic)"]
     rows = []
     for c in section["caseruns"]:
         s, d, g = c["score"], c["diff"], c["guard"]
@@ -212,6 +326,7 @@ def _caseruns(section: dict[str, Any]) -> list[str]:
                 d["missing_rows"] if d else None,
                 d["extra_rows"] if d else None,
                 None if g is None else ("passed" if g["passed"] else "rejected"),
+                _flags(c),
             ]
         )
     return _table(head, rows)
@@ -244,7 +359,12 @@ def render_markdown(report: dict[str, Any]) -> str:
             + ".",
             "",
         ]
+        if section["kind"] == "calibration":
+            lines += ["### Calibration runs", "", *_calibration(section)]
+            continue
         lines += ["### Runs", "", *_runs(section)]
+        lines += ["### Variant diagnostics (never change a score)", ""]
+        lines += _variant_diagnostics(section)
         lines += ["### Failure classification (counts over planned attempts)", ""]
         lines += _failures(section)
         lines += ["### Efficiency (efficiency-v2)", "", *_efficiency(section)]

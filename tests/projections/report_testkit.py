@@ -20,6 +20,7 @@ from ledger.keys import Signer
 from ledger.store import Draft, Ledger, link_of
 
 CLOCK = "2026-12-02T10:00:00.000000Z"
+STATUSES = ("killed", "survived", "equivalent", "blocked", "unsupported", "not_applicable")
 OPERATOR_SEED = bytes(range(32))
 
 
@@ -243,6 +244,92 @@ class HandLedger:
             "sql_structural_match": None,
         }
         self.append(Draft(ev.ScoreComputed, run_id, score))
+
+    def variant_checked(
+        self,
+        run_id: str,
+        case: str,
+        n: int,
+        flags: tuple[str, ...] = (),
+        *,
+        calibration: str = "sha256:" + "ca" * 32,
+    ) -> None:
+        """The variant diagnostics of one attempt (after its ScoreComputed, as the runner does)."""
+        outcomes = (
+            ev.VariantOutcome(
+                variant_id="third-region",
+                non_interfering=True,
+                result_correct="variant_mismatch" not in flags,
+                moved="scope_leak" in flags,
+            ),
+        )
+        fields = {
+            "case_id": case,
+            "attempt": n,
+            "calibration_sha256": calibration,
+            "flags": flags,
+            "outcomes": outcomes,
+        }
+        self.append(Draft(ev.VariantChecked, run_id, fields))
+
+    def calibrated(
+        self,
+        run_id: str,
+        mutants: list[tuple[str, str, str]],
+        controls: list[tuple[str, bool]],
+        *,
+        finished: bool = True,
+    ) -> None:
+        """A calibration run's verdict events. ``mutants``: (case, mutant id, status);
+        ``controls``: (case, passed). Totals in CalibrationFinished are counted here."""
+        drafts = []
+        for case, mutant, status in mutants:
+            fields = {
+                "case_id": case,
+                "mutant_id": mutant,
+                "operator": mutant.split("#")[0],
+                "pattern": "5",
+                "status": status,
+                "reason": f"planted {mutant}",
+                "sql_sha256": _sha(f"SELECT mutated {case} {mutant}"),
+                "verdicts": (ev.DatabaseVerdict(database="base", result_correct=True),),
+                "review": "reviewed: same rows" if status == "equivalent" else None,
+            }
+            drafts.append(Draft(ev.CalibrationMutantJudged, run_id, fields))
+        for i, (case, passed) in enumerate(controls):
+            fields = {
+                "case_id": case,
+                "index": i,
+                "sql_sha256": _sha(f"SELECT control {case} {i}"),
+                "passed": passed,
+                "verdicts": (ev.DatabaseVerdict(database="base", result_correct=passed),),
+            }
+            drafts.append(Draft(ev.CalibrationControlChecked, run_id, fields))
+        if finished:
+            count = {s: sum(1 for m in mutants if m[2] == s) for s in STATUSES}
+            killed, survived = count["killed"], count["survived"]
+            fields = {
+                "calibration_sha256": "sha256:" + "ca" * 32,
+                "scorer_version": "2.0.0",
+                "variants": (
+                    ev.VariantSummary(
+                        variant_id="third-region",
+                        stale=False,
+                        tables_digest=_sha("tables"),
+                        gold_digest=_sha("variant gold"),
+                    ),
+                ),
+                **count,
+                "kill_rate": None
+                if killed + survived == 0
+                else (Decimal(killed) / Decimal(killed + survived)).quantize(Decimal("0.0001")),
+                "controls_passed": sum(1 for _, p in controls if p),
+                "controls_total": len(controls),
+                "passed": all(p for _, p in controls),
+                "report_digest": _sha("report"),
+            }
+            drafts.append(Draft(ev.CalibrationFinished, run_id, fields))
+        self.append(*drafts)
 
     def cancelled(self, run_id: str, case: str, n: int, reason: str = "interrupted") -> None:
         fields = {"case_id": case, "attempt": n, "reason": reason, "message": reason}
