@@ -22,10 +22,11 @@ def report_commands(ledger_path: Path, out_dir: Path, tree_size: int) -> list[st
 
 
 def _write_reports(ledger_path: Path, out_dir: Path, tree_size: int) -> None:
-    from ledger.cli_report import write_report
+    from ledger.reporting import report_bytes
 
     for fmt in REPORT_FORMATS:
-        write_report(ledger_path, fmt=fmt, output=out_dir / f"report.{fmt}", at_size=tree_size)
+        data, _, _ = report_bytes(ledger_path, fmt=fmt, at_size=tree_size)
+        (out_dir / f"report.{fmt}").write_bytes(data)
 
 
 @click.command("demo")
@@ -41,12 +42,13 @@ def _write_reports(ledger_path: Path, out_dir: Path, tree_size: int) -> None:
 @click.option("--force", is_flag=True, help="Replace a demo already in the folder.")
 def demo(out_dir: Path, force: bool) -> None:
     """Publish the built-in banks, run the self-test and three recorded models, report."""
-    from ledger.cli_run import bank_context
+    from ledger.cli_run import bank_context, with_variants
 
     result = run_demo(
         out_dir,
         force=force,
         bank_context=bank_context,
+        with_variants=with_variants,
         write_reports=_write_reports,
         echo=lambda line: click.echo(line, err=True),
     )

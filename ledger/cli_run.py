@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import os
 import re
 import sys
@@ -110,6 +112,11 @@ def summary_text(s: RunSummary, ledger_path: Path) -> str:
 @click.option("--command", default=None)
 @click.option("--replay-file", default=None)
 @click.option("--tools", default=None, help="Declared tool state: off, on or unknown.")
+@click.option(
+    "--no-variants",
+    is_flag=True,
+    help="Skip the variant diagnostics (running each SQL on the bank's calibration variants).",
+)
 @click.pass_obj
 def run_cmd(obj: Any, bank_ref: str, kind: str, **options: Any) -> None:
     """Run KIND on a published bank; every step becomes a signed event."""
@@ -119,6 +126,7 @@ def run_cmd(obj: Any, bank_ref: str, kind: str, **options: Any) -> None:
             f"no ledger at {ledger_path}", hint="run `caseledger init` first (or pass --ledger)"
         )
     resume = options.pop("resume")
+    no_variants = options.pop("no_variants")
     attempts, profile = options.pop("attempts"), options.pop("profile")
     run_id, concurrency, retries = (
         options.pop("run_id"),
@@ -134,7 +142,10 @@ def run_cmd(obj: Any, bank_ref: str, kind: str, **options: Any) -> None:
         adapter = build_adapter(
             kind, options, cases=refs, environ=os.environ, hidden_paths=(ledger_path, obj.home)
         )
+        stack = contextlib.ExitStack()
         try:
+            if not no_variants:
+                ctx = with_variants(ctx, published, stack)
             plan = RunPlan(
                 run_id=resume or run_id or default_run_id(ledger, profile or kind),
                 profile=profile or kind,
@@ -163,8 +174,23 @@ def run_cmd(obj: Any, bank_ref: str, kind: str, **options: Any) -> None:
                 )
                 sys.exit(2)
         finally:
+            stack.close()
             adapter.close()
     click.echo(summary_text(summary, ledger_path))
+
+
+def with_variants(ctx: BankContext, published: Any, stack: contextlib.ExitStack) -> BankContext:
+    """The bank context with variant diagnostics when the bank has calibration variants.
+
+    The variant workers live until ``stack`` closes.
+    """
+    from ledger.calibration.diagnostics import as_event_check, open_for_published
+
+    diagnostics = open_for_published(published)
+    if diagnostics is None:
+        return ctx
+    stack.enter_context(diagnostics)
+    return dataclasses.replace(ctx, variant_check=as_event_check(diagnostics))
 
 
 def _now() -> Any:

@@ -161,3 +161,28 @@ def variant_diagnostics(
     (the SqlExecuted the runner recorded).
     """
     return diagnostics.check(case, sql, base_result)
+
+
+def open_for_published(published: Any) -> VariantDiagnostics | None:
+    """Variant diagnostics of a published bank (its stored calibration.yaml), or None.
+
+    None when the bank was published without calibration data or declares no
+    variants. Variant databases are cached beside the bank's database.
+    """
+    from ledger.calibration.config import load_calibration
+
+    bank = published.stored_bank()
+    calibration = load_calibration(bank)
+    if calibration is None or not calibration.variants:
+        return None
+    cache = Path(published.db_path).parent / "variants"
+    return VariantDiagnostics(bank, calibration, Path(published.db_path), cache)
+
+
+def as_event_check(diagnostics: VariantDiagnostics) -> Any:
+    """The runner's ``variant_check`` callable: case, SQL, base execution -> event fields."""
+
+    def check(case: CaseSpec, sql: str, executed: SqlExecuted) -> dict[str, Any]:
+        return diagnostics.check(case, sql, executed).event_fields()
+
+    return check

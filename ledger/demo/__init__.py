@@ -9,6 +9,7 @@ reports. Everything goes through the same library calls as the CLI commands.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import os
 from collections.abc import Callable
@@ -60,14 +61,15 @@ def run_demo(
     *,
     force: bool,
     bank_context: Callable[..., BankContext],
+    with_variants: Callable[..., BankContext],
     write_reports: Callable[[Path, Path, int], None],
     echo: Callable[[str], None],
 ) -> DemoResult:
     """Run the whole demo into ``out_dir`` (see the module doc).
 
-    ``bank_context(published, ledger_path, cwd)`` and ``write_reports(ledger_path,
-    out_dir, tree_size)`` are the CLI's own functions, so the demo and the
-    commands it prints cannot drift apart.
+    ``bank_context(published, ledger_path, cwd)``, ``with_variants(ctx, published,
+    stack)`` and ``write_reports(ledger_path, out_dir, tree_size)`` are the CLI's own
+    functions, so the demo and the commands it prints cannot drift apart.
     """
     out_dir.mkdir(parents=True, exist_ok=True)
     present = [name for name in DEMO_FILES if (out_dir / name).exists()]
@@ -76,17 +78,19 @@ def run_demo(
             f"{out_dir} already holds a demo ({', '.join(present)})",
             hint="pass --force to replace it, or -o another folder",
         )
-    for name in (*DEMO_FILES, "ledger.db-wal", "ledger.db-shm"):
+    for name in (*DEMO_FILES, "ledger.db-wal", "ledger.db-shm", "keys/operator.key"):
         (out_dir / name).unlink(missing_ok=True)
     ledger_path = out_dir / "ledger.db"
     signer = Signer.generate("caseledger-demo-operator", role="operator")
     signer.save(out_dir / "keys" / "operator.key")
     summaries: list[RunSummary] = []
-    with Ledger.create(ledger_path, signer, clock=_clock) as ledger:
+    with contextlib.ExitStack() as stack:
+        ledger = stack.enter_context(Ledger.create(ledger_path, signer, clock=_clock))
         banks = {}
         for name, folder in sorted(builtin_banks().items()):
             result = publish(ledger, signer, folder, out_dir, cwd=Path.cwd())
-            banks[name] = bank_context(result.published, ledger_path, Path.cwd())
+            ctx = bank_context(result.published, ledger_path, Path.cwd())
+            banks[name] = with_variants(ctx, result.published, stack)
             echo(f"published bank {result.published.ref}")
         plans: list[tuple[str, str, dict[str, object]]] = [
             ("sales-fixture", "reference", {}),
@@ -113,9 +117,7 @@ def run_demo(
             finally:
                 adapter.close()
             summaries.append(summary)
-            echo(
-                f"ran {plan.run_id}: {summary.correct}/{summary.planned} attempts result-correct"
-            )
+            echo(f"ran {plan.run_id}: {summary.correct}/{summary.planned} attempts result-correct")
         verified = verify_ledger(ledger)
         echo(f"verified {verified.size} events")
         note = issue_checkpoint(ledger, signer)

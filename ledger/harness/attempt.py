@@ -69,7 +69,8 @@ class AttemptWriter:
     def events_for(
         self, stream: Stream, key: AttemptKey, prompt: str, answer: Reply | Failure
     ) -> list[events.EventBase]:
-        """The batch of one attempt; its last event is ScoreComputed or AttemptCancelled."""
+        """The batch of one attempt: its terminal event is ScoreComputed or AttemptCancelled,
+        followed by VariantChecked when the bank has variants and the SQL executed."""
         case_id, attempt = key
         case, gold = self.cases[case_id], self.gold[case_id]
         ids = {"case_id": case_id, "attempt": attempt}
@@ -129,6 +130,14 @@ class AttemptWriter:
             return out
         event, _ = stream.make(events.ScoreComputed, **ids, evidence=tuple(evidence), **fields)
         out.append(event)
+        check = self.bank.variant_check
+        if check is not None and executed is not None and executed.ok and parsed is not None:
+            # Diagnostics next to the score, recorded after it: they never change it.
+            assert parsed.sql is not None
+            variant, _ = stream.make(
+                events.VariantChecked, **ids, **check(case, parsed.sql, executed)
+            )
+            out.append(variant)
         return out
 
 

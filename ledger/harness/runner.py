@@ -90,6 +90,11 @@ class BankContext:
     leak_check: Callable[[str], list[str]]
     prompt_for: Callable[[events.CaseSpec], str]
     prompt_contract_digest: str
+    # Variant diagnostics (calibration variants of the bank): given the case, the model's
+    # SQL and its base execution, the VariantChecked fields; None when the bank has none.
+    variant_check: Callable[[events.CaseSpec, str, events.SqlExecuted], dict[str, Any]] | None = (
+        None
+    )
 
 
 @dataclass(frozen=True)
@@ -432,7 +437,8 @@ class _Session:
         if isinstance(outcome, MissingRecording):
             return self.cancel(key, "missing_recording", outcome.message)
         assert not isinstance(outcome, Exception)
-        return self.append(lambda s: writer.events_for(s, key, request.prompt, outcome))[-1]
+        batch = self.append(lambda s: writer.events_for(s, key, request.prompt, outcome))
+        return next(e for e in reversed(batch) if isinstance(e, TERMINAL))
 
 
 def run(

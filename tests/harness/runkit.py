@@ -120,8 +120,10 @@ _CODES = {
     events.SqlGuarded: "G",
     events.SqlExecuted: "E",
     events.ScoreComputed: "S",
+    events.VariantChecked: "V",
 }
-CHAIN = re.compile(r"P(?:MO(?:GE?)?|F)S")
+# VariantChecked (diagnostics) follows the score only when the SQL executed.
+CHAIN = re.compile(r"P(?:MOGE{1,2}SV?|MO(?:G)?S|FS)")
 
 
 def _code(event: events.EventBase) -> str:
@@ -137,7 +139,8 @@ def check_attempts(
 
     An attempt may first have been cancelled as interrupted (any number of times);
     after that it has exactly one chain PromptSent, ModelResponded | ProviderFailed,
-    [OutputParsed, [SqlGuarded, [SqlExecuted]]], ScoreComputed, whose events are
+    [OutputParsed, [SqlGuarded, [SqlExecuted]]], ScoreComputed [, VariantChecked after an
+    execution], whose events are
     consecutive in the run stream and whose ScoreComputed names exactly their links.
     Returns the chain of each attempt.
     """
@@ -155,6 +158,8 @@ def check_attempts(
         chain = [(s, e) for s, e in items if _code(e) != "I"]
         seqs = [e.stream_seq for _, e in chain]
         assert seqs == list(range(seqs[0], seqs[0] + len(seqs))), f"{key}: not one batch"
+        if _code(chain[-1][1]) == "V":
+            chain = chain[:-1]  # diagnostics after the score, not evidence of it
         links = tuple(link_of(s.leaf_hash) for s, _ in chain[:-1])
         score = chain[-1][1]
         assert isinstance(score, events.ScoreComputed) and score.evidence == links
