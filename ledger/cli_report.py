@@ -13,13 +13,13 @@ from ledger.codec import format_time
 from ledger.keys import load_default_signer
 from ledger.projstore import (
     ProjectionStore,
-    checkpoint_root,
     load_state,
     store_path,
 )
+from ledger.reporting import report_bytes
 from ledger.rescore import rescore
 from ledger.store import Ledger
-from projections.report import FORMATS, build_report, render, run_overview
+from projections.report import FORMATS, run_overview
 
 __all__ = ["register"]
 
@@ -47,14 +47,15 @@ def report(
     with_gold: bool,
 ) -> None:
     """Build a report: the same tree size and options always give the same bytes."""
-    with Ledger.open(ctx.ledger_path, readonly=True) as ledger:
-        state = load_state(ledger, at_size=at_size, runs=runs or None)
-        root = checkpoint_root(ledger, state.size)
-    data = render(
-        build_report(state, root_hash=root, scorer=scorer, runs=runs or None, with_gold=with_gold),
-        fmt,
+    data, size, root = report_bytes(
+        ctx.ledger_path,
+        fmt=fmt,
+        at_size=at_size,
+        runs=runs or None,
+        scorer=scorer,
+        with_gold=with_gold,
     )
-    click.echo(f"report built at tree size {state.size}, root sha256:{root.hex()}", err=True)
+    click.echo(f"report built at tree size {size}, root sha256:{root.hex()}", err=True)
     if output is None:
         click.echo(data.decode("utf-8"), nl=False)
     else:
