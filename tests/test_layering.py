@@ -41,9 +41,7 @@ def _imports(tree: ast.AST) -> set[str]:
 def test_projection_module_imports_no_io(path) -> None:
     imported = _imports(ast.parse(path.read_text("utf-8")))
     bad = {
-        name
-        for name in imported
-        if any(name == f or name.startswith(f + ".") for f in FORBIDDEN)
+        name for name in imported if any(name == f or name.startswith(f + ".") for f in FORBIDDEN)
     }
     assert not bad, f"{path.name} imports {sorted(bad)}"
 

@@ -56,7 +56,9 @@ def test_unknown_option_lists_what_the_adapter_takes() -> None:
     with pytest.raises(UsageError) as exc:
         build_adapter("replay", {"replay_file": "x", "timeout_s": 3})
     assert exc.value.message == "the replay adapter does not take --timeout (option 'timeout_s')"
-    assert exc.value.hint == "the replay adapter takes: --replay-file, --model, --price-snapshot, --tools"
+    assert exc.value.hint == (
+        "the replay adapter takes: --replay-file, --model, --price-snapshot, --tools"
+    )
 
 
 def test_replies_and_failures_fit_the_events(tmp_path: Path) -> None:
