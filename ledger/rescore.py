@@ -22,7 +22,6 @@ from typing import Any
 
 import msgspec
 
-from ledger import codec
 from ledger.bank.registry import PublishedBank, bank_paths
 from ledger.errors import BankError, UsageError, VerificationError
 from ledger.events import (
@@ -36,6 +35,7 @@ from ledger.events import (
     SqlGuarded,
 )
 from ledger.harness import score as score_mod
+from ledger.harness.attempt import Stream
 from ledger.keys import Signer
 from ledger.projstore import replay_ledger
 from ledger.store import Ledger, StoredEvent, link_of
@@ -181,7 +181,7 @@ def _rescore_run(
         db_path, _ = bank_paths(home, bank.content_sha256)
         pool = WorkerPool(db_path)
     head = ledger.stream_events(run_id)[-1]
-    stream = _StreamHead(run_id, head.event().stream_seq, link_of(head.leaf_hash), clock)
+    stream = Stream(run_id, clock, head)
     out: list[EventBase] = []
     try:
         for key in sorted(state.caseruns):
@@ -225,27 +225,8 @@ def _rescore_run(
     return out
 
 
-class _StreamHead:
-    """Builds complete, linked events continuing a run's stream (evidence needs their links)."""
-
-    def __init__(self, run_id: str, seq: int, prev: str, clock: Callable[[], str]) -> None:
-        self.run_id, self.seq, self.prev, self.clock = run_id, seq, prev, clock
-
-    def make(self, cls: type[EventBase], **fields: Any) -> tuple[EventBase, str]:
-        self.seq += 1
-        event = cls(
-            stream=self.run_id,
-            stream_seq=self.seq,
-            stream_prev=self.prev,
-            at=self.clock(),
-            **fields,
-        )
-        self.prev = link_of(codec.leaf_hash(codec.encode(event)))
-        return event, self.prev
-
-
 def _reexecute(
-    pool: Any, bank: BankPublished, caserun: CaseRun, evidence: list[EventBase], stream: _StreamHead
+    pool: Any, bank: BankPublished, caserun: CaseRun, evidence: list[EventBase], stream: Stream
 ) -> tuple[EventBase, str] | None:
     parsed = next((e for e in evidence if isinstance(e, OutputParsed)), None)
     guarded = next((e for e in evidence if isinstance(e, SqlGuarded)), None)
