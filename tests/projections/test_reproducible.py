@@ -152,6 +152,10 @@ class _Prefix:
         end = self._stop if stop is None else min(stop, self._stop)
         return self._ledger.iter_events(start, end)
 
+    def iter_bodies(self, start: int = 0, stop: int | None = None):
+        end = self._stop if stop is None else min(stop, self._stop)
+        return self._ledger.iter_bodies(start, end)
+
 
 def _prefix(ledger: Ledger, stop: int) -> Ledger:
     return _Prefix(ledger, stop)  # type: ignore[return-value]
