@@ -206,6 +206,38 @@ def build_adapter(
 # ---------------------------------------------------------------- option helpers
 
 
+def text_invocation(
+    identity: Identity,
+    *,
+    tools: str,
+    wire_protocol: str,
+    client_version: str,
+    prompt_contract_digest: str,
+    retries: int,
+    parameters: Mapping[str, str] | None = None,
+) -> events.Invocation:
+    """The Invocation of a single-turn text call, the disclosed variables from ``identity``.
+
+    Every adapter makes one call per attempt with a text response; what differs is
+    the tool state, the wire protocol, the client and the parameters on the wire.
+    """
+    return events.Invocation(
+        harness_kind=identity.harness_kind,
+        response_mode="text",
+        single_call=True,
+        tools=tools,
+        retries=retries,
+        prompt_contract_digest=prompt_contract_digest,
+        system_prompt_digest=identity.system_prompt_digest,
+        wire_protocol=wire_protocol,
+        client_version=client_version,
+        provider=identity.provider,
+        auth_mode=identity.auth_mode,
+        model=identity.requested_model,
+        parameters=dict(parameters or {}),
+    )
+
+
 def client_version(module_version: str, name: str) -> str:
     """``caseledger/<app> <name>/<module version>``, the Invocation's client_version."""
     return f"caseledger/{_APP_VERSION} {name}/{module_version}"

@@ -119,20 +119,13 @@ class CommandAdapter:
 
     def invocation(self, prompt_contract_digest: str, retries: int) -> events.Invocation:
         """One process per attempt; nothing but the prompt is sent, so no parameters."""
-        return events.Invocation(
-            harness_kind=HARNESS_KIND,
-            response_mode="text",
-            single_call=True,
+        return base.text_invocation(
+            self.identity,
             tools=self._tools,
-            retries=retries,
-            prompt_contract_digest=prompt_contract_digest,
-            system_prompt_digest=None,
             wire_protocol=WIRE_PROTOCOL,
             client_version=self._client,
-            provider=self.identity.provider,
-            auth_mode=self.identity.auth_mode,
-            model=self.identity.requested_model,
-            parameters={},
+            prompt_contract_digest=prompt_contract_digest,
+            retries=retries,
         )
 
     def validate_cases(self, case_ids: Iterable[str]) -> None:

@@ -193,19 +193,13 @@ class OpenAIAdapter:
 
     def invocation(self, prompt_contract_digest: str, retries: int) -> events.Invocation:
         """The Invocation of every call: single turn, text, no tools, explicit params."""
-        return events.Invocation(
-            harness_kind=HARNESS_KIND,
-            response_mode="text",
-            single_call=True,
+        return base.text_invocation(
+            self.identity,
             tools="off",
-            retries=retries,
-            prompt_contract_digest=prompt_contract_digest,
-            system_prompt_digest=self.identity.system_prompt_digest,
             wire_protocol=WIRE_PROTOCOL,
             client_version=self._client,
-            provider=self.identity.provider,
-            auth_mode=self._auth,
-            model=self._model,
+            prompt_contract_digest=prompt_contract_digest,
+            retries=retries,
             parameters={k: str(v) for k, v in self._wire_params.items()},
         )
 

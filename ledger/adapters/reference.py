@@ -71,17 +71,13 @@ class ReferenceAdapter:
 
     def invocation(self, prompt_contract_digest: str, retries: int) -> events.Invocation:
         """No call is made: the answer is read from the bank."""
-        return events.Invocation(
-            harness_kind=HARNESS_KIND,
-            response_mode="text",
-            single_call=True,
+        return base.text_invocation(
+            self.identity,
             tools="off",
-            retries=retries,
-            prompt_contract_digest=prompt_contract_digest,
-            system_prompt_digest=None,
             wire_protocol=WIRE_PROTOCOL,
             client_version=self._client,
-            parameters={},
+            prompt_contract_digest=prompt_contract_digest,
+            retries=retries,
         )
 
     def validate_cases(self, case_ids: Iterable[str]) -> None:

@@ -231,18 +231,13 @@ class ReplayAdapter:
 
     def invocation(self, prompt_contract_digest: str, retries: int) -> events.Invocation:
         """What this replay did: read a line. It says nothing about the recorded call."""
-        return events.Invocation(
-            harness_kind=HARNESS_KIND,
-            response_mode="text",
-            single_call=True,
+        return base.text_invocation(
+            self.identity,
             tools=self._tools,
-            retries=retries,
-            prompt_contract_digest=prompt_contract_digest,
-            system_prompt_digest=None,
             wire_protocol=WIRE_PROTOCOL,
             client_version=self._client,
-            model=self.identity.requested_model,
-            parameters={},
+            prompt_contract_digest=prompt_contract_digest,
+            retries=retries,
         )
 
     def validate_cases(self, case_ids: Iterable[str]) -> None:
