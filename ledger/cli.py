@@ -67,6 +67,13 @@ class _Group(click.Group):
         except LedgerError as exc:
             click.echo(f"error: {exc.diagnostics()}", err=True)
             ctx.exit(exc.exit_code)
+        except OSError as exc:
+            # A path the user gave cannot be read or written (missing folder, permissions,
+            # full disk): their environment, not a bug, so no traceback.
+            where = f": {exc.filename}" if exc.filename else ""
+            click.echo(f"error: {exc.strerror or exc}{where}", err=True)
+            click.echo("  hint: check the path and its permissions", err=True)
+            ctx.exit(2)
 
 
 @click.group(cls=_Group)
