@@ -194,3 +194,25 @@ def test_survivors_are_named_never_shown_as_sql(built: dict[str, Any]) -> None:
             }
             assert all(form not in text for form in forms), (fmt, s["mutant"])
         assert "one_to_many_join#0" in text, fmt
+
+
+def test_flags_and_calibration_sections_rebuild_to_the_same_bytes(built: dict[str, Any]) -> None:
+    from ledger.projstore import store_path
+
+    home = built["home"]
+    store = store_path(home / "ledger.db")
+    assert store.is_file()
+    store.unlink()  # the next report replays everything into a fresh store
+    env_seed = os.environ.get("PYTHONHASHSEED")
+    os.environ["PYTHONHASHSEED"] = "4242"
+    try:
+        for fmt, first in built["reports"].items():
+            again = cli(home, "report", "--format", fmt).stdout
+            assert (
+                hashlib.sha256(again.encode()).digest() == hashlib.sha256(first.encode()).digest()
+            )
+    finally:
+        if env_seed is None:
+            os.environ.pop("PYTHONHASHSEED")
+        else:
+            os.environ["PYTHONHASHSEED"] = env_seed
