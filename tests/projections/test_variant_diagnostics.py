@@ -13,7 +13,7 @@ from report_testkit import HandLedger
 from ledger.merkle import root_hash
 from ledger.projstore import FORMAT, ProjectionStore, replay_ledger, store_path
 from projections.report import render
-from projections.report.build import build_report
+from projections.report.build import build_report, run_overview
 
 CASES = [("a", "basic", "easy", "1"), ("b", "joins_grain", "hard", "3")]
 # (case, attempt, total, result_correct) of two model runs; r2 ranks first on rate.
@@ -221,3 +221,76 @@ def test_store_keeps_flags_and_calibrations_like_a_full_replay(hand_ledger):
     with ProjectionStore(path) as store:
         store.catch_up(h.ledger)
         assert store.load() == replay_ledger(h.ledger)
+
+
+MUTANTS = [
+    ("a", "drop_scope_predicate#0", "killed"),
+    ("a", "move_range_endpoint#0", "killed"),
+    ("a", "join_type_swap#0", "equivalent"),
+    ("b", "one_to_many_join#0", "survived"),
+    ("b", "change_limit#0", "not_applicable"),
+    ("b", "time_column_swap#0", "unsupported"),
+    ("b", "drop_timezone#0", "blocked"),
+]
+
+
+def test_calibration_section_by_hand(hand_ledger):
+    h = hand_ledger(CASES)
+    h.run("m1", attempts=1)
+    h.scored("m1", "a", 1, "100.00")
+    h.finish("m1")
+    h.run("cal-1", kind="calibration", attempts=1)
+    h.calibrated("cal-1", MUTANTS, [("a", True), ("b", False)])
+    h.finish("cal-1", "failed")
+    h.run("cal-2", kind="calibration", attempts=1)
+    h.calibrated("cal-2", MUTANTS[:2], [], finished=False)  # cut before its totals
+    state = replay_ledger(h.ledger)
+    report = build_report(
+        state, root_hash=root_hash(h.ledger.leaf_hashes(state.size)), scorer="3.0.0"
+    )
+    kinds = [(s["kind"], s["scorer_major"], s["ranked"]) for s in report["sections"]]
+    # --scorer views model scores; calibration verdicts stay under the scorer they used
+    assert kinds == [("models", "3", True), ("calibration", "2", False)]
+    section = report["sections"][1]
+    assert section["title"].startswith("Calibration (oracle checks, never ranked) - bank hand v1")
+    one, two = section["runs"]
+    c = one["calibration"]
+    # killed 2, survived 1: 2 / 3 = 0.6667; applicable = 2 + 1 + 1 + 1 = 5
+    assert c["kill_rate"] == "0.6667"
+    assert c["counts"] == {
+        "killed": 2,
+        "survived": 1,
+        "equivalent": 1,
+        "blocked": 1,
+        "unsupported": 1,
+        "not_applicable": 1,
+    }
+    assert c["applicable"] == 5
+    assert c["positive_controls"]["passed"] == 1 and c["positive_controls"]["total"] == 2
+    assert [(f["case"], f["index"]) for f in c["positive_controls"]["failed"]] == [("b", 1)]
+    assert c["passed"] is False and one["status"] == "failed" and one["rank"] is None
+    assert [(s["case"], s["mutant"], s["operator"]) for s in c["survivors"]] == [
+        ("b", "one_to_many_join#0", "one_to_many_join")
+    ]
+    assert c["equivalents"][0]["review"] == "reviewed: same rows"
+    assert c["operators"]["drop_scope_predicate"]["killed"] == 1
+    assert [v["id"] for v in c["variants"]] == ["third-region"]
+    # unfinished: counts from the judged events, no kill rate claimed
+    u = two["calibration"]
+    assert (u["finished"], u["kill_rate"], u["counts"]["killed"], u["passed"]) == (
+        False,
+        None,
+        2,
+        None,
+    )
+    md = render(report, "md").decode()
+    assert "| cal-1 | failed | 0.6667 | 2 | 1 | 1 | 1 | 1 | 1 | 5 | 1/2 | no |" in md
+    assert "| cal-1 | b | one_to_many_join#0 | one_to_many_join |" in md
+    assert "FAILED positive control in cal-1: case b alternative_sql[1]" in md
+    html = render(report, "html").decode()
+    assert '<div id="calibration">' in html and "one_to_many_join#0" in html
+    rows = {r["run"]: r for r in run_overview(state)}
+    assert (rows["cal-1"]["done"], rows["cal-1"]["kill_rate"]) == (2, "0.6667")
+    assert rows["cal-1"]["result_correct_rate"] is None and rows["cal-1"]["score"] is None
+    assert (rows["cal-2"]["done"], rows["cal-2"]["kill_rate"]) == (0, None)
+    assert rows["m1"]["kill_rate"] is None and rows["m1"]["done"] == 1
