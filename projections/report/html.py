@@ -15,8 +15,8 @@ from decimal import Decimal
 from typing import Any
 
 from projections.aggregates import DIMENSIONS
-from projections.calibration import STATUSES
 from projections.quality import FAILURE_KINDS
+from projections.report.calibration_tables import INTRO, calibration_tables
 from projections.report.markdown import flag_summary
 
 __all__ = ["render_html"]
@@ -188,68 +188,17 @@ def _summary(section: dict[str, Any]) -> str:
 
 
 def _calibration(section: dict[str, Any]) -> str:
-    head = ["run", "status", "kill rate", *STATUSES, "applicable", "positive controls"]
-    head.append("passed")
-    rows, survivors, equivalents, variants, operators = [], [], [], [], []
-    failed = []
-    for r in section["runs"]:
-        c = r["calibration"]
-        pc = c["positive_controls"]
-        rows.append(
-            [
-                r["run"],
-                r["status"],
-                c["kill_rate"],
-                *(c["counts"][s] for s in STATUSES),
-                c["applicable"],
-                f"{pc['passed']}/{pc['total']}",
-                c["passed"],
-            ]
-        )
-        survivors += [[r["run"], m["case"], m["mutant"], m["operator"]] for m in c["survivors"]]
-        equivalents += [
-            [r["run"], m["case"], m["mutant"], m["operator"], m["review"]] for m in c["equivalents"]
-        ]
-        variants += [
-            [r["run"], v["id"], v["stale"], v["tables_digest"], v["gold_digest"]]
-            for v in c["variants"]
-        ]
-        operators += [
-            [r["run"], name, *(counts[s] for s in STATUSES)]
-            for name, counts in c["operators"].items()
-        ]
-        failed += [
-            f'<p class="bad">FAILED positive control in {_e(r["run"])}: case {_e(f["case"])} '
-            f"alternative_sql[{f['index']}] was rejected by the oracle.</p>"
-            for f in pc["failed"]
-        ]
+    t = calibration_tables(section)
 
     def block(title: str, head: list[str], body: list[list[Any]]) -> str:
         return f"<h4>{_e(title)}</h4>" + (_table(head, body) if body else "<p>None.</p>")
 
     return "".join(
         [
-            '<p class="muted">Oracle checks, never ranked: planted errors (mutants) the oracle '
-            "must reject and correct alternative queries (positive controls) it must accept. "
-            "kill rate = killed / (killed + survived).</p>",
-            '<div id="calibration">' + _table(head, rows) + "</div>",
-            *failed,
-            block(
-                "Survivors (planted errors the oracle did not notice: review each)",
-                ["run", "case", "mutant", "operator"],
-                survivors,
-            ),
-            block(
-                "Reviewed equivalent mutants",
-                ["run", "case", "mutant", "operator", "review"],
-                equivalents,
-            ),
-            block(
-                "Variant databases",
-                ["run", "variant", "stale", "tables digest", "gold digest"],
-                variants,
-            ),
-            block("Mutants per operator", ["run", "operator", *STATUSES], operators),
+            f'<p class="muted">{_e(INTRO)}</p>',
+            '<div id="calibration">' + _table(t.head, t.rows) + "</div>",
+            *(f'<p class="bad">{_e(line)}</p>' for line in t.failed_controls),
+            *(block(title, head, body) for title, head, body in t.blocks),
         ]
     )
 

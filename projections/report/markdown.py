@@ -6,8 +6,8 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from projections.aggregates import DIMENSIONS
-from projections.calibration import STATUSES
 from projections.quality import FAILURE_KINDS
+from projections.report.calibration_tables import INTRO, calibration_tables
 
 __all__ = ["flag_summary", "render_markdown"]
 
@@ -249,61 +249,13 @@ def _flags(c: dict[str, Any]) -> str | None:
 
 
 def _calibration(section: dict[str, Any]) -> list[str]:
-    lines = [
-        "Oracle checks, never ranked: planted errors (mutants) the oracle must reject and "
-        "correct alternative queries (positive controls) it must accept. "
-        "kill rate = killed / (killed + survived).",
-        "",
-    ]
-    head = ["run", "status", "kill rate", *STATUSES, "applicable", "positive controls"]
-    head.append("passed")
-    rows, survivors, equivalents, variants, operators = [], [], [], [], []
-    for r in section["runs"]:
-        c = r["calibration"]
-        pc = c["positive_controls"]
-        rows.append(
-            [
-                r["run"],
-                r["status"],
-                c["kill_rate"],
-                *(c["counts"][s] for s in STATUSES),
-                c["applicable"],
-                f"{pc['passed']}/{pc['total']}",
-                c["passed"],
-            ]
-        )
-        survivors += [[r["run"], m["case"], m["mutant"], m["operator"]] for m in c["survivors"]]
-        equivalents += [
-            [r["run"], m["case"], m["mutant"], m["operator"], m["review"]] for m in c["equivalents"]
-        ]
-        variants += [
-            [r["run"], v["id"], v["stale"], v["tables_digest"], v["gold_digest"]]
-            for v in c["variants"]
-        ]
-        operators += [
-            [r["run"], name, *(counts[s] for s in STATUSES)]
-            for name, counts in c["operators"].items()
-        ]
-        for f in pc["failed"]:
-            lines.append(
-                f"FAILED positive control in {r['run']}: case {f['case']} "
-                f"alternative_sql[{f['index']}] was rejected by the oracle."
-            )
-    lines += _table(head, rows)
-    lines += ["#### Survivors (planted errors the oracle did not notice: review each)", ""]
-    lines += (
-        _table(["run", "case", "mutant", "operator"], survivors) if survivors else ["None.", ""]
-    )
-    lines += ["#### Reviewed equivalent mutants", ""]
-    if equivalents:
-        lines += _table(["run", "case", "mutant", "operator", "review"], equivalents)
-    else:
-        lines += ["None.", ""]
-    lines += ["#### Variant databases", ""]
-    head = ["run", "variant", "stale", "tables digest", "gold digest"]
-    lines += _table(head, variants) if variants else ["None.", ""]
-    lines += ["#### Mutants per operator", ""]
-    lines += _table(["run", "operator", *STATUSES], operators)
+    t = calibration_tables(section)
+    lines = [INTRO, ""]
+    lines += t.failed_controls
+    lines += _table(t.head, t.rows)
+    for title, head, body in t.blocks:
+        lines += [f"#### {title}", ""]
+        lines += _table(head, body) if body else ["None.", ""]
     return lines
 
 

@@ -1,0 +1,92 @@
+"""The rows of a calibration section's tables, shared by the Markdown and HTML renderers."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from projections.calibration import STATUSES
+
+__all__ = ["INTRO", "CalibrationTables", "calibration_tables"]
+
+INTRO = (
+    "Oracle checks, never ranked: planted errors (mutants) the oracle must reject and "
+    "correct alternative queries (positive controls) it must accept. "
+    "kill rate = killed / (killed + survived)."
+)
+
+
+@dataclass
+class CalibrationTables:
+    """Every table of a calibration section as (title, head, rows), plus failed controls."""
+
+    head: list[str] = field(
+        default_factory=lambda: [
+            "run",
+            "status",
+            "kill rate",
+            *STATUSES,
+            "applicable",
+            "positive controls",
+            "passed",
+        ]
+    )
+    rows: list[list[Any]] = field(default_factory=list)
+    failed_controls: list[str] = field(default_factory=list)
+    blocks: list[tuple[str, list[str], list[list[Any]]]] = field(default_factory=list)
+
+
+def calibration_tables(section: dict[str, Any]) -> CalibrationTables:
+    """Read a calibration section of the report into table rows (plain values, unescaped)."""
+    out = CalibrationTables()
+    survivors, equivalents, variants, operators = [], [], [], []
+    for r in section["runs"]:
+        c = r["calibration"]
+        pc = c["positive_controls"]
+        out.rows.append(
+            [
+                r["run"],
+                r["status"],
+                c["kill_rate"],
+                *(c["counts"][s] for s in STATUSES),
+                c["applicable"],
+                f"{pc['passed']}/{pc['total']}",
+                c["passed"],
+            ]
+        )
+        survivors += [[r["run"], m["case"], m["mutant"], m["operator"]] for m in c["survivors"]]
+        equivalents += [
+            [r["run"], m["case"], m["mutant"], m["operator"], m["review"]] for m in c["equivalents"]
+        ]
+        variants += [
+            [r["run"], v["id"], v["stale"], v["tables_digest"], v["gold_digest"]]
+            for v in c["variants"]
+        ]
+        operators += [
+            [r["run"], name, *(counts[s] for s in STATUSES)]
+            for name, counts in c["operators"].items()
+        ]
+        out.failed_controls += [
+            f"FAILED positive control in {r['run']}: case {f['case']} "
+            f"alternative_sql[{f['index']}] was rejected by the oracle."
+            for f in pc["failed"]
+        ]
+    out.blocks = [
+        (
+            "Survivors (planted errors the oracle did not notice: review each)",
+            ["run", "case", "mutant", "operator"],
+            survivors,
+        ),
+        (
+            "Reviewed equivalent mutants",
+            ["run", "case", "mutant", "operator", "review"],
+            equivalents,
+        ),
+        (
+            "Variant databases",
+            ["run", "variant", "stale", "tables digest", "gold digest"],
+            variants,
+        ),
+        ("Mutants per operator", ["run", "operator", *STATUSES], operators),
+    ]
+    return out
