@@ -28,13 +28,13 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Sequence
 
-import sqlglot
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
 from sqlglot.optimizer.scope import Scope, traverse_scope
 
 from ledger.errors import BankError
 from ledger.events import AstRule
+from ledger.harness import sqlparse
 
 __all__ = ["KNOWN_RULES", "RULES", "check_rules", "structural_match", "validate_rules"]
 
@@ -136,11 +136,11 @@ def validate_rules(rules: Sequence[str], *, where: str) -> None:
 
 def _parse(sql: str) -> exp.Expression | None:
     try:
-        trees = sqlglot.parse(sql, read=DIALECT)
+        trees = sqlparse.parse(sql)
     except SqlglotError:
         return None
-    trees = [t for t in trees if t is not None]
-    return trees[0] if len(trees) == 1 else None
+    found = [t for t in trees if t is not None]
+    return found[0] if len(found) == 1 else None
 
 
 def check_rules(sql: str, rules: Sequence[str]) -> tuple[AstRule, ...]:

@@ -29,12 +29,12 @@ Rules, in the order reported (docs/protocol-and-guard.md explains each one):
 from __future__ import annotations
 
 import contextlib
+import functools
 import re
 import string
 from collections.abc import Callable, Collection, Iterator
 
 import msgspec
-import sqlglot
 from sqlglot import exp
 from sqlglot.dialects.duckdb import DuckDB
 from sqlglot.errors import ParseError, SqlglotError
@@ -42,6 +42,7 @@ from sqlglot.optimizer.normalize_identifiers import normalize_identifiers
 
 from ledger.codec import sha256_hex
 from ledger.events import Violation
+from ledger.harness import sqlparse
 
 __all__ = [
     "ALLOWED_TABLE_FUNCTIONS",
@@ -502,7 +503,7 @@ def _parse(sql: str) -> tuple[list[exp.Expression], Violation | None]:
     if not sql.strip():
         return [], Violation(check="parse", message="empty SQL")
     try:
-        statements = sqlglot.parse(sql, read=DIALECT)
+        statements = sqlparse.parse(sql)
     except ParseError as error:
         first = error.errors[0] if error.errors else {}
         reason = str(first.get("description", error))
@@ -545,6 +546,12 @@ def guard(sql: str, tables: Collection[str]) -> Verdict:
         ['table_functions', 'denied_functions']
     """
     allowed = frozenset(fold(t) for t in tables if t)
+    if len(sql) > sqlparse.CACHED_CHARS:
+        return _judge(sql, allowed)
+    return _judged(sql, allowed)
+
+
+def _judge(sql: str, allowed: frozenset[str]) -> Verdict:
     if not allowed:
         # Without this an empty allow-list would still let table-free queries through.
         violation = Violation(
@@ -573,3 +580,8 @@ def guard(sql: str, tables: Collection[str]) -> Verdict:
         violation = Violation(check="nesting", message="nested too deeply to check")
         return Verdict(passed=False, violations=(violation,), ast_digest=None)
     return Verdict(passed=not found, violations=tuple(found), ast_digest=digest)
+
+
+# A pure function of (SQL, allow-list) with an immutable result: cached, because the
+# same SQL is judged again for every variant database of the diagnostics.
+_judged = functools.lru_cache(maxsize=256)(_judge)
