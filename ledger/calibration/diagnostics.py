@@ -15,7 +15,9 @@ records them as a VariantChecked event after the attempt's ScoreComputed.
 
 from __future__ import annotations
 
+import os
 from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -95,6 +97,10 @@ class VariantDiagnostics:
         self.variants = prepare_variants(bank, calibration, cache_dir)
         tables = _tables(base_db)
         self.oracle = Oracle({v.id: v.path for v in self.variants}, tables, timeout_s=timeout_s)
+        # At most one SQL per core at a time, so a query's time (and its timeout) is
+        # about what it would be alone.
+        parallel = max(1, min(len(self.variants), os.cpu_count() or 1))
+        self._threads = ThreadPoolExecutor(parallel, thread_name_prefix="caseledger-variant")
 
     def __enter__(self) -> VariantDiagnostics:
         return self
@@ -109,6 +115,7 @@ class VariantDiagnostics:
 
     def close(self) -> None:
         """Stop the workers."""
+        self._threads.shutdown()
         self.oracle.close()
 
     def check(
@@ -117,8 +124,12 @@ class VariantDiagnostics:
         """Run ``sql`` on every variant and derive the flags (see the module docstring)."""
         non_interfering = set(self.calibration.case(case.id).non_interfering)
         outcomes, flags = [], set()
-        for v in self.variants:
-            judged = self.oracle.judge(case, sql, v.id, v.gold[case.id])
+        # Each variant has its own worker: the judgements run side by side (they mostly
+        # wait on their workers), and come back in variant order.
+        judgements = self._threads.map(
+            lambda v: self.oracle.judge(case, sql, v.id, v.gold[case.id]), self.variants
+        )
+        for v, judged in zip(self.variants, judgements, strict=True):
             moved = None
             if judged.result is not None:
                 moved = answer_moved(base_result, judged.result, ordered=_ordered(case))
