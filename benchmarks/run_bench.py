@@ -2,7 +2,7 @@
 
 Usage:
     python benchmarks/run_bench.py [--attempts 3] [--bank retail] [--keep DIR]
-        [--variants both|on|off]
+        [--variants both|on|off] [--distinct-sql]
 
 Builds a fresh ledger in a temporary folder (a new operator key, the bank
 published from the built-in folder), writes a replay file answering every case
@@ -21,6 +21,12 @@ measured, each on its own fresh ledger: "variants off" is the harness alone;
 "variants on" adds, per attempt, the guard, execution and scoring of the SQL on
 every variant database, which count as harness time here (only the base
 execution's ``sql_us`` is subtracted).
+
+By default attempts 2..N of a case repeat attempt 1's SQL text, as a model often
+does; the guard and the AST rules then reuse their cached parse. With
+``--distinct-sql`` every attempt's SQL starts with its own comment
+(``/* attempt N */``), so no attempt reuses another's work: the figure for a
+model that writes new SQL every time.
 
 Wall-clock figures grow with the machine's load; the CPU time of the runner's
 own process per attempt (``time.process_time``: no waiting, no SQL worker) is
@@ -57,6 +63,10 @@ def _answer(sql: str) -> str:
     return json.dumps(body, ensure_ascii=False)
 
 
+def _sql(sql: str, attempt: int, distinct: bool) -> str:
+    return f"/* attempt {attempt} */ {sql}" if distinct else sql
+
+
 def _clock() -> str:
     import datetime as dt
 
@@ -64,7 +74,7 @@ def _clock() -> str:
 
 
 def bench(
-    folder: Path, bank_name: str, attempts: int, *, variants: bool = False
+    folder: Path, bank_name: str, attempts: int, *, variants: bool = False, distinct: bool = False
 ) -> dict[str, object]:
     """Run the benchmark in ``folder`` (variant diagnostics on or off); returns the measurements."""
     signer = Signer.generate("bench-operator", role="operator")
@@ -75,7 +85,8 @@ def bench(
         replay = folder / "replay.jsonl"
         replay.write_text(
             "".join(
-                json.dumps({"case": c, "attempt": n, "output": _answer(sql)}) + "\n"
+                json.dumps({"case": c, "attempt": n, "output": _answer(_sql(sql, n, distinct))})
+                + "\n"
                 for c, sql in refs.items()
                 for n in range(1, attempts + 1)
             )
@@ -141,9 +152,13 @@ def _measure(args: argparse.Namespace, variants: bool) -> dict[str, object]:
     if args.keep:
         folder = args.keep / ("variants-on" if variants else "variants-off")
         folder.mkdir(parents=True)
-        return bench(folder, args.bank, args.attempts, variants=variants)
+        return bench(
+            folder, args.bank, args.attempts, variants=variants, distinct=args.distinct_sql
+        )
     with tempfile.TemporaryDirectory(prefix="caseledger-run-bench-") as tmp:
-        return bench(Path(tmp), args.bank, args.attempts, variants=variants)
+        return bench(
+            Path(tmp), args.bank, args.attempts, variants=variants, distinct=args.distinct_sql
+        )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -157,6 +172,11 @@ def main(argv: list[str] | None = None) -> int:
         choices=("both", "on", "off"),
         default="both",
         help="Measure with variant diagnostics, without, or both (default).",
+    )
+    parser.add_argument(
+        "--distinct-sql",
+        action="store_true",
+        help="Give every attempt its own SQL text (a leading comment): no reuse across attempts.",
     )
     args = parser.parse_args(argv)
     if args.keep:
@@ -172,7 +192,12 @@ def main(argv: list[str] | None = None) -> int:
         print(
             f"replay run of {args.bank}, {label}: {result['attempts']} attempts "
             f"({result['correct']} result-correct) in {result['total_s']:.2f} s total; "
-            f"first attempt {result['first_ms']:.1f} ms (includes the SQL worker's start-up)"
+            f"first attempt {result['first_ms']:.1f} ms (includes the SQL worker's start-up); "
+            + (
+                "every attempt's SQL text distinct"
+                if args.distinct_sql
+                else "attempts 2..N repeat attempt 1's SQL"
+            )
         )
     print()
     print("| per attempt (ms), attempts 2..N | variants | median | p95 | min | max |")
