@@ -208,6 +208,25 @@ class Ledger:
         finally:
             cursor.close()
 
+    def iter_bodies(
+        self, start: int = 0, stop: int | None = None
+    ) -> Iterator[tuple[int, bytes, bytes]]:
+        """(seq, leaf hash, body) in sequence order, streamed: the lean read for folds.
+
+        Leaves out the chain, key id and signature columns, which a projection never
+        reads, and fetches in large batches.
+        """
+        limit = (1 << 62) if stop is None else stop
+        cursor = self._conn.execute(
+            "SELECT seq, leaf_hash, body FROM events WHERE seq >= ? AND seq < ? ORDER BY seq",
+            (start, limit),
+        )
+        try:
+            while rows := cursor.fetchmany(4096):
+                yield from rows
+        finally:
+            cursor.close()
+
     def iter_chain_rows(self) -> Iterator[tuple[int, bytes, bytes, bytes]]:
         """(seq, body, leaf hash, chain) in sequence order, streamed: the cheapest full read."""
         cursor = self._conn.execute("SELECT seq, body, leaf_hash, chain FROM events ORDER BY seq")
