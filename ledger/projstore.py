@@ -72,8 +72,8 @@ def store_path(ledger_path: Path) -> Path:
 def items(ledger: Ledger, start: int = 0, stop: int | None = None) -> Iterator[Item]:
     """(seq, leaf hash, decoded event) for seq in [start, stop), streamed."""
     decode = codec.decode
-    for row in ledger.iter_events(start, stop):
-        yield row.seq, row.leaf_hash, decode(row.body)
+    for seq, leaf, body in ledger.iter_bodies(start, stop):
+        yield seq, leaf, decode(body)
 
 
 def replay_ledger(ledger: Ledger, size: int | None = None) -> State:
@@ -156,16 +156,19 @@ class ProjectionStore:
                 state = self._load_head()
                 apply = caseruns.apply
                 last_leaf = b""
+                # Runs with CaseRuns in the file: only their events can need a page-in
+                # (a rebuild starts with none; a catch-up's new run has none).
+                stored = self._stored_runs()
                 for item in items(ledger, start, stop):
                     event = item[2]
-                    if isinstance(event, ATTEMPT_EVENTS):
+                    if isinstance(event, ATTEMPT_EVENTS) and event.stream in stored:
                         key = caserun_key(event.stream, event.case_id, event.attempt)
                         if key not in state.caseruns:
                             self._page_in(state, key)
                     state = apply(state, item)
                     last_leaf = item[1]
                     if len(state.caseruns) >= _FLUSH_EVERY:
-                        self._flush(state)
+                        stored.update(self._flush(state))
                 self._flush(state)
             state.size = stop
             conn.execute("INSERT OR REPLACE INTO head VALUES (0, ?)", (_ENC.encode(state),))
@@ -200,10 +203,17 @@ class ProjectionStore:
         if row is not None:
             state.caseruns[key] = _CASERUN.decode(row[0])
 
-    def _flush(self, state: State) -> None:
-        rows = [(k, c.run_id, _ENC.encode(c)) for k, c in state.caseruns.items()]
+    def _stored_runs(self) -> set[str]:
+        return {r[0] for r in self._conn.execute("SELECT DISTINCT run_id FROM caseruns")}
+
+    def _flush(self, state: State) -> set[str]:
+        """Write the CaseRuns in memory back; returns their run ids."""
+        # In key order: the primary-key index then grows at a few places, not at random.
+        held = state.caseruns
+        rows = [(k, held[k].run_id, _ENC.encode(held[k])) for k in sorted(held)]
         self._conn.executemany("INSERT OR REPLACE INTO caseruns VALUES (?, ?, ?)", rows)
         state.caseruns = {}
+        return {row[1] for row in rows}
 
     # ------------------------------------------------------------ read
 
