@@ -20,6 +20,7 @@ TESTKIT = Path(__file__).parent
 WRITER = """
 import sys
 sys.path.insert(0, {testkit!r})
+import time
 from pathlib import Path
 from ledger_testkit import operator, prompt
 from ledger.store import Ledger
@@ -29,6 +30,7 @@ sys.stdin.readline()  # start together
 for i in range(0, {count}, {batch}):
     ledger.append([prompt({run!r}, j) for j in range(i, i + {batch})], operator())
     print("committed", i + {batch}, flush=True)
+    time.sleep(0.002)  # a real writer does other work between batches: let the other one in
 ledger.close()
 """
 
