@@ -17,7 +17,7 @@ from typing import Any
 from projections.aggregates import DIMENSIONS
 from projections.quality import FAILURE_KINDS
 from projections.report.calibration_tables import INTRO, calibration_tables
-from projections.report.markdown import flag_summary
+from projections.report.markdown import cancelled_text, flag_summary
 
 __all__ = ["render_html"]
 
@@ -152,7 +152,7 @@ def _summary(section: dict[str, Any]) -> str:
         [
             r["run"],
             *(r["quality"]["failures"][k] for k in FAILURE_KINDS),
-            json.dumps(r["quality"]["cancelled"], sort_keys=True),
+            cancelled_text(r["quality"]),
             r["quality"]["unscored"],
         ]
         for r in section["runs"]

@@ -98,12 +98,17 @@ def flag_summary(v: dict[str, Any]) -> str:
     )
 
 
+def cancelled_text(quality: dict[str, Any]) -> str:
+    """Cancelled attempts by reason (``missing_recording 1, interrupted 2``), or ``0``."""
+    return ", ".join(f"{k} {v}" for k, v in sorted(quality["cancelled"].items())) or "0"
+
+
 def _failures(section: dict[str, Any]) -> list[str]:
     head = ["run", *FAILURE_KINDS, "cancelled", "unscored"]
     rows = []
     for r in section["runs"]:
         q = r["quality"]
-        cancelled = ", ".join(f"{k} {v}" for k, v in q["cancelled"].items()) or "0"
+        cancelled = cancelled_text(q)
         rows.append(
             [r["run"], *(q["failures"][k] for k in FAILURE_KINDS), cancelled, q["unscored"]]
         )
