@@ -27,6 +27,7 @@ matching wins; several -> ``ambiguous``; none -> ``none``.
 
 from __future__ import annotations
 
+import math
 import operator
 import unicodedata
 from collections import Counter
@@ -188,12 +189,43 @@ class ColumnInfo:
         return _multiset(self.cls, self.values)
 
     @cached_property
+    def _float_regime(self) -> bool:
+        """True for a DOUBLE-like column whose cells are plain finite spellings."""
+        return self.is_float and self.canonical_raw and not self.non_finite
+
+    @cached_property
+    def sorted_raw(self) -> list[Any]:
+        """The non-NULL encoded cells sorted by their float value (float regime only).
+
+        Each spelling is the shortest round-trip repr of one double, so this is
+        also the order of their Decimal values, and sorting floats is faster.
+        """
+        return sorted(filter(partial(operator.is_not, None), self.values), key=float)
+
+    @cached_property
+    def sorted_floats(self) -> list[float] | None:
+        """The non-NULL cells as floats, sorted; None unless every one is finite (float regime).
+
+        Position i holds ``float(sorted_raw[i])``, the double nearest to that
+        cell's Decimal value, so tolerance checks decide from these floats
+        whenever the result is far from the boundary (``_floats_within``).
+        """
+        if not self._float_regime:
+            return None
+        vals = self.values
+        if None in vals:
+            vals = tuple(filter(partial(operator.is_not, None), vals))
+        try:
+            floats = sorted(map(float, vals))
+        except (TypeError, ValueError):  # a spelling float() refuses: the Decimal path decides
+            return None
+        return floats if math.isfinite(sum(floats)) else None
+
+    @cached_property
     def sorted_numbers(self) -> tuple[int, list[Any]]:
         """NULL count and the sorted non-NULL numbers (numeric columns only)."""
-        if self.is_float and self.canonical_raw and not self.non_finite:
-            # Doubles sort faster as floats, and the order is the same: each spelling is
-            # the shortest round-trip repr of one double.
-            raw = sorted(filter(partial(operator.is_not, None), self.values), key=float)
+        if self._float_regime:
+            raw = self.sorted_raw
             return len(self.values) - len(raw), list(map(Decimal, raw))
         nums = sorted(filter(partial(operator.is_not, None), self.normalised))
         return len(self.normalised) - len(nums), nums
@@ -279,9 +311,68 @@ def within(e: Any, a: Any, abs_tol: Decimal, rel_tol: Decimal) -> bool:
     return d <= abs_tol or d <= rel_tol * max(abs(e), abs(a))
 
 
+# A double is within half an ulp of its cell's Decimal value (2**-53 relative, 2**-1075
+# absolute below the normal range), and each float step below adds at most as much again:
+# a few ulps of the largest magnitude involved in all. The margin is 256 ulps of it plus
+# 2**-1020; below _LIMIT nothing can overflow. Only pairs within the margin of their
+# threshold need the Decimal check.
+_MARGIN = 2.0**-45
+_TINY = 2.0**-1020
+_LIMIT = 2.0**1000
+
+
+def _floats_within(
+    gold: ColumnInfo, actual: ColumnInfo, abs_tol: Decimal, rel_tol: Decimal
+) -> bool | None:
+    """``_values_within`` decided from the sorted floats; None when the Decimal path decides.
+
+    A position whose float ``|e - a|`` lies more than the margin below (above)
+    its float threshold is within (not within) exactly as its Decimal values
+    are; a position inside the margin is checked on its Decimal values.
+    """
+    g, a = gold.sorted_floats, actual.sorted_floats
+    if g is None or a is None:
+        return None
+    if len(g) != len(a) or len(gold.values) != len(actual.values):
+        return False  # NULL counts differ
+    if not g:
+        return True
+    abs_f, rel_f = float(abs_tol), float(rel_tol)
+    mag = max(abs(g[0]), abs(g[-1]), abs(a[0]), abs(a[-1]))
+    top = max(abs(abs_f), abs(rel_f) * mag)
+    if not (mag < _LIMIT and top < _LIMIT):  # also false for inf and NaN tolerances
+        return None
+    margin = (mag + top) * _MARGIN + _TINY
+    # Clearly within abs_tol everywhere (abs_tol never exceeds the threshold): done, at C speed.
+    if all(map(operator.le, map(abs, map(operator.sub, g, a)), repeat(abs_f - margin))):
+        return True
+    if rel_f != 0:
+        diffs = map(abs, map(operator.sub, g, a))
+        sizes = map(max, map(abs, g), map(abs, a))
+        limits = map(max, map(operator.mul, sizes, repeat(rel_f)), repeat(abs_f))
+        if all(map(operator.le, diffs, map(operator.sub, limits, repeat(margin)))):
+            return True
+    # Some position is not clearly within: walk them all, deciding the close ones exactly.
+    for i, (e, x) in enumerate(zip(g, a, strict=True)):
+        d = abs(e - x)
+        t = max(abs_f, rel_f * max(abs(e), abs(x)))
+        if d <= t - margin:
+            continue
+        if d > t + margin:
+            return False
+        with localcontext(EXACT):
+            e_dec, a_dec = Decimal(gold.sorted_raw[i]), Decimal(actual.sorted_raw[i])
+            if not within(e_dec, a_dec, abs_tol, rel_tol):
+                return False
+    return True
+
+
 def _values_within(
     gold: ColumnInfo, actual: ColumnInfo, abs_tol: Decimal, rel_tol: Decimal
 ) -> bool:
+    fast = _floats_within(gold, actual, abs_tol, rel_tol)
+    if fast is not None:
+        return fast
     g_nulls, g_nums = gold.sorted_numbers
     a_nulls, a_nums = actual.sorted_numbers
     if g_nulls != a_nulls or len(g_nums) != len(a_nums):

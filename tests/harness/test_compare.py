@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import itertools
-from decimal import Decimal
+import math
+from decimal import Context, Decimal, localcontext
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from ledger.events import Column
+from ledger.harness.align import _floats_within, _values_within, column_info
 from ledger.harness.compare import Comparison, compare
 from ledger.harness.matching import max_matching, unique_perfect_matching
 
@@ -486,3 +488,133 @@ def test_changing_the_case_of_a_column_name_never_changes_f1(gold, actual, upper
         for c, up in zip(TWO, upper, strict=True)
     ]
     assert cmp(TWO, gold, TWO, actual).f1 == cmp(TWO, gold, renamed, actual).f1
+
+
+# ---------------------------------------------------- alignment: float decision (issue 5 speed)
+# Bipartite alignment decides tolerance from floats when far from the boundary and from
+# the cells' Decimal values near it. The reference below is the fine print, written out
+# here: Decimal(repr(x)) per double, sorted, paired, |e-a| <= max(abs, rel * max(|e|,|a|)).
+
+WIDE = Context(prec=2000, Emax=999999, Emin=-999999)
+
+
+def reference_within(gold, actual, abs_tol, rel_tol):
+    g = sorted(Decimal(repr(x)) for x in gold)
+    a = sorted(Decimal(repr(x)) for x in actual)
+    with localcontext(WIDE):
+        return all(
+            abs(e - x) <= max(abs_tol, rel_tol * max(abs(e), abs(x)))
+            for e, x in zip(g, a, strict=True)
+        )
+
+
+def double_column(values):
+    return column_info(col("v", "DOUBLE"), [(repr(x),) for x in values], 0)
+
+
+def nudge(x, steps):
+    """``x`` moved by ``steps`` ulps."""
+    for _ in range(abs(steps)):
+        x = math.nextafter(x, math.inf if steps > 0 else -math.inf)
+    return x
+
+
+tolerances = st.builds(
+    lambda digits, exp: Decimal(digits).scaleb(exp), st.integers(0, 10**6), st.integers(-25, 3)
+)
+moderate = st.floats(min_value=-1e300, max_value=1e300, allow_nan=False)
+
+
+@st.composite
+def boundary_pairs(draw):
+    """A double, a tolerance, and a partner a few ulps around the tolerance boundary."""
+    e = draw(moderate)
+    abs_tol, rel_tol = draw(tolerances), draw(st.one_of(st.just(ZERO), tolerances))
+    with localcontext(WIDE):
+        ed = Decimal(repr(e))
+        if draw(st.booleans()) or rel_tol == 0 or rel_tol >= 1:
+            edge = ed + abs_tol if draw(st.booleans()) else ed - abs_tol
+        else:  # |a - e| = rel * |a| for |a| > |e| on the same side
+            edge = ed / (1 - rel_tol)
+    a = nudge(float(edge), draw(st.integers(-3, 3)))
+    assume(math.isfinite(a) and abs(a) <= 1e300)
+    return e, a, abs_tol, rel_tol
+
+
+def test_hundred_and_a_cent_is_within_a_cent():
+    # In floats 100.01 - 100.0 = 0.010000000000005116 > 0.01; the Decimal values are exact.
+    gold, actual = double_column([100.00]), double_column([100.01])
+    assert _values_within(gold, actual, Decimal("0.01"), ZERO) is True
+    assert _values_within(gold, actual, Decimal("0.0099999999999999"), ZERO) is False
+    assert _values_within(double_column([99.0]), double_column([100.0]), ZERO, Decimal("0.01"))
+    assert not _values_within(
+        double_column([99.0]), double_column([100.0]), ZERO, Decimal("0.0099")
+    )
+
+
+def test_bipartite_alignment_at_the_exact_boundary():
+    gold_cols = [col("a", "DOUBLE"), col("b", "DOUBLE")]
+    actual_cols = [col("y", "DOUBLE"), col("x", "DOUBLE")]
+    gold = [("100.0", "7.5"), ("200.0", "8.5")]
+    actual = [("7.49", "100.01"), ("8.51", "200.01")]
+    c = cmp(gold_cols, gold, actual_cols, actual, abs_tol="0.01")
+    assert (c.alignment, c.column_mapping, c.f1) == ("bipartite", (1, 0), 1)
+    c = cmp(gold_cols, gold, actual_cols, actual, abs_tol="0.00999")
+    assert (c.alignment, c.f1) == ("none", 0)
+
+
+def test_columns_far_from_the_boundary_never_convert_to_decimal():
+    gold, near, far = (
+        double_column([1.5, 2.5]),
+        double_column([1.5001, 2.4999]),
+        double_column([9.0, 2.5]),
+    )
+    assert _values_within(gold, near, Decimal("0.001"), ZERO) is True
+    assert _values_within(gold, far, Decimal("0.001"), ZERO) is False
+    for info in (gold, near, far):
+        assert "sorted_raw" not in vars(info) and "sorted_numbers" not in vars(info)
+
+
+@given(boundary_pairs())
+@settings(max_examples=1500, deadline=None)
+def test_float_decision_equals_decimal_decision_at_the_boundary(pair):
+    e, a, abs_tol, rel_tol = pair
+    expected = reference_within([e], [a], abs_tol, rel_tol)
+    fast = _floats_within(double_column([e]), double_column([a]), abs_tol, rel_tol)
+    if max(abs(e), abs(a)) * max(1.0, float(rel_tol)) < 1e290 and "-0.0" not in (
+        repr(e),
+        repr(a),
+    ):
+        assert fast is expected  # decided by floats, or by Decimal for the close positions
+    else:  # near the double range, or a -0.0 spelling: the Decimal path decides
+        assert fast in (None, expected)
+    assert _values_within(double_column([e]), double_column([a]), abs_tol, rel_tol) is expected
+
+
+@given(
+    st.lists(st.tuples(moderate, st.integers(-2, 2)), max_size=8),
+    tolerances,
+    st.one_of(st.just(ZERO), tolerances),
+    st.randoms(use_true_random=False),
+)
+@settings(max_examples=500, deadline=None)
+def test_float_decision_equals_decimal_decision_on_columns(cells, abs_tol, rel_tol, rnd):
+    gold = [e for e, _ in cells]
+    actual = [nudge(float(Decimal(repr(e)) + abs_tol), k) if k else e for e, k in cells]
+    assume(all(math.isfinite(x) for x in actual))
+    rnd.shuffle(actual)
+    expected = reference_within(gold, actual, abs_tol, rel_tol)
+    assert _values_within(double_column(gold), double_column(actual), abs_tol, rel_tol) is expected
+
+
+@given(
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.floats(allow_nan=False, allow_infinity=False),
+    tolerances,
+    st.one_of(st.just(ZERO), tolerances),
+)
+@settings(max_examples=500, deadline=None)
+def test_any_two_doubles_decide_as_their_decimal_values(e, a, abs_tol, rel_tol):
+    # Includes subnormals and magnitudes near the double range (where floats defer to Decimal).
+    expected = reference_within([e], [a], abs_tol, rel_tol)
+    assert _values_within(double_column([e]), double_column([a]), abs_tol, rel_tol) is expected
