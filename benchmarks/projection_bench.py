@@ -12,11 +12,12 @@ retry), about 6.1 events per CaseRun. Each measurement runs in its own child
 process so its peak RSS (``ru_maxrss``) is its own:
 
 - decode only: ``codec.decode`` over every body, the bodies already in memory;
-- rebuild: ``ProjectionStore.rebuild`` (read from SQLite, decode, fold, page
-  CaseRuns out to the store file), events/s and share of decode-only (target >= 25 %);
+- rebuild: ``ProjectionStore.rebuild`` (read from SQLite, file each attempt event's
+  seq under its CaseRun from its envelope, decode and fold the other events, write
+  the seq lists to the store file), events/s and share of decode-only (target >= 25 %);
 - in-memory replay: ``replay_ledger`` (the whole state in memory);
-- report: ``load_state`` from the caught-up store + ``build_report`` + canonical JSON
-  + HTML, for one run (1,000 CaseRuns).
+- report: ``load_state`` from the caught-up store (it reads and decodes the run's
+  events by seq) + ``build_report`` + canonical JSON + HTML, for one run (1,000 CaseRuns).
 
 Peak memory of the rebuild is measured at two ledger sizes (target: flat).
 """

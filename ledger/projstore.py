@@ -7,11 +7,15 @@ the application layer (the folds in ``projections/`` never see it):
   and the leaf hash of the last applied event;
 * ``head``: the msgpack of the fold state without its CaseRuns (banks, runs,
   and the calibration events of calibration runs);
-* ``caseruns``: one msgpack row per CaseRun (its steps, VariantChecked included).
+* ``caseruns``: one row per CaseRun: the msgpack list of the seqs of its steps
+  (VariantChecked included). The events themselves stay in the ledger, which is
+  append-only; :meth:`ProjectionStore.load` reads and decodes them by seq.
 
-Catching up replays only the events after ``size``; CaseRuns are paged in
-from the file when an event touches one and written back in batches, so a
-rebuild's memory does not grow with the ledger. One transaction per catch-up:
+Catching up replays only the events after ``size``: attempt events are filed
+by their envelope alone (run, case, attempt, date) and every other event is
+decoded and folded. CaseRun rows are paged in from the file when an event
+touches one and written back in batches, so a rebuild's memory does not grow
+with the ledger. One transaction per catch-up:
 an interrupted catch-up leaves the previous consistent state. When the file
 does not match the ledger (another origin, a different leaf at ``size - 1``,
 another format) it is dropped and rebuilt; ``rebuild`` always does that. A
@@ -29,10 +33,11 @@ import msgspec
 
 from ledger import codec
 from ledger.errors import StoreError, UsageError
+from ledger.events import tag_of
 from ledger.merkle import root_hash
 from ledger.store import Ledger
 from projections import caseruns
-from projections.caseruns import ATTEMPT_EVENTS, CaseRun, Item, State, caserun_key
+from projections.caseruns import ATTEMPT_EVENTS, CaseRun, Item, State, Step, caserun_key
 from projections.replay import paused_gc, replay
 
 __all__ = [
@@ -60,8 +65,25 @@ CREATE INDEX IF NOT EXISTS caseruns_by_run ON caseruns (run_id);
 """
 
 _ENC = msgspec.msgpack.Encoder(decimal_format="string")
-_CASERUN = msgspec.msgpack.Decoder(CaseRun)
+_SEQS = msgspec.msgpack.Decoder(list[int])
 _HEAD = msgspec.msgpack.Decoder(State)
+# The ``caseruns`` rows hold seq lists (a file whose rows hold msgpack CaseRuns, as
+# /2 files written before this layout do, lacks this meta entry and is rebuilt).
+_LAYOUT = "seqs"
+_ATTEMPT_TAGS = frozenset(tag_of(cls) for cls in ATTEMPT_EVENTS)
+
+
+class _Envelope(msgspec.Struct):
+    """What filing an attempt event needs; every other field of the body is skipped."""
+
+    type: str
+    stream: str
+    at: str
+    case_id: str | None = None
+    attempt: int | None = None
+
+
+_ENV = msgspec.json.Decoder(_Envelope)
 
 
 def store_path(ledger_path: Path) -> Path:
@@ -91,6 +113,7 @@ class ProjectionStore:
 
     def __init__(self, path: Path) -> None:
         self.path = path
+        self._ledger: Ledger | None = None
         try:
             self._conn = sqlite3.connect(path, isolation_level=None)
             self._conn.executescript(_SCHEMA)
@@ -124,7 +147,9 @@ class ProjectionStore:
         if not meta:
             return True  # empty: nothing to contradict
         size = int(meta.get("size", "-1"))
-        if meta.get("format") != FORMAT or size < 0 or size > ledger.size():
+        if meta.get("format") != FORMAT or meta.get("caseruns") != _LAYOUT:
+            return False
+        if size < 0 or size > ledger.size():
             return False
         if size == 0:
             return True
@@ -145,6 +170,7 @@ class ProjectionStore:
         """Apply every event the store has not seen; returns the new size."""
         if not self._matches(ledger):
             self.drop()
+        self._ledger = ledger
         start = self.size()
         stop = ledger.size()
         if start == stop and self._meta():
@@ -154,25 +180,10 @@ class ProjectionStore:
         try:
             with paused_gc():
                 state = self._load_head()
-                apply = caseruns.apply
-                last_leaf = b""
-                # Runs with CaseRuns in the file: only their events can need a page-in
-                # (a rebuild starts with none; a catch-up's new run has none).
-                stored = self._stored_runs()
-                for item in items(ledger, start, stop):
-                    event = item[2]
-                    if isinstance(event, ATTEMPT_EVENTS) and event.stream in stored:
-                        key = caserun_key(event.stream, event.case_id, event.attempt)
-                        if key not in state.caseruns:
-                            self._page_in(state, key)
-                    state = apply(state, item)
-                    last_leaf = item[1]
-                    if len(state.caseruns) >= _FLUSH_EVERY:
-                        stored.update(self._flush(state))
-                self._flush(state)
+                last_leaf = self._file_events(state, ledger, start, stop)
             state.size = stop
             conn.execute("INSERT OR REPLACE INTO head VALUES (0, ?)", (_ENC.encode(state),))
-            meta = {"format": FORMAT, "size": str(stop)}
+            meta = {"format": FORMAT, "size": str(stop), "caseruns": _LAYOUT}
             if stop:
                 meta["origin"] = ledger.origin()
                 if not last_leaf:
@@ -187,6 +198,49 @@ class ProjectionStore:
             raise
         return stop
 
+    def _file_events(self, state: State, ledger: Ledger, start: int, stop: int) -> bytes:
+        """Fold events [start, stop) into ``state``, filing attempt events by CaseRun.
+
+        An attempt event is read only as far as its envelope (type, stream, case,
+        attempt, date): its CaseRun row gets its seq and its run is counted with
+        :func:`caseruns.touch_run`, as :func:`caseruns.apply` would. Every other
+        event is decoded in full and folded by ``apply``. Returns the last leaf hash.
+        """
+        apply, touch, decode, envelope = (
+            caseruns.apply,
+            caseruns.touch_run,
+            codec.decode,
+            _ENV.decode,
+        )
+        attempt_tags = _ATTEMPT_TAGS
+        # Runs with CaseRuns in the file: only their events can extend a stored row
+        # (a rebuild starts with none; a catch-up's new run has none).
+        stored = self._stored_runs()
+        held: dict[str, tuple[str, list[int]]] = {}
+        leaf = b""
+        for seq, leaf, body in ledger.iter_bodies(start, stop):
+            head = envelope(body)
+            if head.type in attempt_tags and head.case_id is not None and head.attempt is not None:
+                run_id, case_id, attempt, at = head.stream, head.case_id, head.attempt, head.at
+            else:
+                event = decode(body)
+                if not isinstance(event, ATTEMPT_EVENTS):  # (an upcast old attempt event is)
+                    state = apply(state, (seq, leaf, event))
+                    continue
+                run_id, case_id, attempt, at = event.stream, event.case_id, event.attempt, event.at
+            key = caserun_key(run_id, case_id, attempt)
+            row = held.get(key)
+            if row is None:
+                if len(held) >= _FLUSH_EVERY:
+                    stored.update(self._flush(held))
+                row = held[key] = (run_id, self._stored_seqs(key) if run_id in stored else [])
+            row[1].append(seq)
+            touch(state, run_id, at)
+        self._flush(held)
+        if stop > start:
+            state.size = stop
+        return leaf
+
     def rebuild(self, ledger: Ledger) -> int:
         """Drop the store and replay the whole ledger; returns the size."""
         self.drop()
@@ -198,36 +252,85 @@ class ProjectionStore:
         state.caseruns = {}
         return state
 
-    def _page_in(self, state: State, key: str) -> None:
+    def _stored_seqs(self, key: str) -> list[int]:
         row = self._conn.execute("SELECT body FROM caseruns WHERE key = ?", (key,)).fetchone()
-        if row is not None:
-            state.caseruns[key] = _CASERUN.decode(row[0])
+        return [] if row is None else _SEQS.decode(row[0])
 
     def _stored_runs(self) -> set[str]:
         return {r[0] for r in self._conn.execute("SELECT DISTINCT run_id FROM caseruns")}
 
-    def _flush(self, state: State) -> set[str]:
-        """Write the CaseRuns in memory back; returns their run ids."""
+    def _flush(self, held: dict[str, tuple[str, list[int]]]) -> set[str]:
+        """Write the CaseRun rows in memory back and forget them; returns their run ids."""
         # In key order: the primary-key index then grows at a few places, not at random.
-        held = state.caseruns
-        rows = [(k, held[k].run_id, _ENC.encode(held[k])) for k in sorted(held)]
+        encode = _ENC.encode
+        rows = [(k, held[k][0], encode(held[k][1])) for k in sorted(held)]
         self._conn.executemany("INSERT OR REPLACE INTO caseruns VALUES (?, ?, ?)", rows)
-        state.caseruns = {}
+        held.clear()
         return {row[1] for row in rows}
 
     # ------------------------------------------------------------ read
 
-    def load(self, runs: Iterable[str] | None = None) -> State:
-        """The stored state with the CaseRuns of ``runs`` (all runs when None)."""
+    def load(self, runs: Iterable[str] | None = None, ledger: Ledger | None = None) -> State:
+        """The stored state with the CaseRuns of ``runs`` (all runs when None).
+
+        The CaseRuns' events are read from ``ledger`` (by default the one the store
+        was last caught up with) by the seqs the store filed for them.
+        """
         state = self._load_head()
         wanted = sorted(state.runs) if runs is None else sorted(set(runs))
+        owner: dict[int, str] = {}  # seq -> CaseRun key
+        keys: list[str] = []
         for run_id in wanted:
             rows = self._conn.execute(
                 "SELECT key, body FROM caseruns WHERE run_id = ? ORDER BY key", (run_id,)
             )
             for key, body in rows:
-                state.caseruns[key] = _CASERUN.decode(body)
+                keys.append(key)
+                owner.update(dict.fromkeys(_SEQS.decode(body), key))
+        if not owner:
+            return state
+        source = self._ledger if ledger is None else ledger
+        if source is None:
+            raise StoreError(
+                f"the projection store {self.path} has no ledger to read CaseRuns from",
+                hint="catch it up with its ledger first",
+            )
+        built: dict[str, CaseRun] = {}
+        decode = codec.decode
+        for seq, leaf, body in _bodies(source, sorted(owner)):
+            event = decode(body)
+            key = owner[seq]
+            found = built.get(key)
+            if found is None:
+                found = built[key] = CaseRun(event.stream, event.case_id, event.attempt)  # type: ignore[union-attr]
+            found.steps.append(Step(seq, leaf, event))
+        state.caseruns = {key: built[key] for key in keys}
         return state
+
+
+def _bodies(ledger: Ledger, seqs: list[int]) -> Iterator[tuple[int, bytes, bytes]]:
+    """(seq, leaf hash, body) of these sorted seqs: one range scan, or one read each when sparse."""
+    lo, hi = seqs[0], seqs[-1] + 1
+    count = 0
+    if hi - lo <= 8 * len(seqs):
+        wanted = set(seqs)
+        for row in ledger.iter_bodies(lo, hi):
+            if row[0] in wanted:
+                count += 1
+                yield row
+    else:
+        for seq in seqs:
+            found = ledger.get(seq)
+            if found is None:
+                break
+            count += 1
+            yield seq, found.leaf_hash, found.body
+    if count != len(seqs):
+        raise StoreError(
+            f"the projection store names events the ledger does not hold ({count} of "
+            f"{len(seqs)} found)",
+            hint="delete the store (or run `caseledger rebuild`) and report again",
+        )
 
 
 def load_state(
@@ -254,7 +357,7 @@ def load_state(
         try:
             with ProjectionStore(store_path(ledger.path)) as store:
                 store.catch_up(ledger)
-                return store.load(runs)
+                return store.load(runs, ledger)
         except (StoreError, sqlite3.OperationalError):
             pass  # e.g. a read-only folder: the in-memory replay gives the same state
     return replay_ledger(ledger, stop)

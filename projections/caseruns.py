@@ -71,6 +71,7 @@ __all__ = [
     "caserun_key",
     "initial",
     "resolve",
+    "touch_run",
 ]
 
 #: Events that belong to one case attempt (VariantChecked: diagnostics after the score).
@@ -180,7 +181,7 @@ def apply(state: State, item: Item) -> State:
         if found is None:
             found = state.caseruns[key] = CaseRun(event.stream, event.case_id, event.attempt)
         found.steps.append(Step(seq, leaf, event))
-        _touch(state, event.stream, event.at)
+        touch_run(state, event.stream, event.at)
     elif isinstance(event, CALIBRATION_EVENTS):
         record = state.calibrations.get(event.stream)
         if record is None:
@@ -191,11 +192,11 @@ def apply(state: State, item: Item) -> State:
             record.controls.append(event)
         else:
             record.finished = event
-        _touch(state, event.stream, event.at)
+        touch_run(state, event.stream, event.at)
     elif isinstance(event, RunStarted):
         state.runs[event.run_id] = RunInfo(event, seq, event.at, event.at)
     elif isinstance(event, RunFinished):
-        info = _touch(state, event.stream, event.at)
+        info = touch_run(state, event.stream, event.at)
         if info is not None:
             info.finished = event
     elif isinstance(event, BankPublished):
@@ -204,7 +205,12 @@ def apply(state: State, item: Item) -> State:
     return state
 
 
-def _touch(state: State, run_id: str, at: str) -> RunInfo | None:
+def touch_run(state: State, run_id: str, at: str) -> RunInfo | None:
+    """Count one more event of a run and widen the span of dates it claims.
+
+    What :func:`apply` does for every event of a run after its RunStarted; a
+    store that keeps CaseRuns elsewhere calls it for the attempt events it files.
+    """
     info = state.runs.get(run_id)
     if info is not None:
         info.events += 1
