@@ -238,7 +238,8 @@ def bench_alignment(rows: int, rng: random.Random) -> list[tuple[str, float, str
         ("bipartite, tolerance 0.001", noisy, gold, Decimal("0.001"), "bipartite"),
         ("ambiguous, all columns equal", same, same, ZERO, "ambiguous"),
     ):
-        t, got = best(lambda a=actual, g=gold_rows, t=tol: align_only(a, g, t))
+        # Best of 7: each run is tens of milliseconds, so machine noise dominates best of 3.
+        t, got = best(lambda a=actual, g=gold_rows, t=tol: align_only(a, g, t), 7)
         assert got == expect, (label, got)
         out.append((f"align 30 DOUBLE columns x {rows:,} rows: {label}", t, got, "< 50 ms"))
         t, got = best(lambda a=actual, g=gold_rows, t=tol: run(a, g, t))
