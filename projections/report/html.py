@@ -16,8 +16,8 @@ from typing import Any
 
 from projections.aggregates import DIMENSIONS
 from projections.quality import FAILURE_KINDS
-from projections.report.calibration_tables import INTRO, calibration_tables
 from projections.report.markdown import cancelled_text, flag_summary
+from projections.report.tables import FAIRNESS_HEAD, INTRO, calibration_tables, fairness_rows
 
 __all__ = ["render_html"]
 
@@ -210,33 +210,15 @@ def _fairness(section: dict[str, Any]) -> str:
     parts = [f"<p>Fairness class: <strong>{_e(f['class'])}</strong>"]
     if f["differing_controls"]:
         parts.append("; controls that differ: " + _e(", ".join(f["differing_controls"])))
+    if f["missing_invocation_evidence"]:
+        parts.append(
+            "; invocation evidence missing for: " + _e(", ".join(f["missing_invocation_evidence"]))
+        )
     if f["disclosed_differences"]:
         parts.append("; disclosed variables that differ: ")
         parts.append(_e(", ".join(f["disclosed_differences"])))
     parts.append("</p>")
-    rows = []
-    for run in f["runs"]:
-        c, d = f["controls"][run], f["disclosed"][run]
-        params = ", ".join(f"{k}={v}" for k, v in d["parameters"].items())
-        rows.append(
-            [
-                run,
-                c["harness_kind"],
-                c["response_mode"],
-                c["single_call"],
-                c["tools"],
-                c["retries"],
-                c["prompt_contract_digest"],
-                d["provider"],
-                d["auth_mode"],
-                d["model"],
-                params,
-                f["invocation_coverage"][run],
-            ]
-        )
-    head = ["run", "harness", "response", "single call", "tools", "retries", "prompt contract"]
-    head += ["provider", "auth", "model", "parameters", "invocation coverage"]
-    return "".join(parts) + _table(head, rows)
+    return "".join(parts) + _table(FAIRNESS_HEAD, fairness_rows(f))
 
 
 def _cases(section: dict[str, Any]) -> str:

@@ -7,7 +7,7 @@ from typing import Any
 
 from projections.aggregates import DIMENSIONS
 from projections.quality import FAILURE_KINDS
-from projections.report.calibration_tables import INTRO, calibration_tables
+from projections.report.tables import FAIRNESS_HEAD, INTRO, calibration_tables, fairness_rows
 
 __all__ = ["flag_summary", "render_markdown"]
 
@@ -162,29 +162,7 @@ def _fairness(section: dict[str, Any]) -> list[str]:
     if f["disclosed_differences"]:
         lines.append("Disclosed variables that differ: " + ", ".join(f["disclosed_differences"]))
     lines.append("")
-    head = ["run", "harness", "response", "single call", "tools", "retries", "prompt contract"]
-    head += ["provider", "auth", "model", "parameters", "invocation coverage"]
-    rows = []
-    for run in f["runs"]:
-        c, d = f["controls"][run], f["disclosed"][run]
-        params = ", ".join(f"{k}={v}" for k, v in d["parameters"].items())
-        rows.append(
-            [
-                run,
-                c["harness_kind"],
-                c["response_mode"],
-                c["single_call"],
-                c["tools"],
-                c["retries"],
-                c["prompt_contract_digest"],
-                d["provider"],
-                d["auth_mode"],
-                d["model"],
-                params,
-                f["invocation_coverage"][run],
-            ]
-        )
-    return lines + _table(head, rows)
+    return lines + _table(FAIRNESS_HEAD, fairness_rows(f))
 
 
 def _dimensions(section: dict[str, Any]) -> list[str]:

@@ -1,4 +1,4 @@
-"""The rows of a calibration section's tables, shared by the Markdown and HTML renderers."""
+"""Table rows shared by the Markdown and HTML renderers (each renderer only formats them)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,13 @@ from typing import Any
 
 from projections.calibration import STATUSES
 
-__all__ = ["INTRO", "CalibrationTables", "calibration_tables"]
+__all__ = [
+    "FAIRNESS_HEAD",
+    "INTRO",
+    "CalibrationTables",
+    "calibration_tables",
+    "fairness_rows",
+]
 
 INTRO = (
     "Oracle checks, never ranked: planted errors (mutants) the oracle must reject and "
@@ -90,3 +96,44 @@ def calibration_tables(section: dict[str, Any]) -> CalibrationTables:
         ("Mutants per operator", ["run", "operator", *STATUSES], operators),
     ]
     return out
+
+
+FAIRNESS_HEAD = [
+    "run",
+    "harness",
+    "response",
+    "single call",
+    "tools",
+    "retries",
+    "prompt contract",
+    "provider",
+    "auth",
+    "model",
+    "parameters",
+    "invocation coverage",
+]
+
+
+def fairness_rows(fairness: dict[str, Any]) -> list[list[Any]]:
+    """One row per run: its recorded controls, then its disclosed variables."""
+    rows = []
+    for run in fairness["runs"]:
+        c, d = fairness["controls"][run], fairness["disclosed"][run]
+        params = ", ".join(f"{k}={v}" for k, v in d["parameters"].items())
+        rows.append(
+            [
+                run,
+                c["harness_kind"],
+                c["response_mode"],
+                c["single_call"],
+                c["tools"],
+                c["retries"],
+                c["prompt_contract_digest"],
+                d["provider"],
+                d["auth_mode"],
+                d["model"],
+                params,
+                fairness["invocation_coverage"][run],
+            ]
+        )
+    return rows
