@@ -111,23 +111,23 @@ class MissingRecording(msgspec.Struct, frozen=True):
     message: str
 
 
-class Identity(msgspec.Struct, frozen=True):
-    """What RunStarted records about the adapter."""
+class Identity(msgspec.Struct, frozen=True, kw_only=True):
+    """What RunStarted records about the adapter (None: not known to the adapter)."""
 
     adapter_kind: str
     run_kind: str
-    requested_model: str | None
-    provider: str | None
-    auth_mode: str | None
-    params: events.GenerationParams
-    timeout_ms: int
     harness_kind: str
-    bridge_version: str | None
-    policy_version: str | None
-    system_prompt_digest: str | None
-    price_snapshot_digest: str | None
-    replay_file_sha256: str | None
-    default_attempts: int | None
+    requested_model: str | None = None
+    provider: str | None = None
+    auth_mode: str | None = None
+    params: events.GenerationParams = msgspec.field(default_factory=events.GenerationParams)
+    timeout_ms: int = 0
+    bridge_version: str | None = None
+    policy_version: str | None = None
+    system_prompt_digest: str | None = None
+    price_snapshot_digest: str | None = None
+    replay_file_sha256: str | None = None
+    default_attempts: int | None = None
 
 
 @runtime_checkable

@@ -53,20 +53,7 @@ class ReferenceAdapter:
         self._cases = dict(cases)
         self._client = base.client_version(ADAPTER_VERSION, "adapter-reference")
         self.identity = Identity(
-            adapter_kind="reference",
-            run_kind="self_test",
-            requested_model=None,
-            provider=None,
-            auth_mode=None,
-            params=events.GenerationParams(),
-            timeout_ms=0,
-            harness_kind=HARNESS_KIND,
-            bridge_version=None,
-            policy_version=None,
-            system_prompt_digest=None,
-            price_snapshot_digest=None,
-            replay_file_sha256=None,
-            default_attempts=None,
+            adapter_kind="reference", run_kind="self_test", harness_kind=HARNESS_KIND
         )
 
     def invocation(self, prompt_contract_digest: str, retries: int) -> events.Invocation:
