@@ -155,7 +155,8 @@ def bank_db(tmp_path_factory: pytest.TempPathFactory) -> Iterator[duckdb.DuckDBP
 @pytest.mark.parametrize("entry", LEGIT, ids=[e.title for e in LEGIT])
 def test_legit_runs_in_duckdb(entry: Entry, bank_db: duckdb.DuckDBPyConnection) -> None:
     # A legitimate entry that DuckDB rejects would be a bad corpus entry.
-    bank_db.execute(entry.sql).fetchall()
+    rows = bank_db.execute(entry.sql).fetchall()
+    assert isinstance(rows, list)
 
 
 # ---------------------------------------------------------- exact verdicts and messages
