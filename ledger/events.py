@@ -92,21 +92,21 @@ class EventBase(
 # ---------------------------------------------------------------- nested parts
 
 
-class Column(_Part, kw_only=True):
+class Column(_Part, frozen=True, kw_only=True):
     """A result column: its name as returned and its DuckDB type name."""
 
     name: str
     type: str
 
 
-class TableSchema(_Part, kw_only=True):
+class TableSchema(_Part, frozen=True, kw_only=True):
     """One published table of a bank's ``main`` schema."""
 
     name: str
     columns: tuple[Column, ...]
 
 
-class BuildSettings(_Part, kw_only=True):
+class BuildSettings(_Part, frozen=True, kw_only=True):
     """How a bank database was built."""
 
     duckdb_version: str
@@ -115,7 +115,7 @@ class BuildSettings(_Part, kw_only=True):
     external_access: bool
 
 
-class CaseSpec(_Part, kw_only=True):
+class CaseSpec(_Part, frozen=True, kw_only=True):
     """A case as published: everything but the reference SQL text (only its hash)."""
 
     id: str
@@ -133,7 +133,7 @@ class CaseSpec(_Part, kw_only=True):
     reference_sql_sha256: str
 
 
-class GoldResult(_Part, kw_only=True):
+class GoldResult(_Part, frozen=True, kw_only=True):
     """The frozen typed result of one case's reference SQL."""
 
     case_id: str
@@ -142,7 +142,7 @@ class GoldResult(_Part, kw_only=True):
     digest: str
 
 
-class GenerationParams(_Part, kw_only=True):
+class GenerationParams(_Part, frozen=True, kw_only=True):
     """Explicit generation parameters (disclosed variables, not controls)."""
 
     temperature: Decimal | None = None
@@ -150,7 +150,7 @@ class GenerationParams(_Part, kw_only=True):
     max_tokens: int | None = None
 
 
-class Versions(_Part, kw_only=True):
+class Versions(_Part, frozen=True, kw_only=True):
     """Versions of everything that can change a number."""
 
     app: str
@@ -161,7 +161,7 @@ class Versions(_Part, kw_only=True):
     report_contract: str
 
 
-class Invocation(_Part, kw_only=True):
+class Invocation(_Part, frozen=True, kw_only=True):
     """What was actually sent for one attempt: the evidence fairness reads.
 
     Controls: ``harness_kind``, ``response_mode``, ``single_call``, ``tools``,
@@ -186,7 +186,7 @@ class Invocation(_Part, kw_only=True):
     parameters: dict[str, str] = {}
 
 
-class Usage(_Part, kw_only=True):
+class Usage(_Part, frozen=True, kw_only=True):
     """Token usage. ``input`` excludes cached input; reasoning is a subset of output."""
 
     input: int | None = None
@@ -197,7 +197,7 @@ class Usage(_Part, kw_only=True):
     raw_json: str | None = None
 
 
-class Plan(_Part, kw_only=True):
+class Plan(_Part, frozen=True, kw_only=True):
     """The ``plan`` object of query-plan-v1."""
 
     grain: str
@@ -209,21 +209,21 @@ class Plan(_Part, kw_only=True):
     risks: tuple[str, ...]
 
 
-class Violation(_Part, kw_only=True):
+class Violation(_Part, frozen=True, kw_only=True):
     """One reason the SQL guard rejected a query."""
 
     check: str
     message: str
 
 
-class AstRule(_Part, kw_only=True):
+class AstRule(_Part, frozen=True, kw_only=True):
     """One required AST capability and whether the model's SQL has it."""
 
     rule: str
     passed: bool
 
 
-class ScoreItems(_Part, kw_only=True):
+class ScoreItems(_Part, frozen=True, kw_only=True):
     """The eight items of scorer 2.x, in points."""
 
     protocol: Decimal
@@ -239,7 +239,7 @@ class ScoreItems(_Part, kw_only=True):
 # ---------------------------------------------------------------- ledger events
 
 
-class SignerRegistered(EventBase, tag="signer.registered.v1", kw_only=True):
+class SignerRegistered(EventBase, tag="signer.registered.v1", frozen=True, kw_only=True):
     """A key may sign events from ``valid_from`` on (until it is retired)."""
 
     key_id: str
@@ -249,7 +249,7 @@ class SignerRegistered(EventBase, tag="signer.registered.v1", kw_only=True):
     valid_from: str
 
 
-class SignerRetired(EventBase, tag="signer.retired.v1", kw_only=True):
+class SignerRetired(EventBase, tag="signer.retired.v1", frozen=True, kw_only=True):
     """A key signs nothing after ``retired_at``; its older events still verify."""
 
     key_id: str
@@ -258,7 +258,7 @@ class SignerRetired(EventBase, tag="signer.retired.v1", kw_only=True):
     reason: str = ""
 
 
-class BankPublished(EventBase, tag="bank.published.v1", kw_only=True):
+class BankPublished(EventBase, tag="bank.published.v1", frozen=True, kw_only=True):
     """A question bank version, its content hashes, build settings and frozen gold."""
 
     bank_id: str
@@ -277,7 +277,7 @@ class BankPublished(EventBase, tag="bank.published.v1", kw_only=True):
     gold_digest: str
 
 
-class CheckpointIssued(EventBase, tag="checkpoint.issued.v1", kw_only=True):
+class CheckpointIssued(EventBase, tag="checkpoint.issued.v1", frozen=True, kw_only=True):
     """A signed tree head over the first ``tree_size`` leaves."""
 
     tree_size: int
@@ -288,7 +288,7 @@ class CheckpointIssued(EventBase, tag="checkpoint.issued.v1", kw_only=True):
 # ---------------------------------------------------------------- run events
 
 
-class RunStarted(EventBase, tag="run.started.v1", kw_only=True):
+class RunStarted(EventBase, tag="run.started.v1", frozen=True, kw_only=True):
     """The identity and version evidence of a run (DESIGN.md event table)."""
 
     run_id: str
@@ -320,7 +320,7 @@ class RunStarted(EventBase, tag="run.started.v1", kw_only=True):
     versions: Versions
 
 
-class PromptSent(EventBase, tag="prompt.sent.v1", kw_only=True):
+class PromptSent(EventBase, tag="prompt.sent.v1", frozen=True, kw_only=True):
     """The exact prompt of one attempt, verbatim."""
 
     case_id: str
@@ -329,7 +329,7 @@ class PromptSent(EventBase, tag="prompt.sent.v1", kw_only=True):
     prompt_sha256: str
 
 
-class ModelResponded(EventBase, tag="model.responded.v1", kw_only=True):
+class ModelResponded(EventBase, tag="model.responded.v1", frozen=True, kw_only=True):
     """The raw output of one attempt, verbatim, with what was sent and what it cost."""
 
     case_id: str
@@ -345,7 +345,7 @@ class ModelResponded(EventBase, tag="model.responded.v1", kw_only=True):
     generation_us: int | None
 
 
-class ProviderFailed(EventBase, tag="provider.failed.v1", kw_only=True):
+class ProviderFailed(EventBase, tag="provider.failed.v1", frozen=True, kw_only=True):
     """The adapter got no usable answer. ``kind`` is timeout, rate_limited,
     server_error, bad_request, auth, policy_refusal, command_failed, ..."""
 
@@ -361,7 +361,7 @@ class ProviderFailed(EventBase, tag="provider.failed.v1", kw_only=True):
     generation_us: int | None = None
 
 
-class OutputParsed(EventBase, tag="output.parsed.v1", kw_only=True):
+class OutputParsed(EventBase, tag="output.parsed.v1", frozen=True, kw_only=True):
     """query-plan-v1 parse verdict. ``error`` set means output_contract_error."""
 
     case_id: str
@@ -375,7 +375,7 @@ class OutputParsed(EventBase, tag="output.parsed.v1", kw_only=True):
     error: str | None
 
 
-class SqlGuarded(EventBase, tag="sql.guarded.v1", kw_only=True):
+class SqlGuarded(EventBase, tag="sql.guarded.v1", frozen=True, kw_only=True):
     """Static guard verdict on the model's SQL."""
 
     case_id: str
@@ -385,7 +385,7 @@ class SqlGuarded(EventBase, tag="sql.guarded.v1", kw_only=True):
     ast_digest: str | None
 
 
-class SqlExecuted(EventBase, tag="sql.executed.v1", kw_only=True):
+class SqlExecuted(EventBase, tag="sql.executed.v1", frozen=True, kw_only=True):
     """One execution in the sandboxed worker. ``error_kind`` is None when ok, else
     timeout, memory, sql_runtime or worker_crash."""
 
@@ -402,7 +402,7 @@ class SqlExecuted(EventBase, tag="sql.executed.v1", kw_only=True):
     worker_try: int = 1
 
 
-class ScoreComputed(EventBase, tag="score.computed.v1", kw_only=True):
+class ScoreComputed(EventBase, tag="score.computed.v1", frozen=True, kw_only=True):
     """One attempt's score breakdown under a named scorer version."""
 
     case_id: str
@@ -429,7 +429,7 @@ class ScoreComputed(EventBase, tag="score.computed.v1", kw_only=True):
     sql_structural_match: bool | None
 
 
-class AttemptCancelled(EventBase, tag="attempt.cancelled.v1", kw_only=True):
+class AttemptCancelled(EventBase, tag="attempt.cancelled.v1", frozen=True, kw_only=True):
     """An attempt ended without a score (interrupted, missing_recording,
     prompt_leak, infrastructure). It stays in every denominator."""
 
@@ -439,7 +439,7 @@ class AttemptCancelled(EventBase, tag="attempt.cancelled.v1", kw_only=True):
     message: str
 
 
-class RunFinished(EventBase, tag="run.finished.v1", kw_only=True):
+class RunFinished(EventBase, tag="run.finished.v1", frozen=True, kw_only=True):
     """The run's final status: completed, cancelled or failed."""
 
     status: str
@@ -449,7 +449,7 @@ class RunFinished(EventBase, tag="run.finished.v1", kw_only=True):
 # ---------------------------------------------------------------- calibration events
 
 
-class DatabaseVerdict(_Part, kw_only=True):
+class DatabaseVerdict(_Part, frozen=True, kw_only=True):
     """The scorer's verdict on one SQL on one database (``base`` or a variant id).
 
     ``result_correct`` is None when nothing was scored; ``error_kind`` then says
@@ -462,7 +462,7 @@ class DatabaseVerdict(_Part, kw_only=True):
     result_digest: str | None = None
 
 
-class VariantSummary(_Part, kw_only=True):
+class VariantSummary(_Part, frozen=True, kw_only=True):
     """A variant database of a calibration: its id, digests of its tables and gold."""
 
     variant_id: str
@@ -471,7 +471,7 @@ class VariantSummary(_Part, kw_only=True):
     gold_digest: str
 
 
-class CalibrationMutantJudged(EventBase, tag="calibration.mutant.judged.v1", kw_only=True):
+class CalibrationMutantJudged(EventBase, tag="calibration.mutant.judged.v1", frozen=True, kw_only=True):
     """One mutant of one case in a calibration run (the mutated SQL only by its hash).
 
     ``status``: killed, survived, equivalent, blocked, unsupported, not_applicable.
@@ -488,7 +488,7 @@ class CalibrationMutantJudged(EventBase, tag="calibration.mutant.judged.v1", kw_
     review: str | None = None
 
 
-class CalibrationControlChecked(EventBase, tag="calibration.control.checked.v1", kw_only=True):
+class CalibrationControlChecked(EventBase, tag="calibration.control.checked.v1", frozen=True, kw_only=True):
     """One positive control (an alternative_sql of a case): passed = correct everywhere."""
 
     case_id: str
@@ -498,7 +498,7 @@ class CalibrationControlChecked(EventBase, tag="calibration.control.checked.v1",
     verdicts: tuple[DatabaseVerdict, ...]
 
 
-class CalibrationFinished(EventBase, tag="calibration.finished.v1", kw_only=True):
+class CalibrationFinished(EventBase, tag="calibration.finished.v1", frozen=True, kw_only=True):
     """The totals of a calibration run. ``kill_rate`` = killed / (killed + survived)."""
 
     calibration_sha256: str | None
@@ -517,7 +517,7 @@ class CalibrationFinished(EventBase, tag="calibration.finished.v1", kw_only=True
     report_digest: str
 
 
-class VariantOutcome(_Part, kw_only=True):
+class VariantOutcome(_Part, frozen=True, kw_only=True):
     """A model's SQL on one variant: correct against the variant's gold, and whether
     its answer moved from its base answer."""
 
@@ -528,7 +528,7 @@ class VariantOutcome(_Part, kw_only=True):
     error_kind: str | None = None
 
 
-class VariantChecked(EventBase, tag="variant.checked.v1", kw_only=True):
+class VariantChecked(EventBase, tag="variant.checked.v1", frozen=True, kw_only=True):
     """Variant diagnostics of one attempt (flags: variant_mismatch, scope_leak).
     They never change the score or result_correct."""
 
