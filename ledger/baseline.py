@@ -37,7 +37,13 @@ from typing import Any
 import msgspec
 
 from ledger import codec
-from ledger.errors import ChainBrokenError, SignatureError, UsageError, VerificationError
+from ledger.errors import (
+    ChainBrokenError,
+    SignatureError,
+    StoreError,
+    UsageError,
+    VerificationError,
+)
 from ledger.events import (
     AttemptCancelled,
     BankPublished,
@@ -51,7 +57,7 @@ from ledger.events import (
 from ledger.harness import score as score_mod
 from ledger.keys import Keyring, verify_event_signature
 from ledger.rescore import score_fields
-from ledger.store import Ledger, link_of
+from ledger.store import Ledger, StoredEvent, link_of
 from projections import gate
 from projections.caseruns import Item, State
 from projections.replay import replay
@@ -143,6 +149,17 @@ def _line(row: Any) -> bytes:
     )
 
 
+def _bank_event(row: StoredEvent) -> BankPublished:
+    """The BankPublished a row selected by type holds (a mismatch means a damaged ledger)."""
+    event = row.event()
+    if not isinstance(event, BankPublished):
+        raise StoreError(
+            f"seq {row.seq}: row is filed as BankPublished but holds {type(event).__name__}",
+            hint="the ledger file is damaged; run `caseledger verify` on it",
+        )
+    return event
+
+
 def freeze(ledger: Ledger, run_id: str, out_dir: Path) -> dict[str, Any]:
     """Write the baseline of ``run_id`` into ``out_dir``; returns its scorecard.
 
@@ -165,7 +182,7 @@ def freeze(ledger: Ledger, run_id: str, out_dir: Path) -> dict[str, Any]:
     banks = [
         r
         for r in ledger.events_of_type(BankPublished)
-        if r.event().content_sha256 == started.bank_hash  # type: ignore[attr-defined]
+        if _bank_event(r).content_sha256 == started.bank_hash
     ]
     rows += banks[:1] + stream
     rows.sort(key=lambda r: r.seq)
@@ -296,12 +313,12 @@ def _verify_stream(bundle: Bundle) -> None:
     run_id = bundle.run_id
     prev: str | None = None
     expected = 0
-    banks = []
+    banks: list[BankPublished] = []
     for e in bundle.events:
         ev = e.event
         if ev.stream != run_id:
             if isinstance(ev, BankPublished):
-                banks.append(e)
+                banks.append(ev)
             elif not isinstance(ev, SignerRegistered | SignerRetired):
                 raise _fail(ChainBrokenError, e.seq, f"unexpected {type(ev).__name__} in bundle")
             continue
@@ -322,7 +339,7 @@ def _verify_stream(bundle: Bundle) -> None:
     started = bundle.stream()[0].event
     assert isinstance(started, RunStarted)
     # (5) exactly the run's bank.
-    if len(banks) != 1 or banks[0].event.content_sha256 != started.bank_hash:  # type: ignore[attr-defined]
+    if len(banks) != 1 or banks[0].content_sha256 != started.bank_hash:
         raise VerificationError(
             f"the bundle must hold exactly one BankPublished, of bank {started.bank_hash}; "
             f"found {len(banks)}"
@@ -411,7 +428,7 @@ def rescored_state(
             event = AttemptCancelled(**envelope, reason="infrastructure", message=exc.message)
             if failures is not None:
                 failures.append(f"{case_id}#{attempt}: {exc.message}")
-        extra.append((seq, codec.leaf_hash(codec.encode(event)), event))  # type: ignore[arg-type]
+        extra.append((seq, codec.leaf_hash(codec.encode(event)), event))
         seq += 1
     return replay(extra, state)
 

@@ -91,7 +91,7 @@ def _started(bundle: Bundle) -> RunStarted:
 
 
 def _bank(bundle: Bundle) -> BankPublished:
-    return next(e.event for e in bundle.events if isinstance(e.event, BankPublished))  # type: ignore[return-value]
+    return next(e.event for e in bundle.events if isinstance(e.event, BankPublished))
 
 
 def _completeness(bundle: Bundle, result: CheckResult, require_full: bool) -> None:

@@ -193,7 +193,8 @@ def _rescore_run(
                 summary.skip("no_recorded_score")
                 continue
             by_leaf = {s.link: s.event for s in caserun.steps}
-            evidence = [by_leaf[h] for h in latest.evidence if h in by_leaf]
+            # _reexecute appends re-executed events, so the list holds the base type.
+            evidence: list[EventBase] = [by_leaf[h] for h in latest.evidence if h in by_leaf]
             links = list(latest.evidence)
             if pool is not None:
                 rerun = _reexecute(pool, bank, caserun, evidence, stream)
