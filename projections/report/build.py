@@ -85,8 +85,9 @@ def _bank_cases(state: State, started: RunStarted) -> tuple[CaseSpec, ...]:
 
 
 def _identity(started: RunStarted, attempts: Sequence[Attempt]) -> dict[str, Any]:
-    resolved = sorted({a.response.resolved_model for a in attempts if a.response} - {None})
-    recorded = sorted({a.response.recorded_model for a in attempts if a.response} - {None})
+    responses = [a.response for a in attempts if a.response]
+    resolved = sorted({r.resolved_model for r in responses if r.resolved_model is not None})
+    recorded = sorted({r.recorded_model for r in responses if r.recorded_model is not None})
     if resolved:
         source = "resolved_by_provider"
     elif recorded:
@@ -319,7 +320,9 @@ def _section(
     with_gold: bool,
 ) -> dict[str, Any]:
     bank = state.banks[bank_hash].event
-    entries, details, fair_input = [], [], []
+    entries: list[dict[str, Any]] = []
+    details: list[dict[str, Any]] = []
+    fair_input: list[tuple[str, Sequence[Attempt]]] = []
     for info, version in sorted(runs, key=lambda r: r[0].started.run_id):
         if kind == "calibration":
             # No attempts and no score: the oracle's verdicts on mutants and controls.
