@@ -30,12 +30,9 @@ __all__ = [
 ]
 
 _ENCODER = msgspec.json.Encoder(order="sorted", decimal_format="string")
-_DECODER = msgspec.json.Decoder(Event)
+_DECODER: msgspec.json.Decoder[Event] = msgspec.json.Decoder(Event)
 _RAW_DECODER = msgspec.json.Decoder()
-_CURRENT_TAGS = frozenset(
-    str(t.__struct_config__.tag)
-    for t in Event.__args__  # type: ignore[attr-defined]
-)
+_CURRENT_TAGS = frozenset(str(t.__struct_config__.tag) for t in Event.__args__)
 
 
 def _refuse_floats(value: Any) -> None:

@@ -65,8 +65,8 @@ CREATE INDEX IF NOT EXISTS caseruns_by_run ON caseruns (run_id);
 """
 
 _ENC = msgspec.msgpack.Encoder(decimal_format="string")
-_SEQS = msgspec.msgpack.Decoder(list[int])
-_HEAD = msgspec.msgpack.Decoder(State)
+_SEQS: msgspec.msgpack.Decoder[list[int]] = msgspec.msgpack.Decoder(list[int])
+_HEAD: msgspec.msgpack.Decoder[State] = msgspec.msgpack.Decoder(State)
 # The ``caseruns`` rows hold seq lists (a file whose rows hold msgpack CaseRuns, as
 # /2 files written before this layout do, lacks this meta entry and is rebuilt).
 _LAYOUT = "seqs"
@@ -83,7 +83,7 @@ class _Envelope(msgspec.Struct):
     attempt: int | None = None
 
 
-_ENV = msgspec.json.Decoder(_Envelope)
+_ENV: msgspec.json.Decoder[_Envelope] = msgspec.json.Decoder(_Envelope)
 
 
 def store_path(ledger_path: Path) -> Path:

@@ -203,7 +203,8 @@ class Ledger:
     def iter_events(self, start: int = 0, stop: int | None = None) -> Iterator[StoredEvent]:
         """Rows in sequence order, streamed (one consistent snapshot while iterating)."""
         if stop is None:
-            sql, args = f"SELECT {_COLUMNS} FROM events WHERE seq >= ? ORDER BY seq", (start,)
+            sql = f"SELECT {_COLUMNS} FROM events WHERE seq >= ? ORDER BY seq"
+            args: tuple[int, ...] = (start,)
         else:
             sql = f"SELECT {_COLUMNS} FROM events WHERE seq >= ? AND seq < ? ORDER BY seq"
             args = (start, stop)

@@ -41,15 +41,15 @@ __all__ = ["KNOWN_RULES", "RULES", "check_rules", "structural_match", "validate_
 DIALECT = "duckdb"
 
 
-def _window_function(tree: exp.Expression) -> bool:
+def _window_function(tree: exp.Expr) -> bool:
     return tree.find(exp.Window) is not None
 
 
-def _cte(tree: exp.Expression) -> bool:
+def _cte(tree: exp.Expr) -> bool:
     return tree.find(exp.With) is not None
 
 
-def _not_exists(tree: exp.Expression) -> bool:
+def _not_exists(tree: exp.Expr) -> bool:
     for node in tree.find_all(exp.Not):
         inner = node.this
         while isinstance(inner, exp.Paren):
@@ -68,7 +68,7 @@ def _outer_sources(scope: Scope) -> set[str]:
     return names
 
 
-def _correlated_subquery(tree: exp.Expression) -> bool:
+def _correlated_subquery(tree: exp.Expr) -> bool:
     # A column qualified with a name that is not a source of its own scope but is one
     # of an enclosing scope. Unqualified columns cannot be resolved without the
     # schema, so they never count (sqlglot would call them "external" by default).
@@ -82,34 +82,34 @@ def _correlated_subquery(tree: exp.Expression) -> bool:
     return False
 
 
-def _left_join(tree: exp.Expression) -> bool:
+def _left_join(tree: exp.Expr) -> bool:
     return any(
         j.side.upper() == "LEFT" and j.kind.upper() in ("", "OUTER")
         for j in tree.find_all(exp.Join)
     )
 
 
-def _group_by(tree: exp.Expression) -> bool:
+def _group_by(tree: exp.Expr) -> bool:
     return tree.find(exp.Group) is not None
 
 
-def _having(tree: exp.Expression) -> bool:
+def _having(tree: exp.Expr) -> bool:
     return tree.find(exp.Having) is not None
 
 
-def _distinct_count(tree: exp.Expression) -> bool:
+def _distinct_count(tree: exp.Expr) -> bool:
     return any(isinstance(c.this, exp.Distinct) for c in tree.find_all(exp.Count))
 
 
-def _case_when(tree: exp.Expression) -> bool:
+def _case_when(tree: exp.Expr) -> bool:
     return tree.find(exp.Case) is not None
 
 
-def _set_operation(tree: exp.Expression) -> bool:
+def _set_operation(tree: exp.Expr) -> bool:
     return tree.find(exp.SetOperation) is not None
 
 
-RULES: dict[str, Callable[[exp.Expression], bool]] = {
+RULES: dict[str, Callable[[exp.Expr], bool]] = {
     "window_function": _window_function,
     "cte": _cte,
     "not_exists": _not_exists,
@@ -134,7 +134,7 @@ def validate_rules(rules: Sequence[str], *, where: str) -> None:
         )
 
 
-def _parse(sql: str) -> exp.Expression | None:
+def _parse(sql: str) -> exp.Expr | None:
     try:
         trees = sqlparse.parse(sql)
     except SqlglotError:
@@ -176,11 +176,11 @@ def _canonical(sql: str) -> str | None:
     # 2. table, subquery and CTE aliases renamed t1, t2, ... in order of appearance,
     #    and every qualifier that used them follows
     renames: dict[str, str] = {}
-    for alias in tree.find_all(exp.TableAlias):
-        if alias.name and alias.name not in renames:
-            renames[alias.name] = f"t{len(renames) + 1}"
-        if alias.name:
-            alias.set("this", exp.to_identifier(renames[alias.name]))
+    for table_alias in tree.find_all(exp.TableAlias):
+        if table_alias.name and table_alias.name not in renames:
+            renames[table_alias.name] = f"t{len(renames) + 1}"
+        if table_alias.name:
+            table_alias.set("this", exp.to_identifier(renames[table_alias.name]))
     for table in tree.find_all(exp.Table):
         if not table.args.get("alias") and table.name in renames:
             table.set("this", exp.to_identifier(renames[table.name]))  # a CTE reference

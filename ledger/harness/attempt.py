@@ -10,7 +10,7 @@ no ledger access.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ledger import codec, events
 from ledger.adapters.base import Failure, Reply
@@ -24,6 +24,8 @@ if TYPE_CHECKING:
 
 __all__ = ["AttemptWriter", "Stream"]
 
+E = TypeVar("E", bound=events.EventBase)
+
 
 class Stream:
     """A run's stream head; builds complete, linked event bodies (the runner owns its stream)."""
@@ -34,7 +36,7 @@ class Stream:
         self.seq = -1 if last is None else last.event().stream_seq
         self.prev = None if last is None else link_of(last.leaf_hash)
 
-    def make(self, cls: type[events.EventBase], **fields: Any) -> tuple[events.EventBase, str]:
+    def make(self, cls: type[E], **fields: Any) -> tuple[E, str]:
         """The next event of the stream and its link (``sha256:`` of its leaf hash)."""
         self.seq += 1
         event = cls(
@@ -77,14 +79,17 @@ class AttemptWriter:
         out: list[events.EventBase] = []
         evidence: list[str] = []
 
-        def add(cls: type[events.EventBase], **fields: Any) -> events.EventBase:
+        def add(cls: type[E], **fields: Any) -> E:
             event, link = stream.make(cls, **ids, **fields)
             out.append(event)
             evidence.append(link)
             return event
 
         add(events.PromptSent, prompt=prompt, prompt_sha256=codec.sha256_hex(prompt.encode()))
-        parsed = guarded = executed = failed = None
+        parsed: events.OutputParsed | None = None
+        guarded: events.SqlGuarded | None = None
+        executed: events.SqlExecuted | None = None
+        failed: events.ProviderFailed | None = None
         if isinstance(answer, Failure):
             failed = add(
                 events.ProviderFailed, invocation=self.invocation, **_struct_fields(answer)

@@ -36,7 +36,7 @@ from fractions import Fraction
 from functools import partial
 from itertools import repeat
 from operator import itemgetter
-from typing import Any
+from typing import Any, TypeGuard
 
 from ledger.events import Column
 from ledger.harness.align import (
@@ -225,12 +225,16 @@ def compare(
 
 
 def _as_tuples(rows: Sequence[Sequence[Any]], width: int, side: str) -> Sequence[tuple[Any, ...]]:
-    if rows and set(map(type, rows)) != {tuple}:
-        rows = [tuple(r) for r in rows]
-    if rows and set(map(len, rows)) != {width}:
-        widths = sorted(set(map(len, rows)))
+    tuples = rows if _all_tuples(rows) else [tuple(r) for r in rows]
+    if tuples and set(map(len, tuples)) != {width}:
+        widths = sorted(set(map(len, tuples)))
         raise ValueError(f"{side} rows must have {width} cells (one per column), found {widths}")
-    return rows
+    return tuples
+
+
+def _all_tuples(rows: Sequence[Sequence[Any]]) -> TypeGuard[Sequence[tuple[Any, ...]]]:
+    """Whether every row is exactly a tuple (an empty sequence is kept as it is)."""
+    return not rows or set(map(type, rows)) == {tuple}
 
 
 def _match_rows(

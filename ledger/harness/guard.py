@@ -139,7 +139,7 @@ DENIED_FUNCTION_SUFFIXES: tuple[str, ...] = (
 
 # Statement-level nodes: writes, DDL, transactions, session and utility
 # commands. Forbidden anywhere, which covers `WITH x AS (DELETE ... RETURNING *)`.
-_SIDE_EFFECTS: dict[type[exp.Expression], str] = {
+_SIDE_EFFECTS: dict[type[exp.Expr], str] = {
     exp.Insert: "INSERT (a write)",
     exp.Update: "UPDATE (a write)",
     exp.Delete: "DELETE (a write)",
@@ -180,7 +180,7 @@ _SIDE_EFFECTS: dict[type[exp.Expression], str] = {
 
 # Non-function nodes a read-only query is made of. Function nodes (exp.Func) are
 # judged by name instead (denied_functions, table_functions).
-_KNOWN_NODES: frozenset[type[exp.Expression]] = frozenset(
+_KNOWN_NODES: frozenset[type[exp.Expr]] = frozenset(
     {
         *(exp.Select, exp.Union, exp.Intersect, exp.Except, exp.Subquery, exp.Values),
         *(exp.With, exp.CTE, exp.From, exp.Join, exp.Lateral, exp.Where, exp.Group, exp.Having),
@@ -226,7 +226,7 @@ class Verdict(msgspec.Struct, frozen=True, kw_only=True):
     ast_digest: str | None
 
 
-Check = Callable[[exp.Expression, frozenset[str]], Iterator[Violation]]
+Check = Callable[[exp.Expr, frozenset[str]], Iterator[Violation]]
 
 
 def fold(name: str) -> str:
@@ -238,7 +238,7 @@ def fold(name: str) -> str:
     return name.translate(_ASCII_LOWER)
 
 
-def _where(node: exp.Expression) -> str:
+def _where(node: exp.Expr) -> str:
     """`` (line L, col C)`` where the first token of the node with a position starts, or ''."""
     for sub in node.walk():
         meta = sub.meta
@@ -281,7 +281,7 @@ def _is_denied(name: str) -> bool:
 # ------------------------------------------------------------------------- checks
 
 
-def read_only_root(tree: exp.Expression, tables: frozenset[str]) -> Iterator[Violation]:
+def read_only_root(tree: exp.Expr, tables: frozenset[str]) -> Iterator[Violation]:
     """The statement itself must be a query that only reads."""
     ok = isinstance(tree, _READ_ONLY_ROOTS)
     if isinstance(tree, exp.Subquery):
@@ -297,7 +297,7 @@ def read_only_root(tree: exp.Expression, tables: frozenset[str]) -> Iterator[Vio
         )
 
 
-def no_side_effects(tree: exp.Expression, tables: frozenset[str]) -> Iterator[Violation]:
+def no_side_effects(tree: exp.Expr, tables: frozenset[str]) -> Iterator[Violation]:
     """No write, DDL, transaction, session or utility node anywhere in the tree."""
     for node in tree.walk():
         kind = _SIDE_EFFECTS.get(type(node))
@@ -305,7 +305,7 @@ def no_side_effects(tree: exp.Expression, tables: frozenset[str]) -> Iterator[Vi
             yield Violation(check="no_side_effects", message=f"{kind} is not allowed{_where(node)}")
 
 
-def known_constructs(tree: exp.Expression, tables: frozenset[str]) -> Iterator[Violation]:
+def known_constructs(tree: exp.Expr, tables: frozenset[str]) -> Iterator[Violation]:
     """Fail closed: a non-function node the guard does not know is rejected."""
     for node in tree.walk():
         cls = type(node)
@@ -318,7 +318,7 @@ def known_constructs(tree: exp.Expression, tables: frozenset[str]) -> Iterator[V
         )
 
 
-def _from_items(tree: exp.Expression) -> Iterator[exp.Expression]:
+def _from_items(tree: exp.Expr) -> Iterator[exp.Expr]:
     """Every FROM item: the sources of FROM, JOIN, LATERAL, PIVOT and a Table's inner call."""
     for node in tree.walk():
         if isinstance(node, exp.From | exp.Join | exp.Lateral):
@@ -331,7 +331,7 @@ def _from_items(tree: exp.Expression) -> Iterator[exp.Expression]:
             yield node
 
 
-def table_functions(tree: exp.Expression, tables: frozenset[str]) -> Iterator[Violation]:
+def table_functions(tree: exp.Expr, tables: frozenset[str]) -> Iterator[Violation]:
     """Only UNNEST, VALUES, range() and generate_series() may be called in FROM."""
     for item in _from_items(tree):
         call = item.this if isinstance(item, exp.Table) else item
@@ -373,12 +373,12 @@ class _CteScopes:
             for position, cte in enumerate(with_.expressions):
                 first.setdefault(fold(cte.alias_or_name), position)
             self._first[id(with_)] = first
-        position = first.get(name)
-        return position is not None and (before is None or position < before)
+        found = first.get(name)
+        return found is not None and (before is None or found < before)
 
     def resolves(self, table: exp.Table, name: str) -> bool:
         """Whether the bare name at this table reference is a CTE in scope."""
-        child: exp.Expression = table
+        child: exp.Expr = table
         node = table.parent
         while node is not None:
             if isinstance(node, exp.CTE):
@@ -412,8 +412,8 @@ class _CteScopes:
         return False
 
 
-def _inside(node: exp.Expression, ancestor: exp.Expression) -> bool:
-    current: exp.Expression | None = node
+def _inside(node: exp.Expr, ancestor: exp.Expr) -> bool:
+    current: exp.Expr | None = node
     while current is not None:
         if current is ancestor:
             return True
@@ -421,13 +421,13 @@ def _inside(node: exp.Expression, ancestor: exp.Expression) -> bool:
     return False
 
 
-def _named_tables(tree: exp.Expression) -> Iterator[exp.Table]:
+def _named_tables(tree: exp.Expr) -> Iterator[exp.Table]:
     for node in tree.walk():
         if isinstance(node, exp.Table) and isinstance(node.this, exp.Identifier):
             yield node
 
 
-def _unknown_tables(tree: exp.Expression, tables: frozenset[str]) -> Iterator[exp.Table]:
+def _unknown_tables(tree: exp.Expr, tables: frozenset[str]) -> Iterator[exp.Table]:
     """Named FROM items that are neither a published table nor a CTE in scope."""
     scopes = _CteScopes()
     for table in _named_tables(tree):
@@ -442,7 +442,7 @@ def _unknown_tables(tree: exp.Expression, tables: frozenset[str]) -> Iterator[ex
             yield table
 
 
-def file_references(tree: exp.Expression, tables: frozenset[str]) -> Iterator[Violation]:
+def file_references(tree: exp.Expr, tables: frozenset[str]) -> Iterator[Violation]:
     """No file, glob or URL names in FROM: DuckDB would scan them (``FROM 'x.csv'``)."""
     for table in _unknown_tables(tree, tables):
         if _FILE_LIKE.search(table.name):
@@ -453,7 +453,7 @@ def file_references(tree: exp.Expression, tables: frozenset[str]) -> Iterator[Vi
             )
 
 
-def table_references(tree: exp.Expression, tables: frozenset[str]) -> Iterator[Violation]:
+def table_references(tree: exp.Expr, tables: frozenset[str]) -> Iterator[Violation]:
     """Only published ``main`` tables (bare or ``main.``-qualified) and CTEs in scope."""
     for table in _unknown_tables(tree, tables):
         if _FILE_LIKE.search(table.name):
@@ -471,7 +471,7 @@ def table_references(tree: exp.Expression, tables: frozenset[str]) -> Iterator[V
         )
 
 
-def denied_functions(tree: exp.Expression, tables: frozenset[str]) -> Iterator[Violation]:
+def denied_functions(tree: exp.Expr, tables: frozenset[str]) -> Iterator[Violation]:
     """No function of the deny-list (files, environment, settings, catalog), anywhere."""
     for node in tree.walk():
         if isinstance(node, exp.Func):
@@ -498,7 +498,7 @@ CHECKS: tuple[Check, ...] = (
 # -------------------------------------------------------------------------- guard
 
 
-def _parse(sql: str) -> tuple[list[exp.Expression], Violation | None]:
+def _parse(sql: str) -> tuple[list[exp.Expr], Violation | None]:
     """Parse with sqlglot; empty statements (``;`` alone, a trailing comment) are dropped."""
     if not sql.strip():
         return [], Violation(check="parse", message="empty SQL")
@@ -524,7 +524,7 @@ def _parse(sql: str) -> tuple[list[exp.Expression], Violation | None]:
     return real, None
 
 
-def _digest(tree: exp.Expression) -> str:
+def _digest(tree: exp.Expr) -> str:
     normalised = normalize_identifiers(tree.copy(), dialect=DIALECT)
     return sha256_hex(normalised.sql(dialect=DIALECT, comments=False).encode("utf-8"))
 

@@ -24,7 +24,7 @@ DIALECT = "duckdb"
 CACHED_CHARS = 65536
 
 
-def parse(sql: str) -> tuple[exp.Expression | None, ...]:
+def parse(sql: str) -> tuple[exp.Expr | None, ...]:
     """The statements of ``sql`` as sqlglot parses them (DuckDB dialect); read-only.
 
     Raises whatever ``sqlglot.parse`` raises (ParseError, TokenError, RecursionError).
@@ -37,7 +37,7 @@ def parse(sql: str) -> tuple[exp.Expression | None, ...]:
     return _cached(sql) if len(sql) <= CACHED_CHARS else _parse(sql)
 
 
-def _parse(sql: str) -> tuple[exp.Expression | None, ...]:
+def _parse(sql: str) -> tuple[exp.Expr | None, ...]:
     return tuple(sqlglot.parse(sql, read=DIALECT))
 
 

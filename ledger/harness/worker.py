@@ -234,7 +234,7 @@ def _worker_main(conn: Connection, db_path: str, memory_limit: str, parent_pid: 
     watchdog = _Watchdog(parent_pid)
     watchdog.start()
     conn.send_bytes(encoder.encode(_Reply(kind="ready")))
-    decoder = msgspec.msgpack.Decoder(_Request)
+    decoder: msgspec.msgpack.Decoder[_Request] = msgspec.msgpack.Decoder(_Request)
     while True:
         try:
             raw = conn.recv_bytes()
@@ -252,7 +252,7 @@ def _worker_main(conn: Connection, db_path: str, memory_limit: str, parent_pid: 
 
 # --------------------------------------------------------------------------- parent side
 
-_DECODER = msgspec.msgpack.Decoder(_Reply)
+_DECODER: msgspec.msgpack.Decoder[_Reply] = msgspec.msgpack.Decoder(_Reply)
 _ENCODER = msgspec.msgpack.Encoder()
 
 
