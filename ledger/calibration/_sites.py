@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from sqlglot import exp
+from sqlglot.errors import SqlglotError
 
 from ledger.calibration.rewrite import (
     Edit,
@@ -24,19 +25,25 @@ from ledger.harness.guard import fold
 
 Sites = Iterator[tuple[str, Edit]]
 _TIME = ("timestamp", "date")
-_FLIP = {exp.GT: exp.GTE, exp.GTE: exp.GT, exp.LT: exp.LTE, exp.LTE: exp.LT}
-_SYMBOL = {exp.GT: ">", exp.GTE: ">=", exp.LT: "<", exp.LTE: "<="}
+# Keyed by a node's exact class, so the key type is the base node class.
+_FLIP: dict[type[exp.Expr], type[exp.Expr]] = {
+    exp.GT: exp.GTE,
+    exp.GTE: exp.GT,
+    exp.LT: exp.LTE,
+    exp.LTE: exp.LT,
+}
+_SYMBOL: dict[type[exp.Expr], str] = {exp.GT: ">", exp.GTE: ">=", exp.LT: "<", exp.LTE: "<="}
 
 
-def _index(tree: exp.Expression) -> dict[int, int]:
+def _index(tree: exp.Expr) -> dict[int, int]:
     return {id(n): i for i, n in enumerate(nodes(tree))}
 
 
-def _root(ns: list[exp.Expression]) -> exp.Expression:
+def _root(ns: list[exp.Expr]) -> exp.Expr:
     return ns[0]  # no operator replaces the root statement itself
 
 
-def _predicates(tree: exp.Expression) -> Iterator[exp.Expression]:
+def _predicates(tree: exp.Expr) -> Iterator[exp.Expr]:
     """Conjuncts of every WHERE, HAVING and JOIN ... ON of the tree."""
     for node in nodes(tree):
         if isinstance(node, exp.Where | exp.Having):
@@ -45,7 +52,7 @@ def _predicates(tree: exp.Expression) -> Iterator[exp.Expression]:
             yield from conjuncts(node.args["on"])
 
 
-def _columns(node: exp.Expression) -> list[exp.Column]:
+def _columns(node: exp.Expr) -> list[exp.Column]:
     """Columns of a condition itself, not those inside a subquery it contains."""
     if isinstance(node, exp.Column):
         return [node]
@@ -56,7 +63,7 @@ def _columns(node: exp.Expression) -> list[exp.Column]:
     ]
 
 
-def _ancestors(node: exp.Expression, stop: exp.Expression) -> list[exp.Expression]:
+def _ancestors(node: exp.Expr, stop: exp.Expr) -> list[exp.Expr]:
     out, cur = [], node.parent
     while cur is not None and cur is not stop:
         out.append(cur)
@@ -64,7 +71,7 @@ def _ancestors(node: exp.Expression, stop: exp.Expression) -> list[exp.Expressio
     return out
 
 
-def _is_join_equality(node: exp.Expression) -> bool:
+def _is_join_equality(node: exp.Expr) -> bool:
     return (
         isinstance(node, exp.EQ)
         and isinstance(node.this, exp.Column)
@@ -73,15 +80,15 @@ def _is_join_equality(node: exp.Expression) -> bool:
 
 
 def _dropper(i: int) -> Edit:
-    def edit(ns: list[exp.Expression]) -> exp.Expression:
+    def edit(ns: list[exp.Expr]) -> exp.Expr:
         if not drop_conjunct(ns[i]):
-            raise exp.SqlglotError("the condition cannot be dropped")
+            raise SqlglotError("the condition cannot be dropped")
         return _root(ns)
 
     return edit
 
 
-def time_column_swap(tree: exp.Expression, scope: Scope) -> Iterator[tuple[str, Edit]]:
+def time_column_swap(tree: exp.Expr, scope: Scope) -> Iterator[tuple[str, Edit]]:
     """Every use of a time column ``t.c`` becomes another time column of ``t`` (same class)."""
     idx = _index(tree)
     uses: dict[tuple[str, str], list[int]] = {}
@@ -95,7 +102,7 @@ def time_column_swap(tree: exp.Expression, scope: Scope) -> Iterator[tuple[str, 
             if other == column or other_cls != cls:
                 continue
 
-            def edit(ns: list[exp.Expression], pos=positions, new=other) -> exp.Expression:
+            def edit(ns: list[exp.Expr], pos=positions, new=other) -> exp.Expr:
                 for p in pos:
                     ns[p].set("this", exp.to_identifier(new))
                 return _root(ns)
@@ -103,7 +110,7 @@ def time_column_swap(tree: exp.Expression, scope: Scope) -> Iterator[tuple[str, 
             yield f"{table}.{column} read as {table}.{other}", edit
 
 
-def count_distinct_dropped(tree: exp.Expression, scope: Scope) -> Sites:
+def count_distinct_dropped(tree: exp.Expr, scope: Scope) -> Sites:
     """COUNT(DISTINCT x) becomes COUNT(*), and COUNT(x) when x is one expression."""
     idx = _index(tree)
     for count in tree.find_all(exp.Count):
@@ -112,27 +119,27 @@ def count_distinct_dropped(tree: exp.Expression, scope: Scope) -> Sites:
         i = idx[id(count)]
         args = count.this.expressions
 
-        def star(ns: list[exp.Expression], i=i) -> exp.Expression:
+        def star(ns: list[exp.Expr], i=i) -> exp.Expr:
             ns[i].set("this", exp.Star())
             return _root(ns)
 
         yield "COUNT(DISTINCT ...) counted as COUNT(*)", star
         if len(args) == 1:
 
-            def plain(ns: list[exp.Expression], i=i) -> exp.Expression:
+            def plain(ns: list[exp.Expr], i=i) -> exp.Expr:
                 ns[i].set("this", ns[i].this.expressions[0])
                 return _root(ns)
 
             yield "COUNT(DISTINCT x) counted as COUNT(x)", plain
 
 
-def _validity(part: exp.Expression) -> bool:
+def _validity(part: exp.Expr) -> bool:
     if _is_join_equality(part):
         return False
     return any(is_validity_column(c.name) for c in _columns(part))
 
 
-def drop_validity_predicate(tree: exp.Expression, scope: Scope) -> Sites:
+def drop_validity_predicate(tree: exp.Expr, scope: Scope) -> Sites:
     """Drop a condition on a validity / status / refund column (one site per condition)."""
     idx = _index(tree)
     for part in _predicates(tree):
@@ -140,7 +147,7 @@ def drop_validity_predicate(tree: exp.Expression, scope: Scope) -> Sites:
             yield f"dropped {part.sql(dialect='duckdb')}", _dropper(idx[id(part)])
 
 
-def drop_scope_predicate(tree: exp.Expression, scope: Scope) -> Sites:
+def drop_scope_predicate(tree: exp.Expr, scope: Scope) -> Sites:
     """Drop ``dim = constant`` / ``dim IN (...)`` on a non-time, non-validity column."""
     idx = _index(tree)
     for part in _predicates(tree):
@@ -158,7 +165,7 @@ def drop_scope_predicate(tree: exp.Expression, scope: Scope) -> Sites:
         yield f"dropped {part.sql(dialect='duckdb')}", _dropper(idx[id(part)])
 
 
-def move_range_endpoint(tree: exp.Expression, scope: Scope) -> Sites:
+def move_range_endpoint(tree: exp.Expr, scope: Scope) -> Sites:
     """``<`` <-> ``<=`` and ``>`` <-> ``>=`` on each comparison; BETWEEN made half-open twice."""
     idx = _index(tree)
     for node in nodes(tree):
@@ -167,7 +174,7 @@ def move_range_endpoint(tree: exp.Expression, scope: Scope) -> Sites:
         ):
             i, new = idx[id(node)], _FLIP[type(node)]
 
-            def flip(ns: list[exp.Expression], i=i, new=new) -> exp.Expression:
+            def flip(ns: list[exp.Expr], i=i, new=new) -> exp.Expr:
                 old = ns[i]
                 old.replace(new(this=old.this, expression=old.expression))
                 return _root(ns)
@@ -177,7 +184,7 @@ def move_range_endpoint(tree: exp.Expression, scope: Scope) -> Sites:
             i = idx[id(node)]
             for low_open in (True, False):
 
-                def half(ns: list[exp.Expression], i=i, low_open=low_open) -> exp.Expression:
+                def half(ns: list[exp.Expr], i=i, low_open=low_open) -> exp.Expr:
                     b = ns[i]
                     lo = (exp.GT if low_open else exp.GTE)(
                         this=b.this.copy(), expression=b.args["low"]
@@ -190,7 +197,7 @@ def move_range_endpoint(tree: exp.Expression, scope: Scope) -> Sites:
                 yield f"BETWEEN with the {side}: {node.sql('duckdb')}", half
 
 
-def _offset_literal(node: exp.Expression) -> bool:
+def _offset_literal(node: exp.Expr) -> bool:
     if not isinstance(node, exp.Cast) or not isinstance(node.this, exp.Literal):
         return False
     if not node.to.is_type(exp.DataType.Type.TIMESTAMPTZ):
@@ -199,7 +206,7 @@ def _offset_literal(node: exp.Expression) -> bool:
     return text.endswith("Z") or (len(text) > 6 and text[-6] in "+-" and text[-3] == ":")
 
 
-def drop_timezone(tree: exp.Expression, scope: Scope) -> Sites:
+def drop_timezone(tree: exp.Expr, scope: Scope) -> Sites:
     """Remove an AT TIME ZONE / timezone() conversion, or the offsets of TIMESTAMPTZ literals."""
     idx = _index(tree)
     for node in nodes(tree):
@@ -207,7 +214,7 @@ def drop_timezone(tree: exp.Expression, scope: Scope) -> Sites:
         if isinstance(node, exp.AtTimeZone) or (is_call and len(node.expressions) == 2):
             i = idx[id(node)]
 
-            def unwrap(ns: list[exp.Expression], i=i) -> exp.Expression:
+            def unwrap(ns: list[exp.Expr], i=i) -> exp.Expr:
                 inner = ns[i].this if isinstance(ns[i], exp.AtTimeZone) else ns[i].expressions[1]
                 ns[i].replace(inner)
                 return _root(ns)
@@ -216,7 +223,7 @@ def drop_timezone(tree: exp.Expression, scope: Scope) -> Sites:
     literals = [idx[id(n)] for n in nodes(tree) if _offset_literal(n)]
     if literals:
 
-        def strip(ns: list[exp.Expression], pos=literals) -> exp.Expression:
+        def strip(ns: list[exp.Expr], pos=literals) -> exp.Expr:
             for p in pos:
                 text = ns[p].this.this.strip()
                 bare = text[:-1] if text.endswith("Z") else text[:-6]
@@ -226,7 +233,7 @@ def drop_timezone(tree: exp.Expression, scope: Scope) -> Sites:
         yield "TIMESTAMPTZ literals without their UTC offset (read in the UTC session)", strip
 
 
-def join_key_swap(tree: exp.Expression, scope: Scope) -> Sites:
+def join_key_swap(tree: exp.Expr, scope: Scope) -> Sites:
     """``a.k = b.k`` joined on a shared other column, or one side on another ``*_id`` column."""
     idx = _index(tree)
     for node in nodes(tree):
@@ -255,7 +262,7 @@ def join_key_swap(tree: exp.Expression, scope: Scope) -> Sites:
                     )
         for desc, p1, n1, p2, n2 in options:
 
-            def edit(ns: list[exp.Expression], p1=p1, n1=n1, p2=p2, n2=n2) -> exp.Expression:
+            def edit(ns: list[exp.Expr], p1=p1, n1=n1, p2=p2, n2=n2) -> exp.Expr:
                 ns[p1].set("this", exp.to_identifier(n1))
                 if p2 is not None:
                     ns[p2].set("this", exp.to_identifier(n2))
@@ -264,7 +271,7 @@ def join_key_swap(tree: exp.Expression, scope: Scope) -> Sites:
             yield desc, edit
 
 
-def _exists_sites(tree: exp.Expression, idx: dict[int, int]) -> Sites:
+def _exists_sites(tree: exp.Expr, idx: dict[int, int]) -> Sites:
     for node in nodes(tree):
         if not isinstance(node, exp.Exists) or isinstance(node.parent, exp.Not):
             continue
@@ -278,20 +285,20 @@ def _exists_sites(tree: exp.Expression, idx: dict[int, int]) -> Sites:
             continue
         i = idx[id(node)]
 
-        def edit(ns: list[exp.Expression], i=i) -> exp.Expression:
+        def edit(ns: list[exp.Expr], i=i) -> exp.Expr:
             ex = ns[i]
             outer = next(Scope({}, frozenset()).selects_around(ex))
             sub = ex.this
             join = exp.Join(this=sub.args["from_"].this, on=sub.args["where"].this)
             if not drop_conjunct(ex):
-                raise exp.SqlglotError("EXISTS cannot be removed")
+                raise SqlglotError("EXISTS cannot be removed")
             outer.append("joins", join)
             return _root(ns)
 
         yield "EXISTS (...) written as a plain JOIN (rows repeat per match)", edit
 
 
-def _unaggregate_sites(tree: exp.Expression, idx: dict[int, int]) -> Sites:
+def _unaggregate_sites(tree: exp.Expr, idx: dict[int, int]) -> Sites:
     joined = {fold(j.this.name) for j in tree.find_all(exp.Join) if isinstance(j.this, exp.Table)}
     for cte in tree.find_all(exp.CTE):
         body = cte.this
@@ -304,7 +311,7 @@ def _unaggregate_sites(tree: exp.Expression, idx: dict[int, int]) -> Sites:
             continue
         i = idx[id(body)]
 
-        def edit(ns: list[exp.Expression], i=i) -> exp.Expression:
+        def edit(ns: list[exp.Expr], i=i) -> exp.Expr:
             sel = ns[i]
             for agg in list(sel.find_all(exp.Sum, exp.Min, exp.Max)):
                 agg.replace(agg.this)
@@ -314,14 +321,14 @@ def _unaggregate_sites(tree: exp.Expression, idx: dict[int, int]) -> Sites:
         yield f"pre-aggregation of {cte.alias} removed (joined row by row)", edit
 
 
-def one_to_many_join(tree: exp.Expression, scope: Scope) -> Sites:
+def one_to_many_join(tree: exp.Expr, scope: Scope) -> Sites:
     """EXISTS made a JOIN; a GROUP BY CTE that is joined made row-level."""
     idx = _index(tree)
     yield from _exists_sites(tree, idx)
     yield from _unaggregate_sites(tree, idx)
 
 
-def join_type_swap(tree: exp.Expression, scope: Scope) -> Sites:
+def join_type_swap(tree: exp.Expr, scope: Scope) -> Sites:
     """Each INNER JOIN ... ON made LEFT, each LEFT JOIN made INNER."""
     idx = _index(tree)
     for join in tree.find_all(exp.Join):
@@ -332,7 +339,7 @@ def join_type_swap(tree: exp.Expression, scope: Scope) -> Sites:
             continue
         i, new = idx[id(join)], "" if side == "LEFT" else "LEFT"
 
-        def edit(ns: list[exp.Expression], i=i, new=new) -> exp.Expression:
+        def edit(ns: list[exp.Expr], i=i, new=new) -> exp.Expr:
             ns[i].set("side", new or None)
             ns[i].set("kind", None)
             return _root(ns)
@@ -340,48 +347,48 @@ def join_type_swap(tree: exp.Expression, scope: Scope) -> Sites:
         yield f"{side or 'INNER'} JOIN {join.this.sql('duckdb')} made {new or 'INNER'}", edit
 
 
-def remove_distinct(tree: exp.Expression, scope: Scope) -> Sites:
+def remove_distinct(tree: exp.Expr, scope: Scope) -> Sites:
     """SELECT DISTINCT made SELECT."""
     idx = _index(tree)
     for sel in tree.find_all(exp.Select):
         if sel.args.get("distinct"):
             i = idx[id(sel)]
 
-            def edit(ns: list[exp.Expression], i=i) -> exp.Expression:
+            def edit(ns: list[exp.Expr], i=i) -> exp.Expr:
                 ns[i].set("distinct", None)
                 return _root(ns)
 
             yield "DISTINCT removed", edit
 
 
-def reverse_order(tree: exp.Expression, scope: Scope) -> Sites:
+def reverse_order(tree: exp.Expr, scope: Scope) -> Sites:
     """One ORDER BY key (of the query or a window) sorted the other way."""
     idx = _index(tree)
     for node in tree.find_all(exp.Ordered):
         i = idx[id(node)]
 
-        def edit(ns: list[exp.Expression], i=i) -> exp.Expression:
+        def edit(ns: list[exp.Expr], i=i) -> exp.Expr:
             ns[i].set("desc", None if ns[i].args.get("desc") else True)
             return _root(ns)
 
         yield f"ORDER BY {node.this.sql('duckdb')} reversed", edit
 
 
-def drop_tie_breaker(tree: exp.Expression, scope: Scope) -> Sites:
+def drop_tie_breaker(tree: exp.Expr, scope: Scope) -> Sites:
     """The last key of an ORDER BY with two or more keys dropped."""
     idx = _index(tree)
     for order in tree.find_all(exp.Order):
         if len(order.expressions) >= 2:
             i = idx[id(order.expressions[-1])]
 
-            def edit(ns: list[exp.Expression], i=i) -> exp.Expression:
+            def edit(ns: list[exp.Expr], i=i) -> exp.Expr:
                 ns[i].pop()
                 return _root(ns)
 
             yield f"tie-breaker {order.expressions[-1].this.sql('duckdb')} dropped", edit
 
 
-def change_limit(tree: exp.Expression, scope: Scope) -> Sites:
+def change_limit(tree: exp.Expr, scope: Scope) -> Sites:
     """LIMIT n made n+1, and n-1 when n > 1."""
     idx = _index(tree)
     for limit in tree.find_all(exp.Limit):
@@ -391,7 +398,7 @@ def change_limit(tree: exp.Expression, scope: Scope) -> Sites:
         n, i = int(value.this), idx[id(value)]
         for new in (n + 1, n - 1) if n > 1 else (n + 1,):
 
-            def edit(ns: list[exp.Expression], i=i, new=new) -> exp.Expression:
+            def edit(ns: list[exp.Expr], i=i, new=new) -> exp.Expr:
                 ns[i].replace(exp.Literal.number(new))
                 return _root(ns)
 

@@ -153,7 +153,7 @@ class _Reader:
         return list(value)
 
 
-def _statements(sql: str) -> list[exp.Expression] | str:
+def _statements(sql: str) -> list[exp.Expr] | str:
     try:
         return [s for s in sqlglot.parse(sql, read=DIALECT) if s is not None]
     except SqlglotError as exc:

@@ -56,7 +56,9 @@ class VariantCheck:
 
 def _rows_key(result: ExecResult | SqlExecuted, ordered: bool) -> Any:
     rows = [canonical_json(list(r)) for r in result.rows]
-    return rows if ordered else sorted(Counter(rows).items())
+    if ordered:
+        return rows
+    return sorted(Counter(rows).items())
 
 
 def answer_moved(

@@ -39,7 +39,7 @@ __all__ = [
 DIALECT = "duckdb"
 ANSWER_NOT_CHECKED = "answers are not checked yet"
 
-SiteFinder = Callable[[exp.Expression, Scope], Iterator[tuple[str, Edit]]]
+SiteFinder = Callable[[exp.Expr, Scope], Iterator[tuple[str, Edit]]]
 
 
 @dataclass(frozen=True)
@@ -109,12 +109,12 @@ OPERATORS: tuple[Operator, ...] = (
 OPERATOR_NAMES: tuple[str, ...] = tuple(op.name for op in OPERATORS)
 
 
-def render(tree: exp.Expression) -> str:
+def render(tree: exp.Expr) -> str:
     """DuckDB SQL text of a tree, pretty-printed (how mutants are shown and executed)."""
     return tree.sql(dialect=DIALECT, pretty=True)
 
 
-def _parse(sql: str) -> exp.Expression | str:
+def _parse(sql: str) -> exp.Expr | str:
     try:
         statements = [s for s in sqlglot.parse(sql, read=DIALECT) if s is not None]
     except SqlglotError as exc:
@@ -124,7 +124,7 @@ def _parse(sql: str) -> exp.Expression | str:
     return statements[0]
 
 
-def _sql_mutants(case_id: str, op: Operator, tree: exp.Expression, scope: Scope) -> list[Mutant]:
+def _sql_mutants(case_id: str, op: Operator, tree: exp.Expr, scope: Scope) -> list[Mutant]:
     assert op.sites is not None
     baseline = render(tree)
     seen = {baseline}
@@ -141,6 +141,7 @@ def _sql_mutants(case_id: str, op: Operator, tree: exp.Expression, scope: Scope)
         if isinstance(reparsed, str):
             out.append(Mutant(case_id, op.name, site, "unsupported", reparsed, text))
             continue
+        assert text is not None  # only the except branch leaves it None, and it sets a reason
         if text in seen:
             continue  # the same query as the reference or as an earlier site: not a mutant
         seen.add(text)

@@ -146,7 +146,8 @@ def record_calibration(
     for rec in result.mutants:
         m = rec.mutant
         sql_hash = sha256_hex(m.sql.encode("utf-8")) if m.sql is not None else None
-        fields = {
+        # Draft.fields is dict[str, Any]; the control loop below reuses the name.
+        fields: dict[str, Any] = {
             "case_id": m.case_id,
             "mutant_id": m.id,
             "operator": m.operator,

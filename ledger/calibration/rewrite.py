@@ -29,13 +29,13 @@ __all__ = [
 # table -> column -> type class (ledger.harness.cells.type_class), names folded.
 Schema = dict[str, dict[str, str]]
 # Receives the copy's nodes in walk order, edits them in place, returns the new root.
-Edit = Callable[[list[exp.Expression]], exp.Expression]
+Edit = Callable[[list[exp.Expr]], exp.Expr]
 
 # Column names that carry a validity / status / refund rule (pattern 3), folded.
 _VALIDITY = re.compile(r"valid|status|state|active|refund|cancel|delet|enabled|flag|^is_")
 
 
-def nodes(tree: exp.Expression) -> list[exp.Expression]:
+def nodes(tree: exp.Expr) -> list[exp.Expr]:
     """Every node of ``tree`` in walk order (the addressing used by edits)."""
     return list(tree.walk())
 
@@ -49,21 +49,21 @@ def is_validity_column(name: str) -> bool:
     return bool(_VALIDITY.search(fold(name)))
 
 
-def is_constant(node: exp.Expression) -> bool:
+def is_constant(node: exp.Expr) -> bool:
     """A literal, a typed literal (``TIMESTAMP '...'``), NULL, or an expression of those only."""
     if isinstance(node, exp.Column | exp.Subquery | exp.Select | exp.AggFunc | exp.Window):
         return False
     return not any(isinstance(n, exp.Column | exp.Select) for n in node.walk())
 
 
-def conjuncts(where: exp.Expression | None) -> list[exp.Expression]:
+def conjuncts(where: exp.Expr | None) -> list[exp.Expr]:
     """The AND-ed parts of a WHERE / HAVING / ON condition (parentheses looked through)."""
     if where is None:
         return []
     cond = where.this if isinstance(where, exp.Where | exp.Having) else where
-    out: list[exp.Expression] = []
+    out: list[exp.Expr] = []
 
-    def walk(node: exp.Expression) -> None:
+    def walk(node: exp.Expr) -> None:
         if isinstance(node, exp.Paren) and isinstance(node.this, exp.And):
             walk(node.this)
         elif isinstance(node, exp.And):
@@ -76,7 +76,7 @@ def conjuncts(where: exp.Expression | None) -> list[exp.Expression]:
     return out
 
 
-def drop_conjunct(part: exp.Expression) -> bool:
+def drop_conjunct(part: exp.Expr) -> bool:
     """Remove one conjunct from its AND chain (or its whole WHERE/HAVING). False if impossible."""
     parent = part.parent
     while isinstance(parent, exp.Paren):
@@ -99,7 +99,7 @@ class Scope:
     ctes: frozenset[str]
 
     @classmethod
-    def of(cls, tree: exp.Expression, schema: Schema) -> Scope:
+    def of(cls, tree: exp.Expr, schema: Schema) -> Scope:
         """The scope of a parsed reference query."""
         ctes = frozenset(fold(c.alias) for c in tree.find_all(exp.CTE) if c.alias)
         return cls(schema, ctes)
@@ -123,7 +123,7 @@ class Scope:
                 out[alias] = None
         return out
 
-    def selects_around(self, node: exp.Expression) -> Iterator[exp.Select]:
+    def selects_around(self, node: exp.Expr) -> Iterator[exp.Select]:
         """Enclosing SELECTs from the innermost out, stopping at a CTE boundary."""
         cur = node.parent
         while cur is not None:
