@@ -23,7 +23,7 @@ from ledger.bank.describe import (
     format_show,
     to_json,
 )
-from ledger.cli import Context, handle_errors, pass_ctx
+from ledger.cli_common import Context, handle_errors, pass_ctx
 from ledger.errors import LedgerError
 from ledger.keys import load_default_signer
 from ledger.store import Ledger

@@ -9,7 +9,7 @@ import click
 
 from ledger.calibration.report import format_text, to_json
 from ledger.calibration.service import run_calibration
-from ledger.cli import Context, handle_errors, pass_ctx
+from ledger.cli_common import Context, handle_errors, pass_ctx
 from ledger.keys import load_default_signer
 from ledger.store import Ledger
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from ledger.cli import Context, handle_errors, pass_ctx
+from ledger.cli_common import Context, handle_errors, pass_ctx
 from ledger.errors import UsageError
 
 __all__ = ["register"]

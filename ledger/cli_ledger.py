@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from ledger.cli import Context, handle_errors, pass_ctx
+from ledger.cli_common import Context, handle_errors, pass_ctx
 from ledger.errors import UsageError, VerificationError
 from ledger.events import EVENT_TYPES, EventBase, tag_of
 from ledger.keys import KeyEntry, Signer, load_default_signer

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from ledger.cli import Context, handle_errors, pass_ctx
+from ledger.cli_common import Context, handle_errors, pass_ctx
 from ledger.codec import format_time
 from ledger.keys import load_default_signer
 from ledger.projstore import (

@@ -471,7 +471,9 @@ class VariantSummary(_Part, frozen=True, kw_only=True):
     gold_digest: str
 
 
-class CalibrationMutantJudged(EventBase, tag="calibration.mutant.judged.v1", frozen=True, kw_only=True):
+class CalibrationMutantJudged(
+    EventBase, tag="calibration.mutant.judged.v1", frozen=True, kw_only=True
+):
     """One mutant of one case in a calibration run (the mutated SQL only by its hash).
 
     ``status``: killed, survived, equivalent, blocked, unsupported, not_applicable.
@@ -488,7 +490,9 @@ class CalibrationMutantJudged(EventBase, tag="calibration.mutant.judged.v1", fro
     review: str | None = None
 
 
-class CalibrationControlChecked(EventBase, tag="calibration.control.checked.v1", frozen=True, kw_only=True):
+class CalibrationControlChecked(
+    EventBase, tag="calibration.control.checked.v1", frozen=True, kw_only=True
+):
     """One positive control (an alternative_sql of a case): passed = correct everywhere."""
 
     case_id: str
