@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from ledger.cli import main
@@ -29,3 +32,24 @@ def test_report_into_a_missing_folder_exits_2(tmp_path: Path) -> None:
     assert result.exit_code == 2
     assert "Traceback" not in result.output
     assert f"error: No such file or directory: {out}" in result.output
+
+
+@pytest.mark.parametrize(
+    "module",
+    [f"ledger.cli_{area}" for area in ("ledger", "bank", "run", "report", "gate", "calibrate")]
+    + ["ledger.cli_demo"],
+)
+def test_each_command_module_imports_first_in_a_fresh_process(module: str) -> None:
+    # Importing an area module before ledger.cli must not be a circular import.
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            f"import {module}; import ledger.cli as c; print(len(c.main.commands))",
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert int(done.stdout) == 16
