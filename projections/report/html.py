@@ -17,7 +17,13 @@ from typing import Any
 from projections.aggregates import DIMENSIONS
 from projections.quality import FAILURE_KINDS
 from projections.report.markdown import cancelled_text, flag_summary
-from projections.report.tables import FAIRNESS_HEAD, INTRO, calibration_tables, fairness_rows
+from projections.report.tables import (
+    FAIRNESS_HEAD,
+    INTRO,
+    calibration_tables,
+    cost_per_correct,
+    fairness_rows,
+)
 
 __all__ = ["render_html"]
 
@@ -121,9 +127,7 @@ def _summary(section: dict[str, Any]) -> str:
     rows = []
     for r in section["runs"]:
         q, e, m = r["quality"], r["efficiency"], r["model"]
-        cost = e["cost"]["per_correct"]
-        if cost is not None and e["cost"]["kind"] != "billed":
-            cost = f"{cost} (estimate)"
+        cost = cost_per_correct(e)
         rows.append(
             [
                 r["rank"],

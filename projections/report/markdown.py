@@ -7,7 +7,13 @@ from typing import Any
 
 from projections.aggregates import DIMENSIONS
 from projections.quality import FAILURE_KINDS
-from projections.report.tables import FAIRNESS_HEAD, INTRO, calibration_tables, fairness_rows
+from projections.report.tables import (
+    FAIRNESS_HEAD,
+    INTRO,
+    calibration_tables,
+    cost_per_correct,
+    fairness_rows,
+)
 
 __all__ = ["flag_summary", "render_markdown"]
 
@@ -58,9 +64,7 @@ def _runs(section: dict[str, Any]) -> list[str]:
     rows = []
     for r in section["runs"]:
         q, e = r["quality"], r["efficiency"]
-        cost = e["cost"]["per_correct"]
-        if cost is not None and e["cost"]["kind"] != "billed":
-            cost = f"{cost} (estimate)"
+        cost = cost_per_correct(e)
         rows.append(
             [
                 r["rank"],

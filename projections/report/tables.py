@@ -12,6 +12,7 @@ __all__ = [
     "INTRO",
     "CalibrationTables",
     "calibration_tables",
+    "cost_per_correct",
     "fairness_rows",
 ]
 
@@ -137,3 +138,12 @@ def fairness_rows(fairness: dict[str, Any]) -> list[list[Any]]:
             ]
         )
     return rows
+
+
+def cost_per_correct(efficiency: dict[str, Any]) -> Any:
+    """Cost per correct attempt as shown: a figure that is not the provider's bill is
+    labelled as an estimate."""
+    cost = efficiency["cost"]["per_correct"]
+    if cost is not None and efficiency["cost"]["kind"] != "billed":
+        return f"{cost} (estimate)"
+    return cost
