@@ -6,8 +6,11 @@ A baseline is a folder (docs/gate.md "Frozen baselines"):
   events (SignerRegistered / SignerRetired, from the genesis on), the
   BankPublished the run names, and every event of the run's stream. Each line
   holds the original ``seq``, the stored ``body`` (the exact signed bytes, as
-  UTF-8 text), its ``leaf_hash``, the signer's ``key_id`` and the ``sig``
-  (base64). Nothing is re-encoded: ``baseline check`` hashes the body bytes.
+  UTF-8 text), its ``leaf_hash``, the signer's ``key_id``, the ``sig``
+  (base64) and ``prev_chain``, the chain value of the row before it in the
+  source ledger, which an event/v2 signature covers (bundles frozen before
+  that rule lack it and carry event/v1 signatures). Nothing is re-encoded:
+  ``baseline check`` hashes the body bytes.
 * ``manifest.json``: format, run, bank, origin of the source ledger, number of
   events, SHA-256 of ``events.jsonl`` and the leaf hash of the stream head.
 * ``scorecard.json``: the pinned scorecard (projections/gate.py) of the run as
@@ -57,7 +60,7 @@ from ledger.events import (
 from ledger.harness import score as score_mod
 from ledger.keys import Keyring, verify_event_signature
 from ledger.rescore import score_fields
-from ledger.store import Ledger, StoredEvent, link_of
+from ledger.store import GENESIS_CHAIN, Ledger, StoredEvent, link_of
 from projections import gate
 from projections.caseruns import Item, State
 from projections.replay import replay
@@ -100,6 +103,7 @@ class BundleEvent:
     key_id: str
     sig: bytes
     event: Event
+    prev_chain: bytes | None = None  # rule event/v2 signs it; None: an event/v1 bundle line
 
 
 @dataclass(frozen=True)
@@ -130,7 +134,7 @@ def scorecard_bytes(card: dict[str, Any]) -> bytes:
 # ----------------------------------------------------------------- freeze
 
 
-def _line(row: Any) -> bytes:
+def _line(row: Any, prev_chain: bytes) -> bytes:
     try:
         text = bytes(row.body).decode("utf-8")
     except UnicodeDecodeError:
@@ -143,10 +147,21 @@ def _line(row: Any) -> bytes:
                 "leaf_hash": "sha256:" + bytes(row.leaf_hash).hex(),
                 "key_id": row.key_id,
                 "sig": base64.b64encode(bytes(row.sig)).decode("ascii"),
+                "prev_chain": "sha256:" + prev_chain.hex(),
             }
         )
         + b"\n"
     )
+
+
+def _prev_chain(ledger: Ledger, seq: int) -> bytes:
+    """The chain value of the row before ``seq`` (32 zero bytes before seq 0)."""
+    if seq == 0:
+        return GENESIS_CHAIN
+    row = ledger.get(seq - 1)
+    if row is None:
+        raise StoreError(f"seq {seq - 1} is missing", hint="run `caseledger verify`")
+    return bytes(row.chain)
 
 
 def _bank_event(row: StoredEvent) -> BankPublished:
@@ -186,7 +201,7 @@ def freeze(ledger: Ledger, run_id: str, out_dir: Path) -> dict[str, Any]:
     ]
     rows += banks[:1] + stream
     rows.sort(key=lambda r: r.seq)
-    data = b"".join(_line(r) for r in rows)
+    data = b"".join(_line(r, _prev_chain(ledger, r.seq)) for r in rows)
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / EVENTS_FILE).write_bytes(data)
     manifest = {
@@ -244,6 +259,11 @@ def read_bundle(folder: Path) -> Bundle:
             seq, text, key_id = raw["seq"], raw["body"], raw["key_id"]
             leaf = bytes.fromhex(raw["leaf_hash"].removeprefix("sha256:"))
             sig = base64.b64decode(raw["sig"], validate=True)
+            prev_chain = None
+            if "prev_chain" in raw:
+                prev_chain = bytes.fromhex(raw["prev_chain"].removeprefix("sha256:"))
+                if len(prev_chain) != 32:
+                    raise ValueError("prev_chain must be a SHA-256 digest")
             if not isinstance(seq, int) or not isinstance(text, str):
                 raise TypeError("seq must be an integer and body a string")
         except (ValueError, KeyError, TypeError, AttributeError, binascii.Error) as exc:
@@ -260,7 +280,7 @@ def read_bundle(folder: Path) -> Bundle:
             event = codec.decode(body)
         except (msgspec.DecodeError, msgspec.ValidationError) as exc:
             raise ChainBrokenError(f"seq {seq}: body is no known event ({exc})", seq=seq) from None
-        out.append(BundleEvent(seq, body, leaf, str(key_id), sig, event))
+        out.append(BundleEvent(seq, body, leaf, str(key_id), sig, event, prev_chain))
     pinned = _json(folder / SCORECARD_FILE) if (folder / SCORECARD_FILE).exists() else None
     return Bundle(folder, manifest, tuple(out), codec.sha256_hex(data), pinned)
 
@@ -278,6 +298,7 @@ def verify_bundle(bundle: Bundle) -> str:
     keyring = Keyring()
     previous = -1
     genesis = ""
+    first_v2: int | None = None
     for e in bundle.events:
         # (2) log order.
         if e.seq <= previous:
@@ -295,8 +316,19 @@ def verify_bundle(bundle: Bundle) -> str:
             entry = keyring.get(e.key_id)
             assert entry is not None  # signer_problem said it is registered
             public = entry.public_key
-        if not verify_event_signature(public, e.leaf_hash, e.sig):
+        # Rule event/v2 (leaf and place) first; event/v1 (leaf only) only before any v2.
+        if e.prev_chain is not None and verify_event_signature(
+            public, e.leaf_hash, e.sig, e.prev_chain
+        ):
+            first_v2 = e.seq if first_v2 is None else first_v2
+        elif not verify_event_signature(public, e.leaf_hash, e.sig):
             raise _fail(SignatureError, e.seq, f"signature by key id {e.key_id} does not verify")
+        elif first_v2 is not None:
+            raise _fail(
+                SignatureError,
+                e.seq,
+                f"signed under rule event/v1 after seq {first_v2} was signed under event/v2",
+            )
         keyring.apply(e.seq, e.event)
         if e.seq == 0:
             entry0 = keyring.get(e.key_id)

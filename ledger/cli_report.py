@@ -11,13 +11,9 @@ import click
 from ledger.cli_common import Context, handle_errors, pass_ctx
 from ledger.codec import format_time
 from ledger.keys import load_default_signer
-from ledger.projstore import (
-    ProjectionStore,
-    load_state,
-    store_path,
-)
 from ledger.reporting import report_bytes
 from ledger.rescore import rescore
+from ledger.snapshot import read_state
 from ledger.store import Ledger
 from projections.report import FORMATS, run_overview
 
@@ -69,7 +65,7 @@ def report(
 def runs(ctx: Context, as_json: bool) -> None:
     """One line per run: bank, adapter, profile, model, status, attempts, result-correct, score."""
     with Ledger.open(ctx.ledger_path, readonly=True) as ledger:
-        rows = run_overview(load_state(ledger))
+        rows = run_overview(read_state(ledger).state)
     if as_json:
         click.echo(json.dumps(rows, ensure_ascii=False, sort_keys=True, indent=1))
         return
@@ -85,13 +81,16 @@ def runs(ctx: Context, as_json: bool) -> None:
 @pass_ctx
 @handle_errors
 def rebuild(ctx: Context) -> None:
-    """Drop the projection store beside the ledger and replay every event into it."""
-    with (
-        Ledger.open(ctx.ledger_path, readonly=True) as ledger,
-        ProjectionStore(store_path(ctx.ledger_path)) as store,
-    ):
-        size = store.rebuild(ledger)
-    click.echo(f"projection store {store_path(ctx.ledger_path)} rebuilt from {size} events")
+    """Replay every event as a report does (bodies and chain checked); print the tree head."""
+    with Ledger.open(ctx.ledger_path, readonly=True) as ledger:
+        snap = read_state(ledger)
+    old = ctx.ledger_path.with_name(ctx.ledger_path.stem + ".projections.db")
+    click.echo(
+        f"replayed {snap.size} events ({len(snap.state.runs)} runs), every body and the chain "
+        f"checked; root sha256:{snap.root.hex()}"
+    )
+    if old.exists():
+        click.echo(f"{old} is a projection store of an earlier release; nothing reads it now")
 
 
 @click.command(name="rescore")

@@ -21,6 +21,7 @@ from ledger.events import UPCASTERS, Event, EventBase
 
 __all__ = [
     "canonical_json",
+    "chain_hash",
     "decode",
     "digest",
     "encode",
@@ -109,6 +110,11 @@ def decode(body: bytes) -> Event:
 def leaf_hash(body: bytes) -> bytes:
     """RFC 9162 leaf hash: SHA-256(0x00 || body)."""
     return hashlib.sha256(b"\x00" + body).digest()
+
+
+def chain_hash(prev_chain: bytes, leaf: bytes) -> bytes:
+    """The log's hash chain: SHA-256(previous chain || leaf hash); 32 zero bytes before seq 0."""
+    return hashlib.sha256(prev_chain + leaf).digest()
 
 
 def sha256_hex(data: bytes) -> str:

@@ -23,7 +23,7 @@ import yaml
 
 from ledger.baseline import SCORECARD_FILE
 from ledger.errors import UsageError
-from ledger.projstore import checkpoint_root, load_state
+from ledger.snapshot import read_state
 from ledger.store import Ledger
 from projections import gate
 from projections.report.build import build_report
@@ -52,7 +52,8 @@ def split_spec(spec: str) -> tuple[Path, str | None]:
 
 def _from_ledger(path: Path, run: str | None) -> dict[str, Any]:
     with Ledger.open(path, readonly=True) as ledger:
-        state = load_state(ledger, runs=[run] if run else None)
+        snap = read_state(ledger, runs=[run] if run else None)
+        state = snap.state
         if run is None:
             if len(state.runs) != 1:
                 raise UsageError(
@@ -60,8 +61,7 @@ def _from_ledger(path: Path, run: str | None) -> dict[str, Any]:
                     hint="list them with `caseledger runs`",
                 )
             run = next(iter(state.runs))
-        root = checkpoint_root(ledger, state.size)
-    report = build_report(state, root_hash=root, runs=[run])
+    report = build_report(state, root_hash=snap.root, runs=[run])
     return gate.scorecard(report, run)
 
 

@@ -45,17 +45,24 @@ from ledger.events import EventBase, SignerRegistered, SignerRetired
 
 __all__ = [
     "EVENT_SIGNING_PREFIX",
+    "EVENT_SIGNING_PREFIX_V2",
     "KeyEntry",
     "Keyring",
     "Signer",
     "encode_public_key",
+    "event_message",
     "key_id_hex",
     "load_default_signer",
     "verify_event_signature",
 ]
 
-#: Domain separation of event signatures: sig = Ed25519(prefix || leaf_hash).
+#: Rule event/v1 (ledgers written before the keyed chain): sig = Ed25519(prefix || leaf_hash).
+#: It fixes an event's content but not its place in the log.
 EVENT_SIGNING_PREFIX = b"caseledger/event/v1\n"
+#: Rule event/v2 (every event written now): sig = Ed25519(prefix || previous chain || leaf_hash).
+#: The previous row's chain value fixes the event's place: removing, inserting or
+#: reordering any earlier event breaks every later signature.
+EVENT_SIGNING_PREFIX_V2 = b"caseledger/event/v2\n"
 ROLES = ("operator", "adapter", "auditor")
 
 
@@ -170,10 +177,27 @@ def load_default_signer(home: Path) -> Signer:
     return Signer.load(home / "keys" / "operator.key", role="operator")
 
 
-def verify_event_signature(public_key: bytes, leaf_hash: bytes, sig: bytes) -> bool:
-    """True when ``sig`` is the key's Ed25519 signature over an event's leaf hash."""
+def event_message(prev_chain: bytes | None, leaf_hash: bytes) -> bytes:
+    """The bytes an event signature covers: rule event/v2 with ``prev_chain``, else event/v1.
+
+    >>> event_message(bytes(32), bytes(32))[:20]
+    b'caseledger/event/v2\\n'
+    >>> event_message(None, bytes(32))[:20]
+    b'caseledger/event/v1\\n'
+    """
+    if prev_chain is None:
+        return EVENT_SIGNING_PREFIX + leaf_hash
+    return EVENT_SIGNING_PREFIX_V2 + prev_chain + leaf_hash
+
+
+def verify_event_signature(
+    public_key: bytes, leaf_hash: bytes, sig: bytes, prev_chain: bytes | None = None
+) -> bool:
+    """True when ``sig`` is the key's signature over the event (rule v2 when ``prev_chain``)."""
     try:
-        Ed25519PublicKey.from_public_bytes(public_key).verify(sig, EVENT_SIGNING_PREFIX + leaf_hash)
+        Ed25519PublicKey.from_public_bytes(public_key).verify(
+            sig, event_message(prev_chain, leaf_hash)
+        )
     except (InvalidSignature, ValueError):
         return False
     return True

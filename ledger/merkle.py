@@ -86,6 +86,13 @@ class TreeAccumulator:
         self._stack.append(merged)
         self._size += 1
 
+    def copy(self) -> TreeAccumulator:
+        """An independent accumulator of the same leaves (appending to one leaves the other)."""
+        twin = TreeAccumulator()
+        twin._stack = list(self._stack)
+        twin._size = self._size
+        return twin
+
     def extend(self, leaf_hashes: Iterable[bytes]) -> None:
         """Append every leaf hash in order."""
         for leaf in leaf_hashes:

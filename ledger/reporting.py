@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from ledger.projstore import checkpoint_root, load_state
+from ledger.snapshot import read_state
 from ledger.store import Ledger
 from projections.report import build_report, render
 
@@ -23,12 +23,13 @@ def report_bytes(
 ) -> tuple[bytes, int, bytes]:
     """The report bytes, the tree size they were built at and that tree's root hash.
 
-    The same ledger prefix, format and options always give the same bytes.
+    The same ledger prefix, format and options always give the same bytes. Every
+    event the report is built from is checked against its leaf hash and the chain
+    while it is read, and the root is the tree head of exactly those leaves.
     """
     with Ledger.open(ledger_path, readonly=True) as ledger:
-        state = load_state(ledger, at_size=at_size, runs=runs or None)
-        root = checkpoint_root(ledger, state.size)
+        snap = read_state(ledger, at_size=at_size, runs=runs or None)
     report = build_report(
-        state, root_hash=root, scorer=scorer, runs=runs or None, with_gold=with_gold
+        snap.state, root_hash=snap.root, scorer=scorer, runs=runs or None, with_gold=with_gold
     )
-    return render(report, fmt), state.size, root
+    return render(report, fmt), snap.size, snap.root

@@ -4,8 +4,18 @@ One row per event (DESIGN.md "The log"): ``seq`` (0, 1, ... = Merkle leaf index)
 ``body`` (canonical bytes), ``leaf_hash`` = SHA-256(0x00 || body) under a UNIQUE
 constraint (the content-derived event id), ``chain`` = SHA-256(prev chain ||
 leaf hash) with 32 zero bytes before seq 0, the signer's ``key_id`` and ``sig`` =
-Ed25519(b"caseledger/event/v1\\n" || leaf hash). ``stream``, ``stream_seq`` and
-``type`` are copies kept for queries; verification never trusts them.
+Ed25519(b"caseledger/event/v2\\n" || previous chain || leaf hash), so a signature
+fixes both an event's content and its place (ledgers written before this rule keep
+their ``event/v1`` signatures over the leaf hash alone; see ``keys.event_message``).
+``stream``, ``stream_seq`` and ``type`` are copies kept for queries: every read that
+decides something (:meth:`Ledger.scan` and the methods built on it) derives them from
+bodies it has checked against their leaf hashes and the chain, never from a column.
+
+Checkpoints: after every batch that holds a RunFinished or a BankPublished, an
+operator's append also signs a checkpoint note over the whole log and stores it in
+the ``checkpoints`` table (inside the same transaction), so a cut-off tail is caught
+by ``verify`` as long as that table is left in place (and against an exported copy
+of the note when it is not).
 
 Durability: WAL, ``synchronous=FULL``, one transaction per batch taken with
 BEGIN IMMEDIATE, so there is one writer at a time and a batch is all or nothing.
@@ -26,16 +36,28 @@ from typing import Any, NamedTuple
 import msgspec
 
 from ledger import codec
-from ledger.errors import StoreBusyError, StoreConflictError, StoreError, UsageError
+from ledger.checkpoint import format_checkpoint
+from ledger.errors import (
+    ChainBrokenError,
+    SecretLeakError,
+    StoreBusyError,
+    StoreConflictError,
+    StoreError,
+    UsageError,
+    VerificationError,
+)
 from ledger.events import (
     LEDGER_STREAM,
+    BankPublished,
     Event,
     EventBase,
+    RunFinished,
     SignerRegistered,
     SignerRetired,
     tag_of,
 )
-from ledger.keys import EVENT_SIGNING_PREFIX, Keyring, Signer, encode_public_key
+from ledger.keys import Keyring, Signer, encode_public_key, event_message
+from ledger.merkle import TreeAccumulator
 
 __all__ = ["FORMAT", "GENESIS_CHAIN", "Draft", "Ledger", "StoredEvent", "link_of"]
 
@@ -43,6 +65,8 @@ FORMAT = "caseledger-ledger/1"
 GENESIS_CHAIN = bytes(32)
 _ENVELOPE_FIELDS = ("stream", "stream_seq", "stream_prev", "at")
 _SIGNER_TAGS = (tag_of(SignerRegistered), tag_of(SignerRetired))
+#: Batches holding one of these get an automatic checkpoint (see the module doc).
+_CHECKPOINT_AFTER = (RunFinished, BankPublished)
 _COLUMNS = "seq, body, leaf_hash, chain, key_id, sig"
 _CHUNK_ROWS = 128  # rows signed while the previous chunk is inserted (see Ledger._write)
 
@@ -66,6 +90,16 @@ BEGIN SELECT RAISE(ABORT, 'caseledger events are append-only: UPDATE refused'); 
 CREATE TRIGGER events_refuse_delete BEFORE DELETE ON events
 BEGIN SELECT RAISE(ABORT, 'caseledger events are append-only: DELETE refused'); END;
 """
+# Signed checkpoint notes issued automatically (see the module doc). Not events: they
+# cover the log, so they cannot be in it. Ledgers made before get the table at the
+# first write; a ledger without it simply has no stored checkpoints.
+_CHECKPOINTS = """
+CREATE TABLE IF NOT EXISTS checkpoints (size INTEGER PRIMARY KEY, note TEXT NOT NULL);
+CREATE TRIGGER IF NOT EXISTS checkpoints_refuse_update BEFORE UPDATE ON checkpoints
+BEGIN SELECT RAISE(ABORT, 'caseledger checkpoints are append-only: UPDATE refused'); END;
+CREATE TRIGGER IF NOT EXISTS checkpoints_refuse_delete BEFORE DELETE ON checkpoints
+BEGIN SELECT RAISE(ABORT, 'caseledger checkpoints are append-only: DELETE refused'); END;
+"""
 
 
 def link_of(leaf_hash: bytes) -> str:
@@ -83,6 +117,26 @@ class Draft(NamedTuple):
     cls: type[EventBase]
     stream: str
     fields: dict[str, Any]
+
+
+class _Envelope(msgspec.Struct):
+    """The envelope of a body (type and stream fields); the rest is skipped when decoding."""
+
+    type: str
+    stream: str
+    stream_seq: int
+    stream_prev: str | None = None
+
+
+_ENVELOPE: msgspec.json.Decoder[_Envelope] = msgspec.json.Decoder(_Envelope)
+
+
+def envelope_of(seq: int, body: bytes) -> _Envelope:
+    """The type and stream envelope of a checked body; VerificationError when it has none."""
+    try:
+        return _ENVELOPE.decode(body)
+    except (msgspec.ValidationError, msgspec.DecodeError) as exc:
+        raise VerificationError(f"seq {seq}: body is not a known event: {exc}", seq=seq) from None
 
 
 class StoredEvent(NamedTuple):
@@ -112,6 +166,9 @@ class Ledger:
         self._keyring_size = 0  # signer events below this seq are in _keyring
         self.readonly = False
         self._inserter: ThreadPoolExecutor | None = None  # see _write
+        self._tree: TreeAccumulator | None = None  # tree head of the committed log (writers)
+        self._pending_tree: TreeAccumulator | None = None  # that of the open batch
+        self._secret_checks: list[Callable[[bytes], str | None]] = []  # register_secrets
 
     # ------------------------------------------------------------ open / create
 
@@ -133,7 +190,8 @@ class Ledger:
         conn.execute("PRAGMA journal_mode=WAL")
         # One script, one transaction: a half-made ledger file never has a schema.
         conn.executescript(
-            f"BEGIN IMMEDIATE;{_SCHEMA}INSERT INTO meta VALUES ('format', '{FORMAT}');COMMIT;"
+            f"BEGIN IMMEDIATE;{_SCHEMA}{_CHECKPOINTS}"
+            f"INSERT INTO meta VALUES ('format', '{FORMAT}');COMMIT;"
         )
         ledger = cls(path, conn, clock or _now)
         at = ledger._clock()
@@ -167,6 +225,12 @@ class Ledger:
         ledger = cls(path, conn, clock or _now)
         ledger._busy_timeout_s = busy_timeout_s
         ledger.readonly = readonly
+        if not readonly:
+            try:
+                conn.executescript(_CHECKPOINTS)
+            except sqlite3.DatabaseError as exc:
+                conn.close()
+                raise StoreError(f"cannot open ledger {path} for writing: {exc}") from None
         return ledger
 
     def close(self) -> None:
@@ -196,12 +260,16 @@ class Ledger:
         return (0, GENESIS_CHAIN) if row is None else (int(row[0]) + 1, bytes(row[1]))
 
     def get(self, seq: int) -> StoredEvent | None:
-        """The row at ``seq``, if any."""
+        """The row at ``seq``, if any; ChainBrokenError when its body does not hash to its leaf."""
         row = self._conn.execute(f"SELECT {_COLUMNS} FROM events WHERE seq = ?", (seq,)).fetchone()
-        return None if row is None else StoredEvent._make(row)
+        if row is None:
+            return None
+        stored = StoredEvent._make(row)
+        _check_leaf(seq, stored.body, stored.leaf_hash)
+        return stored
 
     def iter_events(self, start: int = 0, stop: int | None = None) -> Iterator[StoredEvent]:
-        """Rows in sequence order, streamed (one consistent snapshot while iterating)."""
+        """Rows in sequence order as stored, streamed (nothing checked: see :meth:`scan`)."""
         if stop is None:
             sql = f"SELECT {_COLUMNS} FROM events WHERE seq >= ? ORDER BY seq"
             args: tuple[int, ...] = (start,)
@@ -215,14 +283,65 @@ class Ledger:
         finally:
             cursor.close()
 
+    def scan_rows(self, stop: int | None = None) -> Iterator[tuple[Any, ...]]:
+        """Every row from seq 0 (up to ``stop``) with its query columns, checked first.
+
+        Yields (seq, body, leaf hash, chain, key id, sig, stream, stream_seq, type) as
+        stored, once these hold: seq runs 0, 1, 2, ... with no gap; body, leaf hash and
+        chain are blobs; the body hashes to its leaf hash; the chain equals SHA-256 of
+        the previous chain and this leaf. The query columns are NOT checked here (the
+        caller derives what it needs from the body; ``verify`` compares them).
+        Signatures are not checked (``verify`` does).
+
+        Raises:
+            ChainBrokenError: naming the first bad seq (exit 1), also when rows end
+                before ``stop``.
+        """
+        limit = (1 << 62) if stop is None else stop
+        cursor = self._conn.execute(
+            f"SELECT {_COLUMNS}, stream, stream_seq, type FROM events WHERE seq < ? ORDER BY seq",
+            (limit,),
+        )
+        sha256 = hashlib.sha256
+        prev = GENESIS_CHAIN
+        expected = 0
+        try:
+            while rows := cursor.fetchmany(1024):
+                for row in rows:
+                    seq, body, leaf, chain = row[0], row[1], row[2], row[3]
+                    if seq != expected:
+                        raise ChainBrokenError(
+                            f"seq {expected}: missing (the next stored row is seq {seq})",
+                            seq=expected,
+                        )
+                    if type(chain) is not bytes:
+                        raise ChainBrokenError(f"seq {seq}: chain is not a blob", seq=seq)
+                    _check_leaf(seq, body, leaf)
+                    prev = sha256(prev + leaf).digest()
+                    if prev != chain:
+                        raise ChainBrokenError(
+                            f"seq {seq}: chain is {link_of(chain)}, expected {link_of(prev)} "
+                            "(SHA-256 of the previous chain and this leaf)",
+                            seq=seq,
+                        )
+                    expected += 1
+                    yield row
+        finally:
+            cursor.close()
+        if stop is not None and expected != stop:
+            raise ChainBrokenError(
+                f"seq {expected}: the ledger ends at size {expected}, not {stop}", seq=expected
+            )
+
+    def scan(self, stop: int | None = None) -> Iterator[StoredEvent]:
+        """Rows from seq 0 in order, each checked as :meth:`scan_rows` says."""
+        for row in self.scan_rows(stop):
+            yield StoredEvent._make(row[:6])
+
     def iter_bodies(
         self, start: int = 0, stop: int | None = None
     ) -> Iterator[tuple[int, bytes, bytes]]:
-        """(seq, leaf hash, body) in sequence order, streamed: the lean read for folds.
-
-        Leaves out the chain, key id and signature columns, which a projection never
-        reads, and fetches in large batches.
-        """
+        """(seq, leaf hash, body) in sequence order as stored, streamed (nothing checked)."""
         limit = (1 << 62) if stop is None else stop
         cursor = self._conn.execute(
             "SELECT seq, leaf_hash, body FROM events WHERE seq >= ? AND seq < ? ORDER BY seq",
@@ -250,21 +369,59 @@ class Ledger:
         return [bytes(r[0]) for r in self._conn.execute(sql, (limit,))]
 
     def stream_events(self, stream: str) -> list[StoredEvent]:
-        """Every row of one stream (a run id, or ``ledger``) in order."""
-        sql = f"SELECT {_COLUMNS} FROM events WHERE stream = ? ORDER BY seq"
-        return [StoredEvent._make(r) for r in self._conn.execute(sql, (stream,))]
+        """Every row of one stream (a run id, or ``ledger``) in order, read by :meth:`scan`.
+
+        The stream is found from the checked bodies, never from the ``stream`` column,
+        and its own chain (stream_seq 0, 1, ... each naming the previous leaf) must hold.
+        """
+        found: list[StoredEvent] = []
+        prev: str | None = None
+        for row in self.scan_rows():
+            head = envelope_of(row[0], row[1])
+            if head.stream != stream:
+                continue
+            if head.stream_seq != len(found) or head.stream_prev != prev:
+                raise ChainBrokenError(
+                    f"seq {row[0]}: stream {stream}: stream_seq {head.stream_seq} after "
+                    f"{head.stream_prev}, expected stream_seq {len(found)} after {prev}",
+                    seq=row[0],
+                )
+            found.append(StoredEvent._make(row[:6]))
+            prev = link_of(row[2])
+        return found
 
     def events_of_type(self, *classes: type[EventBase]) -> Iterator[StoredEvent]:
-        """Rows whose body is one of these event classes, in sequence order."""
-        tags = [tag_of(c) for c in classes]
-        marks = ", ".join("?" * len(tags))
-        sql = f"SELECT {_COLUMNS} FROM events WHERE type IN ({marks}) ORDER BY seq"
-        yield from map(StoredEvent._make, self._conn.execute(sql, tags))
+        """Rows whose body is one of these event classes, in order, read by :meth:`scan`."""
+        tags = frozenset(tag_of(c) for c in classes)
+        for row in self.scan_rows():
+            if envelope_of(row[0], row[1]).type in tags:
+                yield StoredEvent._make(row[:6])
 
     def streams(self) -> list[str]:
-        """Every stream name, in order of first appearance."""
-        sql = "SELECT stream FROM events GROUP BY stream ORDER BY MIN(seq)"
-        return [r[0] for r in self._conn.execute(sql)]
+        """Every stream name, in order of first appearance, read by :meth:`scan`."""
+        seen: dict[str, None] = {}
+        for row in self.scan_rows():
+            seen.setdefault(envelope_of(row[0], row[1]).stream, None)
+        return list(seen)
+
+    def stored_checkpoints(self) -> list[tuple[int, str]]:
+        """The automatically stored checkpoints: (tree size, signed note), by size.
+
+        As stored: ``verify`` checks each against the log. A ledger made before
+        automatic checkpoints has none.
+        """
+        try:
+            rows = self._conn.execute("SELECT size, note FROM checkpoints ORDER BY size").fetchall()
+        except sqlite3.OperationalError:
+            return []
+        out: list[tuple[int, str]] = []
+        for size, note in rows:
+            if type(size) is not int or type(note) is not str:
+                raise VerificationError(
+                    f"stored checkpoint {size!r} is not (tree size, note text)", seq=None
+                )
+            out.append((size, note))
+        return out
 
     def origin(self) -> str:
         """The checkpoint origin line: ``caseledger/<first 16 hex of the genesis leaf hash>``."""
@@ -279,6 +436,15 @@ class Ledger:
         return self._keyring
 
     # ------------------------------------------------------------ writing
+
+    def register_secrets(self, found: Callable[[bytes], str | None]) -> None:
+        """Refuse, from now on, any event whose encoded body holds a secret.
+
+        ``found(body)`` returns a description of the secret's form it found (never
+        the secret), or None; ledger.secrets.SecretSet.find is one. An append with
+        such an event raises SecretLeakError and stores nothing of its batch.
+        """
+        self._secret_checks.append(found)
 
     def append(
         self,
@@ -306,6 +472,7 @@ class Ledger:
                     hint="wait for the other caseledger command to finish, then retry",
                 ) from None
             raise StoreError(f"cannot write to {self.path}: {exc}") from None
+        self._pending_tree = None
         try:
             seqs = self._append_locked(items, signer, expect_size)
             self._conn.execute("COMMIT")
@@ -313,7 +480,10 @@ class Ledger:
             self._conn.execute("ROLLBACK")
             # The keyring may hold signer events of the abandoned batch: rebuild lazily.
             self._keyring, self._keyring_size = Keyring(), 0
+            self._pending_tree = None
             raise
+        if self._pending_tree is not None:
+            self._tree, self._pending_tree = self._pending_tree, None
         return seqs
 
     def _append_locked(
@@ -340,9 +510,49 @@ class Ledger:
                 known.update(found)
                 planned, seqs = self._plan(items, size, known)
             self._write(planned, size, chain, signer)
+        if signer.role == "operator" and any(isinstance(p[1], _CHECKPOINT_AFTER) for p in planned):
+            self._store_checkpoint(size + len(planned), signer)
         self._conn.execute("RELEASE batch")
         self._keyring_size = size + len(planned)
         return seqs
+
+    def _store_checkpoint(self, size: int, signer: Signer) -> None:
+        """Sign a checkpoint over the first ``size`` rows and store it (inside the batch)."""
+        tree = self._tree_through(size)
+        note = signer.sign_note(format_checkpoint(self.origin(), size, tree.root()))
+        self._conn.execute("INSERT OR IGNORE INTO checkpoints VALUES (?, ?)", (size, note))
+        self._pending_tree = tree
+
+    def _tree_through(self, size: int) -> TreeAccumulator:
+        """The tree of the first ``size`` rows, extending this writer's last one.
+
+        The rows it has not seen are read with their chain checked, so an operator
+        never signs a tree head over a log whose chain does not hold.
+        """
+        base = self._tree if self._tree is not None and self._tree.size <= size else None
+        tree = TreeAccumulator() if base is None else base.copy()
+        prev = GENESIS_CHAIN
+        if tree.size:
+            row = self._conn.execute(
+                "SELECT chain FROM events WHERE seq = ?", (tree.size - 1,)
+            ).fetchone()
+            prev = bytes(row[0])
+        rows = self._conn.execute(
+            "SELECT seq, leaf_hash, chain FROM events WHERE seq >= ? AND seq < ? ORDER BY seq",
+            (tree.size, size),
+        )
+        for seq, leaf, chain in rows:
+            prev = codec.chain_hash(prev, leaf)
+            if seq != tree.size or prev != chain:
+                raise ChainBrokenError(
+                    f"seq {tree.size}: the chain does not hold; refusing to sign a checkpoint",
+                    seq=tree.size,
+                    hint="run `caseledger verify` on this ledger",
+                )
+            tree.append(leaf)
+        if tree.size != size:
+            raise ChainBrokenError(f"seq {tree.size}: missing", seq=tree.size)
+        return tree
 
     def _write(
         self,
@@ -398,8 +608,8 @@ class Ledger:
             if problem:
                 raise UsageError(f"append refused: seq {seq}: {problem}")
             keyring.apply(seq, event)
-            chain = hashlib.sha256(chain + leaf).digest()
-            sig = sign(EVENT_SIGNING_PREFIX + leaf)
+            sig = sign(event_message(chain, leaf))  # rule event/v2: the previous chain, then leaf
+            chain = codec.chain_hash(chain, leaf)
             row = (seq, body, leaf, chain, key_id, sig, event.stream, event.stream_seq)
             rows.append((*row, tag_of(type(event))))
             if len(rows) == _CHUNK_ROWS:
@@ -427,6 +637,14 @@ class Ledger:
         for item in items:
             event = self._complete(item, heads)
             body = codec.encode(event)
+            for check in self._secret_checks:
+                if (what := check(body)) is not None:
+                    raise SecretLeakError(
+                        f"append refused: the {type(event).__name__} event of stream "
+                        f"{event.stream} contains {what}; nothing of its batch was appended "
+                        "(a provider or command text escaped the scrubber: a caseledger bug, "
+                        "see docs/adapters.md, Secrets)"
+                    )
             leaf = codec.leaf_hash(body)
             seen = pending.get(leaf)
             if seen is not None:
@@ -467,6 +685,8 @@ class Ledger:
                 (stream,),
             ).fetchone()
             heads[stream] = (-1, None) if row is None else (int(row[0]), link_of(bytes(row[1])))
+            if row is not None:
+                self._check_head(stream, int(row[0]), bytes(row[1]))
         return heads[stream]
 
     def _complete(
@@ -490,6 +710,24 @@ class Ledger:
             )
         except TypeError as exc:
             raise UsageError(f"bad {item.cls.__name__} draft: {exc}") from None
+
+    def _check_head(self, stream: str, stream_seq: int, leaf: bytes) -> None:
+        """The row the stream index names as a stream's head must say so in its checked body."""
+        row = self._conn.execute(
+            "SELECT seq, body FROM events WHERE leaf_hash = ?", (leaf,)
+        ).fetchone()
+        if row is None:
+            raise ChainBrokenError(f"stream {stream}: its head row is missing", seq=None)
+        seq, body = int(row[0]), row[1]
+        _check_leaf(seq, body, leaf)
+        head = envelope_of(seq, body)
+        if head.stream != stream or head.stream_seq != stream_seq:
+            raise ChainBrokenError(
+                f"seq {seq}: the stream columns say {stream}#{stream_seq}, the body says "
+                f"{head.stream}#{head.stream_seq}",
+                seq=seq,
+                hint="the ledger file was edited; run `caseledger verify` and restore a good copy",
+            )
 
     def _continues(self, event: EventBase, heads: dict[str, tuple[int, str | None]]) -> bool:
         last, prev = self._stream_head(event.stream, heads)
@@ -551,6 +789,18 @@ def _registration(signer: Signer, at: str) -> Draft:
         "valid_from": at,
     }
     return Draft(SignerRegistered, LEDGER_STREAM, fields)
+
+
+def _check_leaf(seq: int, body: object, leaf: object) -> None:
+    """The stored body must be a blob hashing to its stored leaf hash (RFC 9162 leaf)."""
+    if type(body) is not bytes or type(leaf) is not bytes:
+        raise ChainBrokenError(f"seq {seq}: body or leaf hash is not a blob", seq=seq)
+    found = codec.leaf_hash(body)
+    if found != leaf:
+        raise ChainBrokenError(
+            f"seq {seq}: body hashes to {link_of(found)}, stored leaf hash is {link_of(leaf)}",
+            seq=seq,
+        )
 
 
 def _validate(body: bytes) -> None:

@@ -5,12 +5,16 @@ The steps, numbered as in docs/verification.md:
   (2) chain = SHA-256(previous chain || leaf hash), with no gap in ``seq``;
   (3) signature by a key registered in the log, inside its window (checked in
       parallel across cores: the keyring walk stays in order, only the Ed25519
-      arithmetic is farmed out);
+      arithmetic is farmed out). Rule event/v2 signs the previous chain and the
+      leaf, so removing, inserting or reordering any event breaks a signature;
+      rule event/v1 (ledgers written before it) signs the leaf alone and is
+      accepted only before the first event/v2 signature;
   (4) per-stream chains: ``stream_seq`` contiguous, ``stream_prev`` the previous leaf;
-  (5) Merkle tree heads: every CheckpointIssued in the log, and every checkpoint
-      note given by the caller (which also catches a cut-off tail).
-Only ``body``, ``leaf_hash``, ``chain``, ``key_id`` and ``sig`` are read; the query
-columns (``stream``, ``type``) are never trusted. Verification fails closed.
+      and the query columns (``stream``, ``stream_seq``, ``type``) equal the body's;
+  (5) Merkle tree heads: every CheckpointIssued in the log, every checkpoint stored
+      in the ledger's ``checkpoints`` table and every note given by the caller (the
+      last two also catch a cut-off tail).
+Verification fails closed.
 """
 
 from __future__ import annotations
@@ -46,9 +50,9 @@ from ledger.errors import (
     VerificationError,
 )
 from ledger.events import CheckpointIssued, SignerRegistered
-from ledger.keys import EVENT_SIGNING_PREFIX, Keyring
+from ledger.keys import EVENT_SIGNING_PREFIX, EVENT_SIGNING_PREFIX_V2, Keyring
 from ledger.merkle import TreeAccumulator
-from ledger.store import GENESIS_CHAIN, Ledger, StoredEvent, link_of
+from ledger.store import GENESIS_CHAIN, Ledger, StoredEvent, envelope_of, link_of
 
 __all__ = ["Recompute", "VerifyResult", "verify_chain", "verify_ledger"]
 
@@ -75,6 +79,21 @@ class VerifyResult:
     signatures_checked: bool = True
     recomputed: bool = False
     trusted: tuple[str, ...] = field(default=())
+    #: How many events follow signature rule event/v1 (they come first) and event/v2.
+    signed_v1: int = 0
+    signed_v2: int = 0
+    #: Tree sizes of the checkpoints stored in the ledger file, all checked.
+    stored_checkpoint_sizes: tuple[int, ...] = ()
+
+    def rules(self) -> str:
+        """Which signature rule each event follows, by seq range."""
+        parts = []
+        if self.signed_v1:
+            parts.append(f"seq 0-{self.signed_v1 - 1} event/v1 (content only)")
+        if self.signed_v2:
+            first = self.signed_v1
+            parts.append(f"seq {first}-{first + self.signed_v2 - 1} event/v2 (content and place)")
+        return ", ".join(parts)
 
     def summary(self) -> str:
         """One line for people."""
@@ -83,6 +102,13 @@ class VerifyResult:
             f"{what}: {self.size} events, {self.streams} streams, {self.signers} signers",
             f"root sha256:{self.root_hash.hex()}",
         ]
+        if self.signatures_checked and (self.signed_v1 or self.signed_v2):
+            parts.append("signatures " + self.rules())
+        if self.stored_checkpoint_sizes:
+            parts.append(
+                f"{len(self.stored_checkpoint_sizes)} stored checkpoints, newest at size "
+                f"{self.stored_checkpoint_sizes[-1]}"
+            )
         if self.checkpoint_sizes:
             parts.append("checkpoints at size " + ", ".join(map(str, self.checkpoint_sizes)))
         if self.recomputed:
@@ -99,18 +125,40 @@ def _fail(cls: type[VerificationError], seq: int, message: str) -> VerificationE
 _WORKER_KEYS: dict[bytes, Ed25519PublicKey] = {}
 
 
-def _first_bad_signature(jobs: list[tuple[int, bytes, bytes, bytes]]) -> int | None:
-    """The first seq in a chunk whose signature does not verify (runs in a worker)."""
+#: (first bad seq, first v1 seq, first v2 seq, first v1 seq after a v2 one, v1 count)
+_ChunkResult = tuple[int | None, int | None, int | None, int | None, int]
+
+
+def _check_chunk(jobs: list[tuple[int, bytes, bytes, bytes, bytes]]) -> _ChunkResult:
+    """Verify a chunk's signatures, v2 first, v1 as the fallback (runs in a worker).
+
+    Returns the first seq that verifies under neither rule, and where the rules
+    change, so the caller can refuse an event/v1 signature after an event/v2 one.
+    """
     keys = _WORKER_KEYS
-    for seq, public_key, leaf, sig in jobs:
+    bad = first_v1 = first_v2 = late_v1 = None
+    v1 = 0
+    for seq, public_key, prev_chain, leaf, sig in jobs:
         key = keys.get(public_key)
         if key is None:
             key = keys[public_key] = Ed25519PublicKey.from_public_bytes(public_key)
         try:
+            key.verify(sig, EVENT_SIGNING_PREFIX_V2 + prev_chain + leaf)
+            if first_v2 is None:
+                first_v2 = seq
+            continue
+        except (InvalidSignature, ValueError, TypeError):
+            pass
+        try:
             key.verify(sig, EVENT_SIGNING_PREFIX + leaf)
         except (InvalidSignature, ValueError, TypeError):
-            return seq
-    return None
+            return seq, first_v1, first_v2, late_v1, v1
+        v1 += 1
+        if first_v1 is None:
+            first_v1 = seq
+        if first_v2 is not None and late_v1 is None:
+            late_v1 = seq
+    return bad, first_v1, first_v2, late_v1, v1
 
 
 class _SignatureChecker:
@@ -125,12 +173,15 @@ class _SignatureChecker:
             ctx = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
             self._pool = ProcessPoolExecutor(max_workers=workers, mp_context=ctx)
         self._limit = 2 * max(workers, 1)
-        self._inflight: deque[Future[int | None]] = deque()
-        self._chunk: list[tuple[int, bytes, bytes, bytes]] = []
+        self._inflight: deque[Future[_ChunkResult]] = deque()
+        self._chunk: list[tuple[int, bytes, bytes, bytes, bytes]] = []
         self.first_bad: int | None = None
+        self.downgraded: int | None = None  # first event/v1 signature after an event/v2 one
+        self.first_v2: int | None = None
+        self.v1 = 0
 
-    def add(self, seq: int, public_key: bytes, leaf: bytes, sig: bytes) -> None:
-        self._chunk.append((seq, public_key, leaf, sig))
+    def add(self, seq: int, public_key: bytes, prev_chain: bytes, leaf: bytes, sig: bytes) -> None:
+        self._chunk.append((seq, public_key, prev_chain, leaf, sig))
         if len(self._chunk) >= _CHUNK:
             self._flush()
 
@@ -139,23 +190,44 @@ class _SignatureChecker:
         if not chunk:
             return
         if self._pool is None:
-            self._record(_first_bad_signature(chunk))
+            self._record(_check_chunk(chunk))
             return
-        self._inflight.append(self._pool.submit(_first_bad_signature, chunk))
+        self._inflight.append(self._pool.submit(_check_chunk, chunk))
         # Bounded queue: memory stays flat however long the ledger is.
         while len(self._inflight) > self._limit:
             self._record(self._inflight.popleft().result())
 
-    def _record(self, bad: int | None) -> None:
+    def _record(self, result: _ChunkResult) -> None:
+        # Chunks are recorded in submission (seq) order.
+        bad, first_v1, first_v2, late_v1, v1 = result
         if bad is not None and (self.first_bad is None or bad < self.first_bad):
             self.first_bad = bad
+        if self.downgraded is None:
+            self.downgraded = first_v1 if self.first_v2 is not None else late_v1
+        if self.first_v2 is None:
+            self.first_v2 = first_v2
+        self.v1 += v1
 
     def finish(self) -> int | None:
         """Wait for every chunk; the first seq with a bad signature, if any."""
         self._flush()
         while self._inflight:
             self._record(self._inflight.popleft().result())
+        if self.downgraded is not None and (
+            self.first_bad is None or self.downgraded < self.first_bad
+        ):
+            return self.downgraded
         return self.first_bad
+
+    def problem(self, seq: int) -> str:
+        """Why ``seq`` (returned by :meth:`finish`) failed."""
+        if seq == self.downgraded and seq != self.first_bad:
+            return (
+                f"signed under rule event/v1 (leaf only) after seq {self.first_v2} was signed "
+                "under event/v2 (leaf and place): an event signed by the older rule cannot "
+                "follow one signed by the newer"
+            )
+        return "signature does not verify"
 
     def close(self) -> None:
         if self._pool is not None:
@@ -170,6 +242,7 @@ class _GivenCheckpoint:
     label: str
     note: str
     body: Checkpoint
+    stored: bool = False  # stored in the ledger file (automatic), not given by the caller
 
 
 def _parse_given(notes: Sequence[str], labels: Sequence[str]) -> list[_GivenCheckpoint]:
@@ -183,6 +256,22 @@ def _parse_given(notes: Sequence[str], labels: Sequence[str]) -> list[_GivenChec
             raise UsageError(f"{label}: not a signed checkpoint note: {exc.message}") from None
         given.append(_GivenCheckpoint(label, note, body))
     return given
+
+
+def _stored(ledger: Ledger) -> list[_GivenCheckpoint]:
+    """The checkpoints stored in the ledger file, to be checked like given ones."""
+    out = []
+    for size, note in ledger.stored_checkpoints():
+        label = f"the checkpoint stored at size {size}"
+        split = note.rfind("\n\n")
+        try:
+            body = parse_checkpoint(note[: split + 1] if split >= 0 else note)
+        except NoteError as exc:
+            raise ProofError(f"{label}: not a signed checkpoint note: {exc.message}") from None
+        if body.size != size:
+            raise ProofError(f"{label}: its note covers {body.size} events")
+        out.append(_GivenCheckpoint(label, note, body, stored=True))
+    return out
 
 
 def _operator_verifiers(keyring: Keyring, extra: Sequence[NoteVerifier]) -> list[NoteVerifier]:
@@ -274,9 +363,10 @@ def verify_ledger(
     """
     trusted = _trusted(trusted_keys)
     given = _parse_given(checkpoints, checkpoint_labels)
-    wanted = {cp.body.size: b"" for cp in given}  # size -> tree head, filled by the walk
     ledger, owned = _open(source)
     try:
+        given += _stored(ledger)
+        wanted = {cp.body.size: b"" for cp in given}  # size -> tree head, filled by the walk
         size = ledger.size()
         if workers is None:
             workers = 1 if size < _PARALLEL_MIN else (os.cpu_count() or 1)
@@ -310,39 +400,16 @@ def _walk(
     keyring = Keyring()
     tree = TreeAccumulator()
     streams: dict[str, tuple[int, bytes]] = {}
-    sha256 = hashlib.sha256
     prev_chain = GENESIS_CHAIN
     origin = ""
     in_log = 0
     expected = 0
-    seq = -1
     try:
-        for seq, body, leaf, chain, key_id, sig in ledger.iter_events():
-            if seq != expected:
-                raise _fail(
-                    ChainBrokenError, expected, f"missing (the next stored row is seq {seq})"
-                )
+        # (1) body -> leaf hash and (2) the chain are checked by the scan itself.
+        for row in ledger.scan_rows():
+            seq, body, leaf, chain, key_id, sig, col_stream, col_stream_seq, col_type = row
             if expected in wanted:
                 wanted[expected] = tree.root()
-            if type(body) is not bytes or type(leaf) is not bytes or type(chain) is not bytes:
-                raise _fail(ChainBrokenError, seq, "body, leaf hash or chain is not a blob")
-            # (1) body -> leaf hash
-            found = sha256(b"\x00" + body).digest()
-            if found != leaf:
-                raise _fail(
-                    ChainBrokenError,
-                    seq,
-                    f"body hashes to {link_of(found)}, stored leaf hash is {link_of(leaf)}",
-                )
-            # (2) chain
-            prev_chain = sha256(prev_chain + leaf).digest()
-            if prev_chain != chain:
-                raise _fail(
-                    ChainBrokenError,
-                    seq,
-                    f"chain is {link_of(chain)}, expected {link_of(prev_chain)} "
-                    f"(SHA-256 of the previous chain and this leaf)",
-                )
             try:
                 event = codec.decode(body)
             except (msgspec.ValidationError, msgspec.DecodeError) as exc:
@@ -359,11 +426,13 @@ def _walk(
             else:
                 entry = keyring.get(key_id)
                 keyring.apply(seq, event)
-            assert entry is not None  # signer_problem returned None
+            if entry is None:  # signer_problem said it is registered
+                raise _fail(SignatureError, seq, f"key id {key_id} is not registered")
             if type(sig) is not bytes:
                 raise _fail(SignatureError, seq, "signature is not a blob")
-            checker.add(seq, entry.public_key, leaf, sig)
-            # (4) stream chain
+            checker.add(seq, entry.public_key, prev_chain, leaf, sig)
+            prev_chain = chain
+            # (4) stream chain, and the query columns against the body
             last = streams.get(event.stream)
             want_seq, want_prev = (0, None) if last is None else (last[0] + 1, link_of(last[1]))
             if event.stream_seq != want_seq or event.stream_prev != want_prev:
@@ -373,6 +442,7 @@ def _walk(
                     f"stream {event.stream}: stream_seq {event.stream_seq} after "
                     f"{event.stream_prev}, expected stream_seq {want_seq} after {want_prev}",
                 )
+            _check_columns(seq, body, (col_stream, col_stream_seq, col_type))
             streams[event.stream] = (event.stream_seq, leaf)
             # (5) in-log tree heads
             if isinstance(event, CheckpointIssued):
@@ -384,11 +454,11 @@ def _walk(
         # A row-level failure at seq S: an earlier bad signature still comes first.
         bad = checker.finish()
         if bad is not None and (exc.seq is None or bad < exc.seq):
-            raise _fail(SignatureError, bad, "signature does not verify") from None
+            raise _fail(SignatureError, bad, checker.problem(bad)) from None
         raise
     bad = checker.finish()
     if bad is not None:
-        raise _fail(SignatureError, bad, "signature does not verify")
+        raise _fail(SignatureError, bad, checker.problem(bad))
     size = expected
     if size == 0:
         raise VerificationError("the ledger holds no events (not even its genesis)", seq=0)
@@ -405,9 +475,26 @@ def _walk(
         streams=len(streams),
         signers=len(keyring),
         checkpoints_in_log=in_log,
-        checkpoint_sizes=tuple(sorted(cp.body.size for cp in given)),
+        checkpoint_sizes=tuple(sorted(cp.body.size for cp in given if not cp.stored)),
+        stored_checkpoint_sizes=tuple(sorted(cp.body.size for cp in given if cp.stored)),
         trusted=tuple(v.key_string for v in trusted),
+        signed_v1=checker.v1,
+        signed_v2=size - checker.v1,
     )
+
+
+def _check_columns(seq: int, body: bytes, columns: tuple[object, object, object]) -> None:
+    """The copies kept for queries (stream, stream_seq, type) must equal the body's."""
+    head = envelope_of(seq, body)
+    stream, stream_seq, type_ = columns
+    if (stream, stream_seq, type_) != (head.stream, head.stream_seq, head.type):
+        raise _fail(
+            ChainBrokenError,
+            seq,
+            f"the row's columns say stream {stream!r}, stream_seq {stream_seq!r}, type "
+            f"{type_!r}; its body says {head.stream!r}, {head.stream_seq}, {head.type!r} "
+            "(the columns were edited)",
+        )
 
 
 def _check_genesis(event: object, trusted: list[NoteVerifier]) -> None:

@@ -117,13 +117,12 @@ def build_gate_ledger(folder: Path) -> Path:
 
 def report_of(ledger_path: Path) -> dict[str, Any]:
     """The canonical report dict of every run of the ledger."""
-    from ledger.projstore import checkpoint_root, replay_ledger
+    from ledger.snapshot import read_state
     from projections.report.build import build_report
 
     with Ledger.open(ledger_path, readonly=True) as ledger:
-        state = replay_ledger(ledger)
-        root = checkpoint_root(ledger, state.size)
-    return build_report(state, root_hash=root)
+        snap = read_state(ledger)
+    return build_report(snap.state, root_hash=snap.root)
 
 
 def run_entry(report: dict[str, Any], run_id: str) -> dict[str, Any]:

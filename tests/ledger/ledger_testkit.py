@@ -111,7 +111,7 @@ def raw_append(path: Path, event: dict[str, object], seed: bytes, name: str) -> 
     body = json.dumps(body_dict, sort_keys=True, separators=(",", ":")).encode()
     leaf = hashlib.sha256(b"\x00" + body).digest()
     new_chain = hashlib.sha256(chain + leaf).digest()
-    sig = key.sign(b"caseledger/event/v1\n" + leaf)
+    sig = key.sign(b"caseledger/event/v2\n" + chain + leaf)
     conn.execute(
         "INSERT INTO events VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (

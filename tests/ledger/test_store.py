@@ -30,8 +30,9 @@ def test_genesis_row_follows_the_design_formulas(ledger: Ledger) -> None:
     assert row.leaf_hash == hashlib.sha256(b"\x00" + row.body).digest()
     assert row.chain == hashlib.sha256(bytes(32) + row.leaf_hash).digest()
     op = operator()
+    # Rule event/v2: the previous chain (32 zero bytes before seq 0), then the leaf.
     Ed25519PublicKey.from_public_bytes(op.public_key).verify(
-        row.sig, b"caseledger/event/v1\n" + row.leaf_hash
+        row.sig, b"caseledger/event/v2\n" + bytes(32) + row.leaf_hash
     )
     event = row.event()
     assert isinstance(event, SignerRegistered)
@@ -45,7 +46,12 @@ def test_sqlite_settings_and_schema(ledger: Ledger, tmp_path: Path) -> None:
     conn = sqlite3.connect(tmp_path / "ledger.db")
     assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     triggers = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='trigger'")}
-    assert triggers == {"events_refuse_update", "events_refuse_delete"}
+    assert triggers == {
+        "events_refuse_update",
+        "events_refuse_delete",
+        "checkpoints_refuse_update",
+        "checkpoints_refuse_delete",
+    }
     conn.close()
     assert ledger._conn.execute("PRAGMA synchronous").fetchone()[0] == 2  # FULL
 

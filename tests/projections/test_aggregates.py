@@ -6,7 +6,7 @@ from decimal import Decimal
 from fractions import Fraction
 
 from ledger.merkle import root_hash
-from ledger.projstore import replay_ledger
+from ledger.snapshot import read_state
 from projections.aggregates import case_stats, weighted_score
 from projections.numbers import nearest_rank, show
 from projections.report.build import build_report
@@ -18,7 +18,7 @@ CASES = [
 
 
 def _report(h):
-    state = replay_ledger(h.ledger)
+    state = read_state(h.ledger).state
     return build_report(state, root_hash=root_hash(h.ledger.leaf_hashes(state.size)))
 
 

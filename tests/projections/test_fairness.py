@@ -5,14 +5,14 @@ from __future__ import annotations
 import pytest
 
 from ledger.merkle import root_hash
-from ledger.projstore import replay_ledger
+from ledger.snapshot import read_state
 from projections.report.build import build_report
 
 CASES = [("a", "basic", "easy", "1")]
 
 
 def _fairness(h):
-    state = replay_ledger(h.ledger)
+    state = read_state(h.ledger).state
     report = build_report(state, root_hash=root_hash(h.ledger.leaf_hashes(state.size)))
     (section,) = report["sections"]
     return section["fairness"]

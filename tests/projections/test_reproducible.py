@@ -1,4 +1,4 @@
-"""Byte reproducibility of reports (issue 7 item 1) and the projection store's catch-up."""
+"""Byte reproducibility of reports (issue 7 item 1) and the checked read they are built from."""
 
 from __future__ import annotations
 
@@ -12,7 +12,9 @@ from pathlib import Path
 import pytest
 from report_testkit import GUARD_CASE, MISSING_CASE, RENAMED_CASE, TIMEOUT_CASE
 
-from ledger.projstore import ProjectionStore, items, replay_ledger, store_path
+from ledger import codec
+from ledger.merkle import root_hash
+from ledger.snapshot import read_state
 from ledger.store import Ledger
 from projections.replay import replay
 
@@ -55,11 +57,8 @@ def test_same_bytes_everywhere(real_ledger: Path, tmp_path: Path, fmt: str):
     assert _sha(_report(real_ledger, fmt, seed="1")) == _sha(first)
     # another process with another hash seed
     assert _sha(_report(real_ledger, fmt, seed="12345")) == _sha(first)
-    # after deleting the projection store (rebuilt on the next report)
-    store = store_path(real_ledger)
-    assert store.is_file()
-    store.unlink()
-    assert _sha(_report(real_ledger, fmt, seed="7")) == _sha(first)
+    # a report writes nothing beside the ledger (no cache that could change a number)
+    assert sorted(p.name for p in real_ledger.parent.glob("*.projections.db")) == []
     # from a copy of the ledger alone in another folder
     other = tmp_path / "elsewhere" / "copy.db"
     other.parent.mkdir()
@@ -113,62 +112,22 @@ def test_with_gold_is_a_labelled_internal_view(real_ledger: Path):
     assert report["sections"][0]["gold"][0]["rows"]
 
 
-def test_store_catch_up_equals_full_replay(real_ledger: Path):
+def test_snapshot_folds_like_a_replay_of_the_decoded_events(real_ledger: Path):
+    # The checked read folds the same events as a plain replay of decoded bodies, at
+    # every prefix; asking for one run keeps that run's CaseRuns and lists every run.
     with Ledger.open(real_ledger, readonly=True) as ledger:
         size = ledger.size()
-        full = replay_ledger(ledger)
-        with ProjectionStore(store_path(real_ledger)) as store:
-            # catch up in three steps by replaying into the store from prefixes
-            for stop in (size // 3, 2 * size // 3, size):
-                partial = _prefix(ledger, stop)
-                store.catch_up(partial)
-                assert store.size() == stop
-            assert store.load() == full
-            assert store.rebuild(ledger) == size
-            assert store.load() == full
-    # replay(a + b) == replay(replay(a), b)
-    with Ledger.open(real_ledger, readonly=True) as ledger:
-        half = replay(items(ledger, 0, size // 2))
-        both = replay(items(ledger, size // 2, size), half)
-        assert both == replay_ledger(ledger)
-
-
-class _Prefix:
-    """A read view of the first ``stop`` events of a ledger (the store only reads)."""
-
-    def __init__(self, ledger: Ledger, stop: int) -> None:
-        self._ledger, self._stop, self.path = ledger, stop, ledger.path
-
-    def size(self) -> int:
-        return self._stop
-
-    def origin(self) -> str:
-        return self._ledger.origin()
-
-    def get(self, seq: int):
-        return self._ledger.get(seq) if seq < self._stop else None
-
-    def iter_events(self, start: int = 0, stop: int | None = None):
-        end = self._stop if stop is None else min(stop, self._stop)
-        return self._ledger.iter_events(start, end)
-
-    def iter_bodies(self, start: int = 0, stop: int | None = None):
-        end = self._stop if stop is None else min(stop, self._stop)
-        return self._ledger.iter_bodies(start, end)
-
-
-def _prefix(ledger: Ledger, stop: int) -> Ledger:
-    return _Prefix(ledger, stop)  # type: ignore[return-value]
-
-
-def test_store_from_another_ledger_is_dropped(real_ledger: Path, hand_ledger):
-    h = hand_ledger([("a", "basic", "easy", "1")], name="other.db")
-    h.run("r1", attempts=1)
-    with (
-        Ledger.open(real_ledger, readonly=True) as ledger,
-        ProjectionStore(store_path(real_ledger)) as store,
-    ):
-        store.catch_up(ledger)
-        # the same store file now meets a different ledger: it must not be trusted
-        store.catch_up(h.ledger)
-        assert store.load() == replay_ledger(h.ledger)
+        for stop in (size // 3, 2 * size // 3, size):
+            plain = replay(
+                (seq, leaf, codec.decode(body)) for seq, leaf, body in ledger.iter_bodies(0, stop)
+            )
+            snap = read_state(ledger, at_size=stop)
+            assert snap.size == stop and snap.state.runs == plain.runs
+            assert snap.state.banks == plain.banks
+            assert sorted(snap.state.caseruns) == sorted(plain.caseruns)
+            assert snap.root == root_hash(ledger.leaf_hashes(stop))
+        full = read_state(ledger).state
+        for run_id in full.runs:
+            one = read_state(ledger, runs=[run_id]).state
+            assert one.runs == full.runs
+            assert one.caseruns == {k: v for k, v in full.caseruns.items() if v.run_id == run_id}

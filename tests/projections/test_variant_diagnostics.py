@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import copy
-import sqlite3
 from typing import Any
 
 from hypothesis import HealthCheck, given, settings
@@ -11,7 +10,7 @@ from hypothesis import strategies as st
 from report_testkit import HandLedger
 
 from ledger.merkle import root_hash
-from ledger.projstore import FORMAT, ProjectionStore, replay_ledger, store_path
+from ledger.snapshot import read_state
 from projections.report import render
 from projections.report.build import build_report, run_overview
 
@@ -24,7 +23,7 @@ PLAN = {
 
 
 def _report(h) -> dict[str, Any]:
-    state = replay_ledger(h.ledger)
+    state = read_state(h.ledger).state
     return build_report(state, root_hash=root_hash(h.ledger.leaf_hashes(state.size)))
 
 
@@ -169,7 +168,7 @@ def test_flags_follow_their_batch_and_survive_a_rescore(hand_ledger):
     h.cancelled("r1", "a", 2, "interrupted")
     h.scored("r1", "a", 2, "100.00")
     h.finish("r1")
-    state = replay_ledger(h.ledger)
+    state = read_state(h.ledger).state
     from projections.caseruns import attempts_of_run
 
     first, second = attempts_of_run(state, "r1", "2.0.0")
@@ -179,7 +178,7 @@ def test_flags_follow_their_batch_and_survive_a_rescore(hand_ledger):
     steps = state.caseruns["r1\x1fa\x1f1"].steps
     score = steps[-2].event  # ScoreComputed, then VariantChecked
     h.append(_draft_rescore(score))
-    state = replay_ledger(h.ledger)
+    state = read_state(h.ledger).state
     rescored = attempts_of_run(state, "r1", "2.1.0")[0]
     assert rescored.score is not None and rescored.score.scorer_version == "2.1.0"
     assert rescored.variant is not None and rescored.variant.flags == ("scope_leak",)
@@ -198,29 +197,15 @@ def _draft_rescore(score):
     return Draft(ev.ScoreComputed, "r1", fields)
 
 
-def test_store_keeps_flags_and_calibrations_like_a_full_replay(hand_ledger):
+def test_a_report_of_flags_and_calibrations_reads_every_event(hand_ledger):
     h = _ledger(hand_ledger, "flagged.db", FLAGS)
     h.run("cal-1", kind="calibration", attempts=1)
     h.calibrated("cal-1", [("a", "drop_scope_predicate#0", "killed")], [("a", True)])
     h.finish("cal-1")
-    path = store_path(h.ledger.path)
-    with ProjectionStore(path) as store:
-        store.catch_up(h.ledger)
-        assert store.load() == replay_ledger(h.ledger)
-        loaded = store.load()
-    assert loaded.calibrations["cal-1"].finished is not None
-    root = root_hash(h.ledger.leaf_hashes(loaded.size))
-    assert build_report(loaded, root_hash=root) == _report(h)
-    # a store written by the previous format lacks these events: it is dropped and rebuilt
-    conn = sqlite3.connect(path)
-    conn.execute("UPDATE meta SET value = 'caseledger-projections/1' WHERE key = 'format'")
-    conn.execute("DELETE FROM caseruns")
-    conn.commit()
-    conn.close()
-    assert FORMAT == "caseledger-projections/2"
-    with ProjectionStore(path) as store:
-        store.catch_up(h.ledger)
-        assert store.load() == replay_ledger(h.ledger)
+    snap = read_state(h.ledger)
+    assert snap.state.calibrations["cal-1"].finished is not None
+    assert snap.root == root_hash(h.ledger.leaf_hashes(snap.size))
+    assert build_report(snap.state, root_hash=snap.root) == _report(h)
 
 
 MUTANTS = [
@@ -244,7 +229,7 @@ def test_calibration_section_by_hand(hand_ledger):
     h.finish("cal-1", "failed")
     h.run("cal-2", kind="calibration", attempts=1)
     h.calibrated("cal-2", MUTANTS[:2], [], finished=False)  # cut before its totals
-    state = replay_ledger(h.ledger)
+    state = read_state(h.ledger).state
     report = build_report(
         state, root_hash=root_hash(h.ledger.leaf_hashes(state.size)), scorer="3.0.0"
     )
