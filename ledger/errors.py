@@ -76,3 +76,10 @@ class SignatureError(VerificationError):
 
 class ProofError(VerificationError):
     """A Merkle inclusion or consistency proof, or a checkpoint, does not verify."""
+
+
+class SecretLeakError(UsageError):
+    """The store refused an event whose encoded body holds a registered secret.
+
+    Nothing of the batch is appended; the message names the event and stream, never the secret.
+    """
