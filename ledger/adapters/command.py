@@ -7,6 +7,10 @@ path (the ledger, the bank). The program may write its token usage as one
 JSON object to the file named by ``CASELEDGER_USAGE_FILE``. This keeps an
 honest program away from gold; it is not a sandbox: full isolation needs an
 OS sandbox (a container, bubblewrap, a separate user).
+
+With ``--api-key-env NAME`` the key the program uses (the value of NAME, which
+stays in its environment) is scrubbed in every form from all it returns
+(stdout, stderr, the usage file) before anything is cut, stored or printed.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ from ledger.adapters import base, pricing
 from ledger.adapters.base import Failure, Identity, Reply, Request
 from ledger.codec import canonical_json
 from ledger.errors import UsageError
+from ledger.secrets import SecretSet, env_secret
 
 __all__ = ["ADAPTER_VERSION", "USAGE_FILE_ENV", "CommandAdapter", "build", "child_environment"]
 
@@ -39,7 +44,16 @@ WIRE_PROTOCOL = "stdin-stdout"
 USAGE_FILE_ENV = "CASELEDGER_USAGE_FILE"
 DEFAULT_TIMEOUT_S = Decimal(120)
 STDERR_TAIL = 500
-_OPTIONS = ("command", "timeout_s", "model", "provider", "auth", "tools", "price_snapshot")
+_OPTIONS = (
+    "command",
+    "timeout_s",
+    "model",
+    "provider",
+    "auth",
+    "tools",
+    "price_snapshot",
+    "api_key_env",
+)
 _TOOLS = ("off", "on", "unknown")
 _AUTH_MODES = ("api_key", "oauth", "none")
 _USAGE_EXTRA = ("model", "cost")
@@ -69,9 +83,10 @@ def _kill_group(pgid: int) -> None:
         os.killpg(pgid, signal.SIGKILL)
 
 
-def _tail(data: bytes) -> str:
+def _tail(data: bytes, secrets: SecretSet) -> str:
+    # Scrubbed before the cut, so no part of a key survives at its edge.
     text = data.decode("utf-8", errors="replace").strip()
-    return text[-STDERR_TAIL:]
+    return secrets.tail(text, STDERR_TAIL)
 
 
 class CommandAdapter:
@@ -88,8 +103,10 @@ class CommandAdapter:
         auth: str | None,
         tools: str,
         snapshot: pricing.PriceSnapshot | None,
+        secrets: SecretSet | None = None,
     ) -> None:
         self._argv = list(argv)
+        self.secrets = secrets or SecretSet()
         self._timeout_text = str(timeout_s)
         self._timeout_s = float(timeout_s)  # subprocess API only; never recorded
         self._env = dict(env)
@@ -165,7 +182,10 @@ class CommandAdapter:
                 start_new_session=True,  # own process group: a timeout kills all of it
             )
         except OSError as exc:
-            return Failure(kind="command_failed", message=f"cannot start the command: {exc}")
+            return Failure(
+                kind="command_failed",
+                message=self.secrets.scrub(f"cannot start the command: {exc}"),
+            )
         with self._live_lock:
             self._live.add(proc.pid)
         timed_out = False
@@ -184,7 +204,7 @@ class CommandAdapter:
         text: str | None = None
         bad_utf8 = ""
         try:
-            text = out.decode("utf-8")
+            text = self.secrets.scrub(out.decode("utf-8"))
         except UnicodeDecodeError as exc:
             bad_utf8 = f"stdout is not valid UTF-8 at byte offset {exc.start}"
         if timed_out:
@@ -203,18 +223,18 @@ class CommandAdapter:
             )
             return Failure(
                 kind="command_failed",
-                message=f"command failed ({how}); stderr: {_tail(err)}",
+                message=f"command failed ({how}); stderr: {_tail(err, self.secrets)}",
                 raw_output=text or None,
                 generation_us=generation_us,
             )
         if text is None:
             return Failure(kind="malformed_response", message=bad_utf8, generation_us=generation_us)
         try:
-            usage, reported_model, billed = _read_usage(usage_path)
+            usage, reported_model, billed = _read_usage(usage_path, self.secrets)
         except ValueError as exc:
             return Failure(
                 kind="malformed_response",
-                message=f"usage file ({USAGE_FILE_ENV}): {exc}",
+                message=self.secrets.scrub(f"usage file ({USAGE_FILE_ENV}): {exc}"),
                 raw_output=text,
                 generation_us=generation_us,
             )
@@ -257,8 +277,13 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"non-finite number {name}")
 
 
-def _read_usage(path: str) -> tuple[events.Usage | None, str | None, Decimal | None]:
-    """Usage, reported model and billed cost from the usage file (all None if absent)."""
+def _read_usage(
+    path: str, secrets: SecretSet
+) -> tuple[events.Usage | None, str | None, Decimal | None]:
+    """Usage, reported model and billed cost from the usage file (all None if absent).
+
+    Every string in it is scrubbed of ``secrets`` first.
+    """
     try:
         with open(path, "rb") as fh:
             data = fh.read()
@@ -270,6 +295,8 @@ def _read_usage(path: str) -> tuple[events.Usage | None, str | None, Decimal | N
         raise ValueError(f"not one JSON object: {exc}") from None
     if not isinstance(obj, dict):
         raise ValueError("not a JSON object")
+    obj = secrets.scrub_json(obj)
+    assert isinstance(obj, dict)
     model = obj.get("model")
     if model is not None and not isinstance(model, str):
         raise ValueError(f"model must be a string, got {model!r}")
@@ -344,6 +371,10 @@ def build(options: dict[str, Any], ctx: base.BuildContext) -> CommandAdapter:
         if "timeout_s" in given
         else DEFAULT_TIMEOUT_S
     )
+    # The key the program uses: it stays in the program's environment, and is
+    # scrubbed from everything the program returns.
+    env_name = given.get("api_key_env")
+    secret = env_secret(env_name, ctx.environ) if env_name is not None else None
     return CommandAdapter(
         argv=argv,
         timeout_s=timeout_s,
@@ -353,4 +384,5 @@ def build(options: dict[str, Any], ctx: base.BuildContext) -> CommandAdapter:
         auth=auth,
         tools=tools,
         snapshot=snapshot,
+        secrets=SecretSet([secret]),
     )

@@ -5,7 +5,10 @@ as the only user message (plus an optional system prompt) and only the
 generation parameters the user gave. Standard library only (http.client);
 proxy environment variables are not used. The API key is read once, from the
 environment variable the user names, and is never stored in evidence,
-printed, logged or put in an error message.
+printed, logged or put in an error message: every text the provider sends
+back (content, refusal, request id, model id, usage object, error body, the
+reason of a connection or protocol error) is scrubbed of it in every form
+(``ledger.secrets``) before it is cut, logged or returned.
 """
 
 from __future__ import annotations
@@ -25,7 +28,8 @@ from ledger import events
 from ledger.adapters import base, pricing
 from ledger.adapters.base import Failure, Identity, Reply, Request
 from ledger.codec import canonical_json, sha256_hex
-from ledger.errors import AdapterError, UsageError
+from ledger.errors import UsageError
+from ledger.secrets import SecretSet, env_secret
 
 __all__ = ["ADAPTER_VERSION", "OpenAIAdapter", "build", "status_kind"]
 
@@ -34,6 +38,7 @@ HARNESS_KIND = "caseledger-single-turn"
 WIRE_PROTOCOL = "openai-chat-completions"
 DEFAULT_TIMEOUT_S = Decimal(120)
 MAX_BODY_BYTES = 32 * 1024 * 1024
+EXCERPT = 300  # characters (bytes of an error body) kept of a provider's message
 _OPTIONS = (
     "base_url",
     "model",
@@ -103,15 +108,23 @@ class _UsageOnly(msgspec.Struct):
     usage: msgspec.Raw = msgspec.Raw(b"null")
 
 
-def usage_from_response(body: bytes, raw_usage: Any) -> events.Usage | None:
+def usage_from_response(
+    body: bytes, raw_usage: Any, secrets: SecretSet | None = None
+) -> events.Usage | None:
     """Map a Chat Completions ``usage`` object to Usage (input excludes cached tokens).
 
     ``raw_json`` is the canonical JSON of the usage object; when it holds a
     non-integer number (e.g. a billed ``cost``), canonical JSON would turn it
     into a string, so the object's JSON text is kept exactly as received.
+    With ``secrets``, every string in the object is scrubbed first; an object
+    that held a secret is kept as the canonical JSON of the scrubbed object.
     """
     if not isinstance(raw_usage, dict):
         return None
+    if secrets and (clean := secrets.scrub_json(raw_usage)) != raw_usage:
+        assert isinstance(clean, dict)
+        raw_usage = clean
+        body = b""  # the text as received held the secret: never keep it
     prompt = _count(raw_usage, "prompt_tokens")
     cached = _count(raw_usage, "prompt_tokens_details", "cached_tokens")
     cache_write = _count(raw_usage, "prompt_tokens_details", "cache_write_tokens")
@@ -119,7 +132,7 @@ def usage_from_response(body: bytes, raw_usage: Any) -> events.Usage | None:
     if prompt is not None:
         # prompt_tokens already includes cached (and cache-write) tokens.
         uncached = max(prompt - (cached or 0) - (cache_write or 0), 0)
-    if _has_decimal(raw_usage):
+    if _has_decimal(raw_usage) and body:
         raw_json = bytes(msgspec.json.decode(body, type=_UsageOnly).usage).decode("utf-8")
     else:
         raw_json = canonical_json(raw_usage).decode("utf-8")
@@ -156,6 +169,7 @@ class OpenAIAdapter:
         self._path = split.path.rstrip("/") + "/chat/completions"
         self._model = model
         self._secret = secret
+        self.secrets = SecretSet([secret])
         self._timeout_text = str(timeout_s)
         self._timeout_s = float(timeout_s)  # socket API only; never recorded
         self._system_prompt = system_prompt
@@ -217,10 +231,8 @@ class OpenAIAdapter:
         return _WIRE.encode({"model": self._model, "messages": messages, **self._wire_params})
 
     def _scrub(self, text: str) -> str:
-        # A provider may echo the key back in an error body; never pass it on.
-        if self._secret:
-            text = text.replace(self._secret, "[redacted]")
-        return text
+        # A provider may echo the key back anywhere; never pass it on.
+        return self.secrets.scrub(text)
 
     def call(self, request: Request) -> Reply | Failure:
         """POST the prompt; map the answer or the error (docs/adapters.md, "Failure kinds")."""
@@ -239,7 +251,7 @@ class OpenAIAdapter:
         try:
             conn.request("POST", self._path, body=body, headers=headers)
             response = conn.getresponse()
-            request_id = response.getheader("x-request-id")
+            request_id = self.secrets.scrub_optional(response.getheader("x-request-id"))
             payload = _read_body(conn, response, deadline)
         except TimeoutError:
             return Failure(
@@ -248,11 +260,13 @@ class OpenAIAdapter:
                 generation_us=_elapsed_us(start),
             )
         except _Malformed as exc:
-            return Failure(kind="malformed_response", message=str(exc))
+            return Failure(kind="malformed_response", message=self._scrub(str(exc)))
         except (http.client.RemoteDisconnected, ConnectionError) as exc:
             return Failure(kind="connection_error", message=self._scrub(f"connection: {exc}"))
         except http.client.HTTPException as exc:
-            return Failure(kind="malformed_response", message=f"HTTP protocol error: {exc!r}")
+            return Failure(
+                kind="malformed_response", message=self._scrub(f"HTTP protocol error: {exc!r}")
+            )
         except OSError as exc:
             return Failure(kind="connection_error", message=self._scrub(f"connection: {exc}"))
         finally:
@@ -266,10 +280,11 @@ class OpenAIAdapter:
             generation_us,
         )
         if not 200 <= response.status < 300:
-            excerpt = payload[:300].decode("utf-8", errors="replace")
+            # Scrubbed before the cut: a key straddling it leaves nothing behind.
+            excerpt = self.secrets.excerpt_bytes(payload, EXCERPT)
             return Failure(
                 kind=status_kind(response.status),
-                message=self._scrub(f"HTTP {response.status}: {excerpt}"),
+                message=f"HTTP {response.status}: {excerpt}",
                 http_status=response.status,
                 provider_request_id=request_id,
                 generation_us=generation_us,
@@ -306,14 +321,16 @@ class OpenAIAdapter:
         refusal = message.get("refusal")
         if content is not None and not isinstance(content, str):
             raise _Malformed("choices[0].message.content is not a string")
-        resolved = doc.get("model") if isinstance(doc.get("model"), str) else None
-        usage = usage_from_response(payload, doc.get("usage"))
+        scrub = self.secrets.scrub_optional
+        content, refusal = scrub(content), self.secrets.scrub_json(refusal)
+        resolved = scrub(doc.get("model")) if isinstance(doc.get("model"), str) else None
+        usage = usage_from_response(payload, doc.get("usage"), self.secrets)
         finish = choices[0].get("finish_reason")
         if refusal is not None or finish == "content_filter":
             why = f"model refused: {refusal}" if refusal is not None else "content filter"
             return Failure(
                 kind="policy_refusal",
-                message=self._scrub(why[:300]),
+                message=self.secrets.excerpt(why, EXCERPT),
                 http_status=status,
                 provider_request_id=request_id,
                 raw_output=content if content is not None else _text_or_none(refusal),
@@ -393,19 +410,6 @@ def _base_url(value: Any) -> str:
     return url
 
 
-def _secret(env_name: str, environ: Any) -> str:
-    secret = environ.get(env_name)
-    if not secret:
-        raise AdapterError(
-            f"environment variable {env_name} (named by --api-key-env) is not set or empty",
-            hint=f"export {env_name}=... before running, or use --auth none",
-        )
-    if any(c.isspace() or ord(c) < 32 for c in secret):
-        # Never quote the value: it is a secret.
-        raise AdapterError(f"environment variable {env_name} holds whitespace or control chars")
-    return secret
-
-
 def build(options: dict[str, Any], ctx: base.BuildContext) -> OpenAIAdapter:
     """Build the openai adapter from CLI options (see docs/adapters.md)."""
     given = base.take_options("openai", options, _OPTIONS, required=("base_url", "model"))
@@ -419,7 +423,8 @@ def build(options: dict[str, Any], ctx: base.BuildContext) -> OpenAIAdapter:
         raise UsageError("--api-key-env was given with --auth none; drop one of them")
     if auth != "none" and env_name is None:
         raise UsageError(f"--auth {auth} needs --api-key-env naming the variable holding the key")
-    secret = _secret(base.str_option("api_key_env", env_name), ctx.environ) if env_name else None
+    # Refused without echoing a value that is not a variable name (a key given by mistake).
+    secret = env_secret(env_name, ctx.environ) if env_name is not None else None
     params = events.GenerationParams(
         temperature=(
             base.decimal_option("temperature", given["temperature"])
