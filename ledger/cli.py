@@ -64,7 +64,7 @@ def _register() -> None:
     # Each area module defines click commands and a ``register(group)`` function.
     import importlib
 
-    for area in ("ledger", "bank", "run", "report", "gate", "calibrate", "demo"):
+    for area in ("ledger", "bank", "run", "report", "gate", "calibrate", "demo", "export"):
         try:
             module = importlib.import_module(f"ledger.cli_{area}")
         except ModuleNotFoundError as exc:

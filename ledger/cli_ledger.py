@@ -136,6 +136,12 @@ def log_cmd(ctx: Context, run: str | None, type_name: str | None, as_json: bool)
 @click.option("--workers", type=click.IntRange(min=1), help="Processes for signatures.")
 # --recompute (added by the report/rescore area; the check lives in ledger/rescore.py)
 @click.option("--recompute", is_flag=True, help="Also re-derive every score from its evidence.")
+@click.option(
+    "--banks",
+    "banks_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="With --recompute: the published bank files (default: banks/ beside the ledger).",
+)
 @pass_ctx
 @handle_errors
 def verify(
@@ -144,14 +150,17 @@ def verify(
     keys: tuple[str, ...],
     workers: int | None,
     recompute: bool,
+    banks_dir: Path | None,
 ) -> None:
     """Verify every event, signature and stream chain, and the given checkpoints."""
     notes = [_read_text(p, "checkpoint") for p in checkpoint_files]
+    if banks_dir is not None and not recompute:
+        raise UsageError("--banks is only read with --recompute", hint="add --recompute")
     hook = None
     if recompute:
         from ledger.rescore import recompute_hook
 
-        hook = recompute_hook(ctx.home)
+        hook = recompute_hook(ctx.home / "banks" if banks_dir is None else banks_dir)
     try:
         result = verify_ledger(
             ctx.ledger_path,

@@ -22,6 +22,7 @@ from typing import Any
 
 import msgspec
 
+from ledger.audit import published_references
 from ledger.bank.registry import PublishedBank, bank_paths
 from ledger.errors import BankError, UsageError, VerificationError
 from ledger.events import (
@@ -37,7 +38,7 @@ from ledger.events import (
 from ledger.harness import score as score_mod
 from ledger.harness.attempt import Stream
 from ledger.keys import Signer
-from ledger.projstore import replay_ledger
+from ledger.snapshot import read_state
 from ledger.store import Ledger, StoredEvent, link_of
 from projections.caseruns import AttemptCancelled, CaseRun, State
 
@@ -147,7 +148,7 @@ def rescore(
         UsageError: unknown scorer version or run; bank files missing.
     """
     score_mod.get_scorer(version)  # unknown versions fail before anything is read
-    state = replay_ledger(ledger)
+    state = read_state(ledger, runs=runs or None).state
     chosen = sorted(state.runs) if not runs else sorted(set(runs))
     missing = [r for r in chosen if r not in state.runs]
     if missing:
@@ -260,8 +261,14 @@ def _recorded(event: ScoreComputed) -> dict[str, Any]:
     return {k: v for k, v in raw.items() if k not in _ENVELOPE and k != "type"}
 
 
-def recompute_hook(home: Path) -> Callable[[Iterator[StoredEvent]], None]:
-    """The ``verify --recompute`` check for a ledger whose bank files live under ``home``."""
+def recompute_hook(banks_dir: Path) -> Callable[[Iterator[StoredEvent]], None]:
+    """The ``verify --recompute`` check, reading bank files from ``banks_dir``.
+
+    ``banks_dir`` holds each bank as ``<hex>/`` (``banks/`` beside the operator's
+    ledger) or ``<bank>@<version>/`` (an audit export); see ``ledger.audit.bank_folder``.
+    A bank file that differs from its BankPublished fails the check (exit 1); missing
+    files mean it could not be made (exit 2).
+    """
 
     def check(rows: Iterator[StoredEvent]) -> None:
         banks: dict[str, tuple[BankPublished, int]] = {}
@@ -278,7 +285,7 @@ def recompute_hook(home: Path) -> Callable[[Iterator[StoredEvent]], None]:
                 elif isinstance(event, _EVIDENCE_TYPES):
                     evidence[link_of(row.leaf_hash)] = event
                 elif isinstance(event, ScoreComputed):
-                    _check_score(row.seq, event, banks, references, run_banks, evidence, home)
+                    _check_score(row.seq, event, banks, references, run_banks, evidence, banks_dir)
         finally:
             # Close the ledger cursor now, before the caller closes the ledger.
             close = getattr(rows, "close", None)
@@ -295,7 +302,7 @@ def _check_score(
     references: dict[str, dict[str, str]],
     run_banks: dict[str, str],
     evidence: dict[str, EventBase],
-    home: Path,
+    banks_dir: Path,
 ) -> None:
     def fail(message: str) -> VerificationError:
         return VerificationError(f"seq {seq}: {message}", seq=seq)
@@ -305,7 +312,7 @@ def _check_score(
         raise fail(f"ScoreComputed in stream {event.stream}, which has no run on a published bank")
     bank, bank_seq = banks[bank_hash]
     if bank_hash not in references:
-        references[bank_hash] = _references(home, bank, bank_seq)
+        references[bank_hash] = published_references(banks_dir, bank, bank_seq)
     named = []
     for link in event.evidence:
         found = evidence.get(link)
