@@ -22,6 +22,7 @@ import msgspec
 from ledger import __version__ as _APP_VERSION
 from ledger import events
 from ledger.errors import UsageError
+from ledger.secrets import SecretSet
 
 __all__ = [
     "ADAPTER_KINDS",
@@ -33,6 +34,7 @@ __all__ = [
     "MissingRecording",
     "Reply",
     "Request",
+    "adapter_secrets",
     "build_adapter",
     "client_version",
     "usage_from_fields",
@@ -201,6 +203,16 @@ def build_adapter(
     module = importlib.import_module(module_name)
     build: Callable[[dict[str, Any], BuildContext], Adapter] = module.build
     return build(dict(options), ctx)
+
+
+def adapter_secrets(adapter: object) -> SecretSet:
+    """The secrets an adapter was configured with (its ``secrets``; empty when it has none).
+
+    The runner registers them with the store before the first call, so an event
+    holding one is refused even if an adapter failed to scrub a text.
+    """
+    found = getattr(adapter, "secrets", None)
+    return found if isinstance(found, SecretSet) else SecretSet()
 
 
 # ---------------------------------------------------------------- option helpers

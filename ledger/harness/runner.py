@@ -45,7 +45,14 @@ import duckdb
 import sqlglot
 
 from ledger import events
-from ledger.adapters.base import Adapter, Failure, MissingRecording, Reply, Request
+from ledger.adapters.base import (
+    Adapter,
+    Failure,
+    MissingRecording,
+    Reply,
+    Request,
+    adapter_secrets,
+)
 from ledger.errors import BankError, LedgerError, UsageError
 from ledger.harness import score
 from ledger.harness.attempt import AttemptWriter, Stream
@@ -459,8 +466,12 @@ def run(
     Raises:
         UsageError: see above.
         BankError: a prompt leaks (after recording the cancellation, see the module docstring).
+        SecretLeakError: an event would hold the adapter's key (that batch is not appended).
         KeyboardInterrupt: after recording the cancellation.
     """
+    # Before anything is appended or sent: the store refuses an event holding a key.
+    if secrets := adapter_secrets(adapter):
+        ledger.register_secrets(secrets.find)
     published = bank.event
     existing, started = _existing_run(ledger, plan)
     attempts = (
