@@ -25,12 +25,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "projections"))
-from report_testkit import OPERATOR_SEED, build_real_ledger
+from report_testkit import OPERATOR_SEED, build_real_ledger, operator
 
 from ledger.audit import check_bank_files
 from ledger.cli import main
 from ledger.errors import VerificationError
 from ledger.events import BankPublished
+from ledger.keys import Signer
 from ledger.store import Ledger
 
 BIN = Path(sys.executable).parent
@@ -233,6 +234,31 @@ def test_a_stored_checkpoint_newer_than_the_last_checkpoint_event_is_exported(
     verified = shell(readme_commands(tmp_path / "out")[0], tmp_path / "out")
     assert verified.returncode == 0, verified.stderr
     assert f"checkpoints at size {size}" in verified.stdout
+
+
+def test_a_ledger_open_for_writing_is_exported_as_of_its_last_commit(
+    home: Path, tmp_path: Path
+) -> None:
+    # While a writer keeps the ledger open, its last batches live in ledger.db-wal only:
+    # a copy of ledger.db alone would lose them, the backup API must not.
+    before = leaf_hashes(home / "ledger.db")
+    with Ledger.open(home / "ledger.db") as ledger:
+        seq = ledger.register(
+            Signer.from_seed("runner-1", bytes(32), role="adapter"), by=operator()
+        )
+        assert seq == len(before)
+        wal = home / "ledger.db-wal"
+        assert wal.is_file() and wal.stat().st_size > 0
+        naive = tmp_path / "naive.db"
+        shutil.copyfile(home / "ledger.db", naive)
+        assert len(leaf_hashes(naive)) < len(before) + 1
+        done = export(home, tmp_path / "out")
+        assert done.returncode == 0, done.stderr
+    exported = leaf_hashes(tmp_path / "out" / "ledger.db")
+    assert exported[:-1] == before and len(exported) == len(before) + 1
+    verified = shell(readme_commands(tmp_path / "out")[0], tmp_path / "out")
+    assert verified.returncode == 0, verified.stderr
+    assert "2 signers" in verified.stdout
 
 
 def test_no_checkpoint_means_could_not_export(tmp_path: Path) -> None:
