@@ -388,7 +388,26 @@ class Ledger:
                 )
             found.append(StoredEvent._make(row[:6]))
             prev = link_of(row[2])
+        self._check_columns_agree(stream, found)
         return found
+
+    def _check_columns_agree(self, stream: str, found: list[StoredEvent]) -> None:
+        """The rows the ``stream`` column files under a stream must be the checked ones.
+
+        A writer continues a stream from the indexed head (:meth:`_stream_head`); if the
+        columns were edited, stop before anything is appended on a false head.
+        """
+        sql = "SELECT seq FROM events WHERE stream = ? ORDER BY seq"
+        indexed = [int(r[0]) for r in self._conn.execute(sql, (stream,))]
+        checked = [row.seq for row in found]
+        if indexed != checked:
+            bad = min(set(indexed).symmetric_difference(checked) or {0})
+            raise ChainBrokenError(
+                f"seq {bad}: the stream column does not match the bodies of stream {stream} "
+                "(the query columns were edited)",
+                seq=bad,
+                hint="run `caseledger verify` and restore the ledger from a good copy",
+            )
 
     def events_of_type(self, *classes: type[EventBase]) -> Iterator[StoredEvent]:
         """Rows whose body is one of these event classes, in order, read by :meth:`scan`."""
