@@ -109,8 +109,15 @@ def check_bank_files(folder: Path, event: BankPublished, seq: int) -> BankSource
     except BankError:
         source, found = None, _raw_hashes(folder, sorted(wanted))
     differ = [name for name in sorted(wanted) if found.get(name) != wanted[name]]
-    if not differ and source is None:  # only an unpublished extra file can break the read
-        differ = [CALIBRATION_FILE]
+    if not differ and source is None:
+        # Every published file is intact: what broke the read is a calibration.yaml
+        # that was never published with this bank.
+        raise VerificationError(
+            f"seq {seq}: bank {_ref(event)}: {CALIBRATION_FILE} in {folder} was not "
+            "published with this bank and does not load",
+            seq=seq,
+            hint=f"remove {folder / CALIBRATION_FILE}",
+        )
     if differ:
         details = "; ".join(
             f"{name} is missing"
@@ -196,9 +203,7 @@ def newest_checkpoint(ledger: Ledger) -> tuple[int, str] | None:
         event = row.event()
         assert isinstance(event, CheckpointIssued)
         found.append((event.tree_size, event.note))
-    stored = getattr(ledger, "stored_checkpoints", None)  # ledgers of this version store them
-    if stored is not None:
-        found.extend(stored())
+    found.extend(ledger.stored_checkpoints())
     return max(found, key=lambda cp: cp[0]) if found else None
 
 

@@ -17,6 +17,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+import msgspec
 import pytest
 from click.testing import CliRunner
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
@@ -376,6 +377,29 @@ def test_a_reformatted_but_equal_bank_passes(operator_home: Path, tmp_path: Path
         path.write_bytes(path.read_bytes().replace(b"\n", b"\r\n"))
     source = check_bank_files(folder, event, seq)
     assert source.content_sha256 == event.content_sha256
+
+
+def test_an_unpublished_calibration_file_that_does_not_load_is_named(
+    operator_home: Path, tmp_path: Path
+) -> None:
+    event, seq = published_bank(operator_home / "ledger.db")
+    bare = msgspec.structs.replace(event, calibration_sha256=None)  # published without one
+    stored = operator_home / "banks" / event.content_sha256.removeprefix("sha256:")
+    folder = tmp_path / "bank"
+    shutil.copytree(stored, folder)
+    assert check_bank_files(folder, bare, seq).content_sha256 == event.content_sha256
+    calibration = folder / "calibration.yaml"
+    calibration.chmod(0o644)
+    calibration.write_text("variants: [unclosed\n", "utf-8")
+    with pytest.raises(VerificationError) as info:
+        check_bank_files(folder, bare, seq)
+    assert info.value.message == (
+        f"seq {seq}: bank sales-fixture@v1: calibration.yaml in {folder} was not published "
+        "with this bank and does not load"
+    )
+    with pytest.raises(VerificationError) as info:
+        check_bank_files(folder, event, seq)  # published with one: this one differs
+    assert info.value.message.startswith(f"seq {seq}: bank sales-fixture@v1: calibration.yaml in ")
 
 
 @pytest.mark.slow
