@@ -9,6 +9,7 @@ from pathlib import Path
 
 import click
 
+from ledger.bounds import MAX_WORKERS
 from ledger.cli_common import Context, handle_errors, pass_ctx
 from ledger.errors import UsageError, VerificationError
 from ledger.events import EVENT_TYPES, EventBase, tag_of
@@ -133,7 +134,9 @@ def log_cmd(ctx: Context, run: str | None, type_name: str | None, as_json: bool)
     help="A signed checkpoint the ledger must match (repeatable).",
 )
 @click.option("--key", "keys", multiple=True, help="Trusted operator verifier key, or a file.")
-@click.option("--workers", type=click.IntRange(min=1), help="Processes for signatures.")
+@click.option(
+    "--workers", type=click.IntRange(1, MAX_WORKERS), help="Processes for signatures."
+)
 # --recompute (added by the report/rescore area; the check lives in ledger/rescore.py)
 @click.option("--recompute", is_flag=True, help="Also re-derive every score from its evidence.")
 @click.option(

@@ -17,6 +17,7 @@ from ledger import codec
 from ledger.adapters.base import build_adapter
 from ledger.bank.leak import leak_findings
 from ledger.bank.registry import find_published
+from ledger.bounds import MAX_ATTEMPTS, MAX_CONCURRENCY, MAX_RETRIES
 from ledger.errors import UsageError
 from ledger.harness import prompt as prompt_mod
 from ledger.harness.runner import BankContext, Progress, RunPlan, RunSummary, run
@@ -92,12 +93,16 @@ def summary_text(s: RunSummary, ledger_path: Path) -> str:
 @click.command("run")
 @click.option("--bank", "bank_ref", required=True, help="Published bank NAME[@VERSION].")
 @click.option("--adapter", "kind", required=True, help="openai, command, replay or reference.")
-@click.option("--attempts", type=click.IntRange(min=1), default=None, help="Attempts per case.")
+@click.option(
+    "--attempts", type=click.IntRange(1, MAX_ATTEMPTS), default=None, help="Attempts per case."
+)
 @click.option("--profile", default=None, help="Display name of this model profile.")
 @click.option("--run-id", default=None, help="Run id (default: <profile>-<n>).")
 @click.option("--resume", "resume", default=None, metavar="RUN", help="Finish run RUN.")
-@click.option("--concurrency", type=click.IntRange(min=1), default=1)
-@click.option("--retries", type=click.IntRange(min=0), default=0, help="Retries of a failure.")
+@click.option("--concurrency", type=click.IntRange(1, MAX_CONCURRENCY), default=1)
+@click.option(
+    "--retries", type=click.IntRange(0, MAX_RETRIES), default=0, help="Retries of a failure."
+)
 @click.option("--base-url", default=None)
 @click.option("--model", default=None)
 @click.option("--api-key-env", default=None)

@@ -24,6 +24,7 @@ import msgspec
 from ledger import events
 from ledger.adapters import base, pricing
 from ledger.adapters.base import Failure, Identity, MissingRecording, Reply, Request
+from ledger.bounds import MAX_ATTEMPTS, MAX_DEPTH, decimal_problem, json_depth
 from ledger.codec import sha256_hex
 from ledger.errors import AdapterError, UsageError
 
@@ -38,6 +39,10 @@ _OPTIONS = ("replay_file", "model", "price_snapshot", "tools")
 _TOOLS = ("off", "on", "unknown")
 _FIELDS = ("case", "attempt", "output", "usage", "generation_ms", "model", "request_id", "error")
 _ERROR_FIELDS = ("kind", "message")
+# Bounds of a recording (docs/adapters.md): integers fit in 64 bits, a generation
+# time is under about 31 years.
+_MAX_INT_DIGITS = 18
+_MAX_GENERATION_MS = Decimal(10**12)
 
 
 class Recording(msgspec.Struct, frozen=True):
@@ -72,6 +77,12 @@ def _reject_constant(name: str) -> Any:
     raise _LineError(f"non-finite number {name}")
 
 
+def _bounded_int(text: str) -> int:
+    if len(text.lstrip("-")) > _MAX_INT_DIGITS:
+        raise _LineError(f"integer {text[:24]}... has more than {_MAX_INT_DIGITS} digits")
+    return int(text)
+
+
 def _string(obj: dict[str, Any], key: str, *, required: bool = False) -> str | None:
     value = obj.get(key)
     if value is None:
@@ -93,21 +104,30 @@ def _generation_us(value: Any) -> int:
         try:
             number = Decimal(value)
         except InvalidOperation:
-            raise _LineError(f"'generation_ms' is not a decimal number: {value!r}") from None
+            raise _LineError(f"'generation_ms' is not a decimal number: {value!r:.60}") from None
     else:
-        raise _LineError(f"'generation_ms' must be an integer or a decimal string, got {value!r}")
+        raise _LineError(
+            f"'generation_ms' must be an integer or a decimal string, got {value!r:.60}"
+        )
+    why = decimal_problem(number, maximum=_MAX_GENERATION_MS)
+    if why is not None:
+        raise _LineError(f"'generation_ms' {why}, got {value!r:.60}")
     micros = number * 1000
     if not number.is_finite() or number < 0 or micros != micros.to_integral_value():
-        raise _LineError(f"'generation_ms' must be >= 0 with at most 3 decimals, got {value!r}")
+        raise _LineError(f"'generation_ms' must be >= 0 with at most 3 decimals, got {value!r:.60}")
     return int(micros)
 
 
 def _recording(text: str, line: int) -> Recording:
+    # The parser recurses once per level: the depth is checked on the text first.
+    if json_depth(text) > MAX_DEPTH:
+        raise _LineError(f"nested deeper than {MAX_DEPTH} levels")
     try:
         obj = json.loads(
             text,
             object_pairs_hook=_no_duplicate_keys,
             parse_float=Decimal,
+            parse_int=_bounded_int,
             parse_constant=_reject_constant,
         )
     except json.JSONDecodeError as exc:
@@ -125,7 +145,9 @@ def _recording(text: str, line: int) -> Recording:
     if "attempt" not in obj:
         raise _LineError("missing key 'attempt'")
     if not isinstance(attempt, int) or isinstance(attempt, bool) or attempt < 1:
-        raise _LineError(f"'attempt' must be an integer >= 1, got {attempt!r}")
+        raise _LineError(f"'attempt' must be an integer >= 1, got {attempt!r:.60}")
+    if attempt > MAX_ATTEMPTS:
+        raise _LineError(f"'attempt' must be at most {MAX_ATTEMPTS}, got {attempt}")
     error_kind = error_message = None
     if "error" in obj:
         error = obj["error"]

@@ -11,6 +11,7 @@ from typing import Any
 from ledger.bank.problems import Problems
 from ledger.bank.purity import check_purity
 from ledger.bank.source import BankSource, read_source
+from ledger.bounds import MAX_ROWS, MAX_WEIGHT, decimal_problem
 from ledger.codec import sha256_hex
 from ledger.events import CaseSpec
 from ledger.harness.ast_rules import KNOWN_RULES
@@ -161,26 +162,32 @@ class _CaseReader:
                 self.bad(field, "missing (required)")
             return default
         if not isinstance(value, str) or (required and not value.strip()):
-            self.bad(field, f"must be a non-empty string, got {value!r}")
+            self.bad(field, f"must be a non-empty string, got {value!r:.60}")
             return default
         return value
 
-    def decimal(self, field: str, *, required: bool, positive: bool) -> Decimal:
+    def decimal(
+        self, field: str, *, required: bool, positive: bool, maximum: Decimal | None = None
+    ) -> Decimal:
         value = self.raw.get(field)
         if value is None:
             if required:
                 self.bad(field, "missing (required)")
             return Decimal(0)
         if isinstance(value, bool) or not isinstance(value, int | Decimal | str):
-            self.bad(field, f"must be a decimal number or decimal string, got {value!r}")
+            self.bad(field, f"must be a decimal number or decimal string, got {value!r:.60}")
             return Decimal(0)
         if isinstance(value, str) and not _DECIMAL_STRING.fullmatch(value.strip()):
-            self.bad(field, f"{value!r} is not a decimal number")
+            self.bad(field, f"{value!r:.60} is not a decimal number")
             return Decimal(0)
         try:
             number = Decimal(str(value).strip())
         except InvalidOperation:
-            self.bad(field, f"{value!r} is not a decimal number")
+            self.bad(field, f"{value!r:.60} is not a decimal number")
+            return Decimal(0)
+        why = decimal_problem(number, maximum=maximum)
+        if why is not None:
+            self.bad(field, f"{str(value)[:60]} {why} (see the bounds in docs/bank-format.md)")
             return Decimal(0)
         if positive and number <= 0:
             self.bad(field, f"must be > 0, got {value}")
@@ -191,7 +198,7 @@ class _CaseReader:
     def choice(self, field: str, allowed: tuple[str, ...]) -> str:
         value = self.raw.get(field)
         if value not in allowed:
-            self.bad(field, f"unknown value {value!r}, expected one of {', '.join(allowed)}")
+            self.bad(field, f"unknown value {value!r:.60}, expected one of {', '.join(allowed)}")
         return value if isinstance(value, str) else ""
 
     def read(self, rules: frozenset[str]) -> CaseDef:
@@ -200,18 +207,22 @@ class _CaseReader:
                 self.bad(key, f"unknown field (known: {', '.join(CASE_FIELDS)})")
         cid = self.raw.get("id")
         if not isinstance(cid, str) or not _CASE_ID.fullmatch(cid):
-            self.bad("id", f"must match {_CASE_ID.pattern}, got {cid!r}")
+            self.bad("id", f"must match {_CASE_ID.pattern}, got {cid!r:.60}")
         order = self.raw.get("row_order_significant", False)
         if not isinstance(order, bool):
-            self.bad("row_order_significant", f"must be true or false, got {order!r}")
+            self.bad("row_order_significant", f"must be true or false, got {order!r:.60}")
         max_rows = self.raw.get("max_rows")
         if max_rows is None:
             self.bad("max_rows", "missing (required)")
         elif isinstance(max_rows, bool) or not isinstance(max_rows, int) or max_rows < 1:
-            self.bad("max_rows", f"must be a positive integer, got {max_rows!r}")
+            self.bad("max_rows", f"must be a positive integer, got {max_rows!r:.60}")
+            max_rows = 0
+        elif max_rows > MAX_ROWS:
+            self.bad("max_rows", f"must be at most {MAX_ROWS:,}, got {max_rows}")
+            max_rows = 0
         ast = self.raw.get("required_ast", [])
         if not isinstance(ast, list) or not all(isinstance(r, str) for r in ast):
-            self.bad("required_ast", f"must be a list of rule names, got {ast!r}")
+            self.bad("required_ast", f"must be a list of rule names, got {ast!r:.60}")
             ast = []
         for rule in ast:
             if rule not in rules:
@@ -224,13 +235,15 @@ class _CaseReader:
             id=self.cid,
             dimension=self.choice("dimension", DIMENSIONS),
             difficulty=self.choice("difficulty", DIFFICULTIES),
-            weight=self.decimal("weight", required=True, positive=True),
+            weight=self.decimal("weight", required=True, positive=True, maximum=MAX_WEIGHT),
             question=self.text("question", required=True) or "",
             question_en=self.text("question_en", required=False, default=None),
             reference_sql=self.text("reference_sql", required=True) or "",
             row_order_significant=order is True,
             abs_tolerance=self.decimal("abs_tolerance", required=False, positive=False),
-            rel_tolerance=self.decimal("rel_tolerance", required=False, positive=False),
+            rel_tolerance=self.decimal(
+                "rel_tolerance", required=False, positive=False, maximum=Decimal(1)
+            ),
             max_rows=max_rows if isinstance(max_rows, int) else 0,
             required_ast=tuple(ast),
             notes=self.text("notes", required=False) or "",
@@ -303,14 +316,14 @@ def validate_source(src: BankSource) -> Bank:
     if not isinstance(bank_id, str) or not _BANK_ID.fullmatch(bank_id):
         problems.add(
             "cases.yaml",
-            f"must match {_BANK_ID.pattern}, got {bank_id!r}",
+            f"must match {_BANK_ID.pattern}, got {bank_id!r:.60}",
             line=lines.get(("bank",)),
             field="bank",
         )
     if not isinstance(version, str) or not _VERSION.fullmatch(version):
         problems.add(
             "cases.yaml",
-            f"must be a string matching {_VERSION.pattern} (quote it), got {version!r}",
+            f"must be a string matching {_VERSION.pattern} (quote it), got {version!r:.60}",
             line=lines.get(("version",)),
             field="version",
         )

@@ -19,9 +19,12 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from yaml.composer import ComposerError
+from yaml.events import AliasEvent
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from ledger.bank.problems import Problems
+from ledger.bounds import MAX_DEPTH, MAX_INT_DIGITS, json_depth
 from ledger.codec import sha256_hex
 
 __all__ = [
@@ -38,7 +41,9 @@ BANK_FILES = ("cases.yaml", "prompt.md", "schema.sql", "seed.sql", "semantic.jso
 CALIBRATION_FILE = "calibration.yaml"
 # Domain separation: a bank manifest hash can never collide with another caseledger hash.
 _MANIFEST_HEADER = "caseledger/bank-manifest/v1\n"
-_MAX_DEPTH = 64
+_MAX_DEPTH = MAX_DEPTH
+#: Largest bank file read (bytes): a bank is text a person reviews, not a data dump.
+MAX_FILE_BYTES = 64 * 1024 * 1024
 
 Lines = dict[tuple[Any, ...], int]
 
@@ -130,11 +135,52 @@ def canonical_text(value: Any) -> str:
 
 
 class _Loader(yaml.SafeLoader):
-    """SafeLoader that reads floats as Decimal and timestamps as plain strings."""
+    """SafeLoader that reads floats as Decimal and timestamps as plain strings.
+
+    It refuses aliases (``*name``): expanding them is how a few hundred bytes
+    become billions of nodes. It also refuses nesting deeper than ``MAX_DEPTH``
+    while composing (the composer recurses once per level).
+    """
+
+    _depth = 0
+
+    def compose_node(self, parent: Node | None, index: int) -> Node | None:
+        if self.check_event(AliasEvent):
+            event = self.peek_event()
+            raise ComposerError(
+                None,
+                None,
+                f"alias *{event.anchor} is not allowed in a bank file (write the value out)",
+                event.start_mark,
+            )
+        self._depth += 1
+        try:
+            if self._depth > _MAX_DEPTH:
+                raise ComposerError(
+                    None,
+                    None,
+                    f"nested deeper than {_MAX_DEPTH} levels",
+                    self.peek_event().start_mark,
+                )
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
 
 
 class _NonFinite(ValueError):
     pass
+
+
+class _OutOfBounds(ValueError):
+    pass
+
+
+def _bounded_int(value: int) -> int:
+    # Decimals need no bound here (they stay text-sized); a field that is a number
+    # (weight, tolerances, max_rows) is bounded where it is validated.
+    if abs(value) >= 10**MAX_INT_DIGITS:
+        raise _OutOfBounds(f"integer has more than {MAX_INT_DIGITS} digits")
+    return value
 
 
 def _construct_float(loader: _Loader, node: ScalarNode) -> Decimal:
@@ -147,11 +193,21 @@ def _construct_float(loader: _Loader, node: ScalarNode) -> Decimal:
         raise _NonFinite(text) from None
 
 
+def _construct_int(loader: _Loader, node: ScalarNode) -> int:
+    # Checked before converting: "1:2:3:..." (base 60) or 5000 digits cost time or
+    # raise ValueError inside int() itself.
+    text = str(loader.construct_scalar(node))
+    if len(text.replace("_", "").lstrip("+-")) > MAX_INT_DIGITS + 2:  # 0x / 0o prefixes
+        raise _OutOfBounds(f"integer has more than {MAX_INT_DIGITS} digits")
+    return _bounded_int(yaml.SafeLoader.construct_yaml_int(loader, node))
+
+
 def _construct_timestamp(loader: _Loader, node: ScalarNode) -> str:
     return str(loader.construct_scalar(node))
 
 
 _Loader.add_constructor("tag:yaml.org,2002:float", _construct_float)
+_Loader.add_constructor("tag:yaml.org,2002:int", _construct_int)
 _Loader.add_constructor("tag:yaml.org,2002:timestamp", _construct_timestamp)
 
 _SCALAR_TYPES = (str, int, Decimal, bool, type(None))
@@ -194,7 +250,10 @@ def _walk(
     except _NonFinite as exc:
         problems.add(name, f"number {exc} is not a finite decimal", line=line)
         return None
-    except yaml.YAMLError as exc:
+    except _OutOfBounds as exc:
+        problems.add(name, f"{exc} (see the bounds in docs/bank-format.md)", line=line)
+        return None
+    except (yaml.YAMLError, ValueError) as exc:
         problems.add(name, f"cannot read value: {getattr(exc, 'problem', exc)}", line=line)
         return None
     if not isinstance(value, _SCALAR_TYPES):
@@ -244,6 +303,12 @@ def _no_constant(text: str) -> Any:
     raise _NonFinite(text)
 
 
+def _json_int(text: str) -> int:
+    if len(text.lstrip("-")) > MAX_INT_DIGITS:
+        raise _OutOfBounds(f"integer has more than {MAX_INT_DIGITS} digits")
+    return int(text)
+
+
 def _nfc_tree(value: Any) -> Any:
     # The file text is NFC already; this catches strings built from \u escapes.
     if isinstance(value, str):
@@ -256,13 +321,26 @@ def _nfc_tree(value: Any) -> Any:
 
 
 def parse_json(text: str, name: str, problems: Problems) -> Any:
-    """Parse JSON with exact Decimal numbers, refusing duplicate keys and NaN/Infinity."""
+    """Parse JSON with exact Decimal numbers, refusing duplicate keys and NaN/Infinity.
+
+    Nesting deeper than ``MAX_DEPTH`` and numbers beyond the bounds of ``ledger.bounds``
+    are problems too (checked before the recursive parser runs on the text).
+    """
+    if json_depth(text) > _MAX_DEPTH:
+        problems.add(name, f"nested deeper than {_MAX_DEPTH} levels")
+        return None
     try:
         return _nfc_tree(
             json.loads(
-                text, parse_float=Decimal, object_pairs_hook=_pairs, parse_constant=_no_constant
+                text,
+                parse_float=Decimal,
+                parse_int=_json_int,
+                object_pairs_hook=_pairs,
+                parse_constant=_no_constant,
             )
         )
+    except _OutOfBounds as exc:
+        problems.add(name, f"{exc} (see the bounds in docs/bank-format.md)")
     except json.JSONDecodeError as exc:
         problems.add(name, f"JSON syntax error: {exc.msg}", line=exc.lineno)
     except _DuplicateKey as exc:
@@ -297,6 +375,9 @@ def read_source(folder: Path) -> BankSource:
         if not path.is_file():
             if name != CALIBRATION_FILE:
                 problems.add(name, "missing (a bank needs " + ", ".join(BANK_FILES) + ")")
+            continue
+        if path.stat().st_size > MAX_FILE_BYTES:
+            problems.add(name, f"larger than {MAX_FILE_BYTES // (1024 * 1024)} MiB")
             continue
         text = normalise_text(path.read_bytes(), name, problems)
         if text is not None:

@@ -52,4 +52,5 @@ def test_each_command_module_imports_first_in_a_fresh_process(module: str) -> No
         check=False,
     )
     assert done.returncode == 0, done.stderr
-    assert int(done.stdout) == 16
+    # As many commands as when ledger.cli is imported first (areas may add commands).
+    assert int(done.stdout) == len(main.commands)
