@@ -45,7 +45,7 @@ def handle_errors(func: F) -> F:
         try:
             return func(*args, **kwargs)
         except LedgerError as exc:
-            click.echo(f"error: {exc.diagnostics()}", err=True)
+            click.echo(exc.cli_line(), err=True)
             sys.exit(exc.exit_code)
 
     return wrapper  # type: ignore[return-value]

@@ -23,9 +23,36 @@ class LedgerError(Exception):
             return f"{self.message}\n  hint: {self.hint}"
         return self.message
 
+    def cli_line(self) -> str:
+        """What the CLI prints on stderr: ``error: `` and the diagnostics."""
+        return f"error: {self.diagnostics()}"
+
 
 class UsageError(LedgerError):
     """Bad arguments or options."""
+
+
+class InternalError(LedgerError):
+    """A caseledger bug: an unexpected exception stopped the command (exit 1).
+
+    Never signed as evidence: the work it interrupted (an attempt's batch, a
+    rescore's batch, a baseline folder) is not recorded. The CLI prints one line,
+    ``internal error: <ExceptionType>: <message> (this is a caseledger bug; ...)``,
+    without a traceback.
+    """
+
+    exit_code = 1
+
+    def __init__(self, error: BaseException, *, where: str) -> None:
+        detail = str(error).splitlines()[0] if str(error) else ""
+        super().__init__(
+            f"internal error: {type(error).__name__}: {detail} (this is a caseledger bug; {where})"
+        )
+        self.error = error
+
+    def cli_line(self) -> str:
+        """The one line, without the ``error:`` prefix of other errors."""
+        return self.message
 
 
 class BankError(LedgerError):
