@@ -1,38 +1,85 @@
-"""Replay throughput of the projections against msgspec decoding alone, report time, peak memory.
+"""Report cost: read_state vs decoding alone; a demo report, this code vs the previous release.
 
 Usage:
-    python benchmarks/projection_bench.py                    # 100,000 and 10,000 CaseRuns
+    python benchmarks/projection_bench.py            # full run: synthetic 10,000 and 100,000
+                                                     # CaseRuns, then the demo, old vs new
+    python benchmarks/projection_bench.py --quick    # smoke run (about a minute): 1,000 and
+                                                     # 2,000 CaseRuns, old vs new on the
+                                                     # 1,000-CaseRun ledger, one round
+    python benchmarks/projection_bench.py --only demo --rounds 5
     python benchmarks/projection_bench.py --caseruns 20000 --small 2000 --dir /tmp/bench
 
-A synthetic ledger is written with the real store (real signatures): one bank,
-runs of 1,000 CaseRuns (100 cases x 10 attempts),
-each CaseRun PromptSent, ModelResponded, OutputParsed, SqlGuarded, SqlExecuted,
+Options: ``--only synthetic|demo``; ``--old REV`` (default 4cef9eb, the previous
+release, which kept its fold in a projection store beside the ledger); ``--new REV``
+(default HEAD) or ``--new checkout`` for this working tree as it is, uncommitted
+edits included; ``--demo DIR`` reuses a folder ``caseledger demo -o DIR`` made;
+``--demo-by old`` builds the demo with the old release instead (use it when the new
+code writes fields the old release cannot decode); ``--dir DIR`` keeps the
+synthetic ledgers there (reused by later runs). Old and new code run from
+``git worktree add --detach`` folders in a temp dir (removed at the end), each in
+its own child process with ``PYTHONPATH`` pointing at its tree; run the script with
+the project's venv (``.venv/bin/python``).
+
+1. Synthetic ledgers, written by the new code with the real store (real
+signatures): one bank, runs of 1,000 CaseRuns (100 cases x 10 attempts), each
+CaseRun PromptSent, ModelResponded, OutputParsed, SqlGuarded, SqlExecuted,
 ScoreComputed, plus every tenth attempt a second SqlExecuted (worker crash
 retry), about 6.1 events per CaseRun. Each measurement runs in its own child
-process so its peak RSS (``ru_maxrss``) is its own:
+process so its peak RSS (VmHWM) is its own:
 
-- decode only: ``codec.decode`` over every body, the bodies already in memory;
-- rebuild: ``ProjectionStore.rebuild`` (read from SQLite, file each attempt event's
-  seq under its CaseRun from its envelope, decode and fold the other events, write
-  the seq lists to the store file), events/s and share of decode-only (target >= 25 %);
-- in-memory replay: ``replay_ledger`` (the whole state in memory);
-- report: ``load_state`` from the caught-up store (it reads and decodes the run's
-  events by seq) + ``build_report`` + canonical JSON + HTML, for one run (1,000 CaseRuns).
+- decode only: ``codec.decode`` over every body, the bodies already in memory
+  (the floor of any replay);
+- read_state: ``snapshot.read_state`` of the whole log (read every row from seq 0,
+  check body -> leaf hash and the chain, Merkle root of the leaves read, fold
+  everything in memory), events/s and share of decode-only;
+- report (1 run): ``read_state(runs=["run-0000"])`` (other runs' attempt events are
+  checked and counted, not decoded) + ``build_report`` + JSON + HTML, 1,000 CaseRuns.
 
-Peak memory of the rebuild is measured at two ledger sizes (target: flat).
+2. The demo ledger, old vs new (issue 12: "a report of the demo ledger at most 1.5x
+today's time"). The demo is built once (``caseledger demo``); then, interleaved in
+one run, ``--rounds`` rounds (default 3) of ``caseledger --ledger <copy>/ledger.db
+report --format json -o /dev/null`` through ``ledger.cli.main`` (start-up, imports
+and the report), on a fresh copy of the ledger each round:
+
+- new: the current code (no cache: every report reads the whole log);
+- old, store cold: the projection store deleted before, so the old code catches
+  it up from seq 0 (what the first report after a run paid, in part);
+- old, store warm: the same copy again, the store built by the cold call.
+
+The same three are timed in-process: one long-lived child per release imports
+``ledger.reporting`` once and times ``report_bytes(ledger, fmt="json")`` per call,
+which separates interpreter start-up and imports from the report itself. The table
+gives the median and range (min-max) of the rounds and new/old of the medians
+(target <= 1.5x); "same bytes" says whether old and new report bytes are equal.
+The machine may be shared: the rounds are interleaved so load hits both sides.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import hashlib
 import json
+import os
 import resource
+import shutil
+import sqlite3
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
+from typing import IO, Any
+
+REPO = Path(__file__).resolve().parents[1]
+OLD_RELEASE = "4cef9eb"
+TARGET = 1.5
+#: ``caseledger`` through its entry function, from whichever tree PYTHONPATH names.
+CLI = "import sys; sys.argv[0]='caseledger'; from ledger.cli import main; main()"
 
 PER_RUN = 1000
 CASES = 100
@@ -67,8 +114,10 @@ def build(path: Path, caseruns: int) -> int:
     )  # fmt: skip
     col = (ev.Column(name="n", type="BIGINT"),)
     gold = tuple(ev.GoldResult(case_id=c.id, columns=col, rows=((1,),), digest=h) for c in cases)
+    first = ledger.get(0)
+    assert first is not None
     bank = ev.BankPublished(
-        stream="ledger", stream_seq=1, stream_prev=link_of(ledger.get(0).leaf_hash), at=_clock(),
+        stream="ledger", stream_seq=1, stream_prev=link_of(first.leaf_hash), at=_clock(),
         bank_id="bench", version="v1", content_sha256=h, files={},
         build=ev.BuildSettings(duckdb_version="1.5.5", timezone="UTC", threads=1,
                                external_access=False),
@@ -93,7 +142,7 @@ def build(path: Path, caseruns: int) -> int:
     for r in range(caseruns // PER_RUN):
         run_id = f"run-{r:04d}"
         seq, prev = -1, None
-        batch = []
+        batch: list[ev.EventBase] = []
 
         def make(cls, _stream=run_id, _batch=batch, **fields):
             nonlocal seq, prev
@@ -146,18 +195,12 @@ def build(path: Path, caseruns: int) -> int:
     return size
 
 
-# ----------------------------------------------------------------- child measurements
+# ----------------------------------------------------------------- child processes
 
 
 def _child(mode: str, path: Path) -> dict[str, float]:
     from ledger import codec
-    from ledger.projstore import (
-        ProjectionStore,
-        checkpoint_root,
-        load_state,
-        replay_ledger,
-        store_path,
-    )
+    from ledger.snapshot import read_state
     from ledger.store import Ledger
     from projections.report import build_report, render
 
@@ -171,27 +214,55 @@ def _child(mode: str, path: Path) -> dict[str, float]:
             for body in bodies:
                 decode(body)
             out["seconds"] = time.perf_counter() - t
-        elif mode == "rebuild":
+        elif mode == "read_state":
             t = time.perf_counter()
-            with ProjectionStore(store_path(path)) as store:
-                store.rebuild(ledger)
-            out["seconds"] = time.perf_counter() - t
-        elif mode == "replay":
-            t = time.perf_counter()
-            replay_ledger(ledger)
+            read_state(ledger)
             out["seconds"] = time.perf_counter() - t
         elif mode == "report":
             t = time.perf_counter()
-            state = load_state(ledger, runs=["run-0000"])
-            report = build_report(
-                state, root_hash=checkpoint_root(ledger, state.size), runs=["run-0000"]
-            )
+            snap = read_state(ledger, runs=["run-0000"])
+            report = build_report(snap.state, root_hash=snap.root, runs=["run-0000"])
             out["json_bytes"] = len(render(report, "json"))
             out["html_bytes"] = len(render(report, "html"))
             out["seconds"] = time.perf_counter() - t
+        else:
+            raise SystemExit(f"unknown child mode {mode}")
         out["events"] = n
     out["peak_mb"] = _peak_mb()
     return out
+
+
+def _serve() -> None:
+    """In-process reports: import once, then one ``report_bytes`` per request line.
+
+    Each request is a ledger path; each answer a JSON line with the seconds of the
+    call, the sha256 and length of the bytes, and where ``ledger`` was imported from.
+    """
+    t = time.perf_counter()
+    import ledger
+    from ledger.reporting import report_bytes
+
+    imported = time.perf_counter() - t
+    print(json.dumps({"ready": str(Path(ledger.__file__).parent), "import_s": imported}))
+    sys.stdout.flush()
+    for line in sys.stdin:
+        path = Path(line.strip())
+        t = time.perf_counter()
+        try:
+            data, size, root = report_bytes(path, fmt="json")
+        except Exception as exc:  # reported to the parent, which stops with the reason
+            print(json.dumps({"error": f"{type(exc).__name__}: {exc}"}))
+        else:
+            seconds = time.perf_counter() - t
+            answer = {
+                "seconds": seconds,
+                "sha256": hashlib.sha256(data).hexdigest(),
+                "bytes": len(data),
+                "size": size,
+                "root": root.hex(),
+            }
+            print(json.dumps(answer))
+        sys.stdout.flush()
 
 
 def _peak_mb() -> float:
@@ -205,52 +276,347 @@ def _peak_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def _measure(mode: str, path: Path) -> dict[str, float]:
+def _env(root: Path) -> dict[str, str]:
+    env = dict(os.environ, PYTHONPATH=str(root))
+    env.pop("CASELEDGER_LEDGER", None)
+    return env
+
+
+def _run_child(root: Path, *args: str) -> str:
     done = subprocess.run(
-        [sys.executable, __file__, "--child", mode, str(path)],
+        [sys.executable, str(Path(__file__).resolve()), "--child", *args],
         capture_output=True,
         text=True,
-        check=True,
+        env=_env(root),
+        cwd=tempfile.gettempdir(),  # not the repo: '' on sys.path must not shadow PYTHONPATH
     )
-    return json.loads(done.stdout)
+    if done.returncode != 0:
+        raise SystemExit(f"child {' '.join(args)} failed (exit {done.returncode}):\n{done.stderr}")
+    return done.stdout
+
+
+def _measure(root: Path, mode: str, path: Path) -> dict[str, float]:
+    return json.loads(_run_child(root, mode, str(path)))
+
+
+# ----------------------------------------------------------------- trees and ledgers
+
+
+@contextlib.contextmanager
+def _worktree(rev: str, where: Path) -> Iterator[Path]:
+    """A detached ``git worktree`` of ``rev`` at ``where``, removed on the way out."""
+    subprocess.run(
+        ["git", "-C", str(REPO), "worktree", "add", "--detach", str(where), rev],
+        check=True,
+        capture_output=True,
+    )
+    try:
+        yield where
+    finally:
+        subprocess.run(
+            ["git", "-C", str(REPO), "worktree", "remove", "--force", str(where)],
+            check=False,
+            capture_output=True,
+        )
+
+
+def _snapshot_copy(source: Path, target: Path) -> None:
+    """A consistent one-file copy of a ledger (its WAL folded in)."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    src = sqlite3.connect(f"file:{source}?mode=ro", uri=True)
+    dst = sqlite3.connect(target)
+    try:
+        src.backup(dst)
+    finally:
+        dst.close()
+        src.close()
+
+
+def _fresh_copy(master: Path, folder: Path) -> Path:
+    """``folder/ledger.db``: a new copy of ``master``, nothing else in the folder."""
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    copy = folder / "ledger.db"
+    shutil.copyfile(master, copy)
+    return copy
+
+
+def _drop_old_store(ledger_path: Path) -> None:
+    """Delete the previous release's projection store beside ``ledger_path``."""
+    store = ledger_path.with_name(ledger_path.stem + ".projections.db")
+    for suffix in ("", "-wal", "-shm", "-journal"):
+        Path(str(store) + suffix).unlink(missing_ok=True)
+
+
+def _build_demo(root: Path, out: Path) -> None:
+    t = time.perf_counter()
+    done = subprocess.run(
+        [sys.executable, "-c", CLI, "demo", "-o", str(out)],
+        capture_output=True,
+        text=True,
+        env=_env(root),
+        cwd=out.parent,
+    )
+    if done.returncode != 0:
+        raise SystemExit(f"caseledger demo failed (exit {done.returncode}):\n{done.stderr}")
+    print(f"built the demo in {time.perf_counter() - t:.0f} s", file=sys.stderr)
+
+
+# ----------------------------------------------------------------- old vs new
+
+
+@dataclass
+class _Side:
+    """Timings of one configuration (seconds per round)."""
+
+    cli: list[float] = field(default_factory=list)
+    inproc: list[float] = field(default_factory=list)
+
+
+class _Server:
+    """A long-lived child that imported one release's ``ledger.reporting`` once."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.proc = subprocess.Popen(
+            [sys.executable, str(Path(__file__).resolve()), "--child", "serve", "-"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            env=_env(root),
+            cwd=tempfile.gettempdir(),
+        )
+        hello = self._read()
+        if Path(hello["ready"]).resolve() != (root / "ledger").resolve():
+            raise SystemExit(f"{root}: imported ledger from {hello['ready']}, not from the tree")
+        self.import_s: float = hello["import_s"]
+
+    def _read(self) -> dict[str, Any]:
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline()
+        if not line:
+            raise SystemExit(f"the in-process child of {self.root} stopped")
+        return json.loads(line)
+
+    def report(self, path: Path) -> dict[str, Any]:
+        stdin: IO[str] | None = self.proc.stdin
+        assert stdin is not None
+        stdin.write(f"{path}\n")
+        stdin.flush()
+        answer = self._read()
+        if "error" in answer:
+            raise SystemExit(f"report by {self.root} failed: {answer['error']}")
+        return answer
+
+    def close(self) -> None:
+        if self.proc.stdin is not None:
+            self.proc.stdin.close()
+        self.proc.wait(timeout=60)
+
+
+def _cli_report(root: Path, ledger_path: Path) -> tuple[float, str]:
+    """Wall time of ``caseledger report`` (start-up included) and its stderr line."""
+    argv = [sys.executable, "-c", CLI, "--ledger", str(ledger_path), "report"]
+    argv += ["--format", "json", "-o", os.devnull]
+    t = time.perf_counter()
+    done = subprocess.run(
+        argv, capture_output=True, text=True, env=_env(root), cwd=ledger_path.parent
+    )
+    seconds = time.perf_counter() - t
+    if done.returncode != 0:
+        last = done.stderr.strip().splitlines()[-1:] or ["(no output)"]
+        raise SystemExit(
+            f"report by {root} failed (exit {done.returncode}): {last[0]}\n"
+            "  hint: if the old release cannot decode the new rows, build the demo with "
+            "--demo-by old"
+        )
+    return seconds, done.stderr.strip()
+
+
+def compare(old_root: Path, new_root: Path, master: Path, work: Path, rounds: int) -> None:
+    """Time old vs new reports of ``master``, interleaved, and print the table."""
+    names = ("new", "old, store cold", "old, store warm")
+    sides = {name: _Side() for name in names}
+    digests: dict[str, set[str]] = {"old": set(), "new": set()}
+    heads: dict[str, set[str]] = {"old": set(), "new": set()}
+    servers = {"old": _Server(old_root), "new": _Server(new_root)}
+    try:
+        for r in range(rounds):
+            first, second = ("new", "old") if r % 2 == 0 else ("old", "new")
+            for how in ("cli", "inproc"):
+                copy = _fresh_copy(master, work / f"round-{r}-{how}")
+                _drop_old_store(copy)
+                for who in (first, second):
+                    calls = ["new"] if who == "new" else ["old, store cold", "old, store warm"]
+                    for name in calls:
+                        if how == "cli":
+                            seconds, line = _cli_report(
+                                old_root if who == "old" else new_root, copy
+                            )
+                            sides[name].cli.append(seconds)
+                            heads[who].add(line)
+                        else:
+                            answer = servers[who].report(copy)
+                            sides[name].inproc.append(answer["seconds"])
+                            digests[who].add(f"{answer['sha256']} ({answer['bytes']:,} bytes)")
+                            heads[who].add(
+                                f"report built at tree size {answer['size']}, "
+                                f"root sha256:{answer['root']}"
+                            )
+            print(f"round {r + 1}/{rounds} done", file=sys.stderr)
+        imports = {who: s.import_s for who, s in servers.items()}
+    finally:
+        for server in servers.values():
+            server.close()
+
+    def cell(values: list[float]) -> str:
+        return f"{statistics.median(values):.2f} ({min(values):.2f}-{max(values):.2f})"
+
+    def med(name: str, how: str) -> float:
+        return statistics.median(getattr(sides[name], how))
+
+    cold, warm = "old, store cold", "old, store warm"
+    print(f"\nReport of {master.name} ({_size(master):,} events), {rounds} rounds, "
+          "seconds: median (min-max)")  # fmt: skip
+    print("| how | old, store cold | old, store warm | new | new / old cold | new / old warm |")
+    print("|---|---|---|---|---|---|")
+    for how, label in (
+        ("cli", "`caseledger report` (process)"),
+        ("inproc", "report_bytes in-process"),
+    ):
+        old_cells = f"{cell(getattr(sides[cold], how))} | {cell(getattr(sides[warm], how))}"
+        print(f"| {label} | {old_cells} | {cell(getattr(sides['new'], how))} | "
+              f"{med('new', how) / med(cold, how):.2f}x | "
+              f"{med('new', how) / med(warm, how):.2f}x |")  # fmt: skip
+    startup = {name: med(name, "cli") - med(name, "inproc") for name in names}
+    print(f"| start-up + imports (process - in-process, medians) | {startup[cold]:.2f} | "
+          f"{startup[warm]:.2f} | {startup['new']:.2f} | | |")  # fmt: skip
+    print(f"| import of ledger.reporting alone (in-process child) | {imports['old']:.2f} | "
+          f"{imports['old']:.2f} | {imports['new']:.2f} | | |")  # fmt: skip
+    for how, label in (("cli", "process"), ("inproc", "in-process")):
+        vs_warm = med("new", how) / med(warm, how)
+        vs_cold = med("new", how) / med(cold, how)
+        verdict = (
+            "met" if vs_warm <= TARGET else "met vs cold only" if vs_cold <= TARGET else "missed"
+        )
+        print(f"target new/old <= {TARGET}x ({label}): {verdict}")
+    same = len(digests["old"]) == 1 and digests["old"] == digests["new"]
+    print(f"same bytes: {'yes' if same else 'no'} (old {', '.join(sorted(digests['old']))}; "
+          f"new {', '.join(sorted(digests['new']))})")  # fmt: skip
+    same_head = len(heads["old"]) == 1 and heads["old"] == heads["new"]
+    print(f"same tree head: {'yes' if same_head else 'no'} ({'; '.join(sorted(heads['new']))})")
+
+
+def _size(path: Path) -> int:
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        return int(conn.execute("SELECT COUNT(*) FROM events").fetchone()[0])
+    finally:
+        conn.close()
+
+
+# ----------------------------------------------------------------- synthetic table
+
+
+def synthetic(new_root: Path, folder: Path, sizes: tuple[int, ...]) -> Path:
+    """Measure decode / read_state / report at each size; returns the smallest ledger."""
+    rows = []
+    paths = []
+    for caseruns in sizes:
+        path = folder / f"bench-{caseruns}.db"
+        paths.append(path)
+        if not path.exists():
+            t = time.perf_counter()
+            _run_child(new_root, "build", str(path), str(caseruns))
+            print(f"built {path.name} in {time.perf_counter() - t:.0f} s", file=sys.stderr)
+        decode = _measure(new_root, "decode", path)
+        full = _measure(new_root, "read_state", path)
+        report = _measure(new_root, "report", path)
+        rows.append((caseruns, decode["events"], decode, full, report))
+    print("| CaseRuns | events | decode only ev/s | read_state ev/s | read_state / decode | "
+          "report (1 run) s | peak MB decode | peak MB read_state | peak MB report |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|---|---|")
+    for caseruns, n, d, rs, rep in rows:
+        print(
+            f"| {caseruns:,} | {int(n):,} | {n / d['seconds']:,.0f} | {n / rs['seconds']:,.0f} | "
+            f"{d['seconds'] / rs['seconds']:.0%} | {rep['seconds']:.2f} | {d['peak_mb']:.0f} | "
+            f"{rs['peak_mb']:.0f} | {rep['peak_mb']:.0f} |"
+        )
+    return paths[0]
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--caseruns", type=int, default=100_000)
-    parser.add_argument("--small", type=int, default=10_000)
-    parser.add_argument("--dir", type=Path)
-    parser.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--caseruns", type=int, help="large synthetic ledger (100,000)")
+    parser.add_argument("--small", type=int, help="small synthetic ledger (10,000)")
+    parser.add_argument("--quick", action="store_true", help="fast smoke run")
+    parser.add_argument("--only", choices=("synthetic", "demo"))
+    parser.add_argument("--rounds", type=int, help="rounds of old vs new (3; --quick: 1)")
+    parser.add_argument("--old", default=OLD_RELEASE, help="old release (default %(default)s)")
+    parser.add_argument("--new", default="HEAD", help="new code: a revision, or 'checkout'")
+    parser.add_argument("--demo", type=Path, help="reuse this `caseledger demo -o` folder")
+    parser.add_argument("--demo-by", choices=("new", "old"), default="new")
+    parser.add_argument("--dir", type=Path, help="keep the synthetic ledgers here")
+    parser.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        print(json.dumps(_child(args.child[0], Path(args.child[1]))))
+        mode, *rest = args.child
+        if mode == "serve":
+            _serve()
+        elif mode == "build":
+            build(Path(rest[0]), int(rest[1]))
+        else:
+            print(json.dumps(_child(mode, Path(rest[0]))))
         return
-    folder = args.dir or Path(tempfile.mkdtemp(prefix="projection-bench-"))
-    folder.mkdir(parents=True, exist_ok=True)
-    rows = []
-    for caseruns in (args.small, args.caseruns):
-        path = folder / f"bench-{caseruns}.db"
-        if not path.exists():
-            t = time.perf_counter()
-            build(path, caseruns)
-            print(f"built {path.name} in {time.perf_counter() - t:.0f} s", file=sys.stderr)
-        decode = _measure("decode", path)
-        rebuild = _measure("rebuild", path)
-        replay = _measure("replay", path)
-        report = _measure("report", path)
-        n = decode["events"]
-        rows.append((caseruns, n, decode, rebuild, replay, report))
-    print("| CaseRuns | events | decode only ev/s | rebuild ev/s | rebuild / decode | "
-          "in-memory replay ev/s | report (1 run) s | peak MB decode | peak MB rebuild | "
-          "peak MB replay | peak MB report |")  # fmt: skip
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
-    for caseruns, n, d, rb, rp, rep in rows:
-        print(
-            f"| {caseruns:,} | {int(n):,} | {n / d['seconds']:,.0f} | {n / rb['seconds']:,.0f} | "
-            f"{d['seconds'] / rb['seconds']:.0%} | {n / rp['seconds']:,.0f} | "
-            f"{rep['seconds']:.2f} | {d['peak_mb']:.0f} | {rb['peak_mb']:.0f} | "
-            f"{rp['peak_mb']:.0f} | {rep['peak_mb']:.0f} |"
-        )
+    small = args.small or (1_000 if args.quick else 10_000)
+    large = args.caseruns or (2_000 if args.quick else 100_000)
+    rounds = args.rounds or (1 if args.quick else 3)
+    if rounds < 1:
+        parser.error("--rounds must be at least 1")
+    tmp = Path(tempfile.mkdtemp(prefix="projection-bench-"))
+    try:
+        with contextlib.ExitStack() as stack:
+            if args.new == "checkout":
+                new_root = REPO
+            else:
+                new_root = stack.enter_context(_worktree(args.new, tmp / "new-tree"))
+            folder = args.dir or tmp / "synthetic"
+            folder.mkdir(parents=True, exist_ok=True)
+            smallest = None
+            if args.only != "demo":
+                smallest = synthetic(new_root, folder, (small, large))
+            if args.only == "synthetic":
+                return
+            old_root = stack.enter_context(_worktree(args.old, tmp / "old-tree"))
+            if args.quick and args.demo is None:
+                # The smoke run compares on the small synthetic ledger, not the demo.
+                source = smallest or folder / f"bench-{small}.db"
+                if not source.exists():
+                    _run_child(new_root, "build", str(source), str(small))
+            else:
+                demo = args.demo
+                if demo is None:
+                    demo = tmp / "demo"
+                    _build_demo(old_root if args.demo_by == "old" else new_root, demo)
+                source = demo / "ledger.db"
+            master = tmp / "master" / "ledger.db"
+            _snapshot_copy(source, master)
+            print(f"\nold: {args.old} ({_rev(old_root)}), new: {args.new} ({_rev(new_root)}), "
+                  f"ledger: {'synthetic ' + source.name if source.name != 'ledger.db' else 'demo'}"
+                  f" built by {args.demo_by if source.name == 'ledger.db' else 'new'}")  # fmt: skip
+            compare(old_root, new_root, master, tmp / "rounds", rounds)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _rev(root: Path) -> str:
+    done = subprocess.run(
+        ["git", "-C", str(root), "rev-parse", "--short", "HEAD"], capture_output=True, text=True
+    )
+    dirty = ""
+    if root == REPO:
+        dirty = " + uncommitted edits"
+    return done.stdout.strip() + dirty
 
 
 if __name__ == "__main__":
