@@ -11,9 +11,12 @@ explicit values down to the library.
 
 from __future__ import annotations
 
+import errno
 import os
+import sqlite3
+import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import click
 
@@ -23,17 +26,86 @@ from ledger.errors import LedgerError
 __all__ = ["DEFAULT_LEDGER", "Context", "handle_errors", "main", "pass_ctx"]
 
 
+INTERRUPTED = "interrupted (Ctrl-C): stopped; nothing half-done was recorded or written"
+
+
+def _fail(line: str, code: int, hint: str | None = None) -> NoReturn:
+    click.echo(line, err=True)
+    if hint:
+        click.echo(f"  hint: {hint}", err=True)
+    sys.exit(code)
+
+
+def _silence_stdout() -> None:
+    # The reader of our stdout went away (``caseledger log | head``): point stdout at
+    # /dev/null so the interpreter's final flush does not print a second error.
+    try:
+        fd = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(fd, sys.stdout.fileno())
+        os.close(fd)
+    except (OSError, ValueError, AttributeError):
+        pass  # not a real file (CliRunner): nothing will be flushed to a closed pipe
+
+
 class _Group(click.Group):
-    """A group whose usage errors exit 2 (click's default) and whose LedgerErrors
-    never show a traceback, whichever command raised them."""
+    """The ``caseledger`` group: the one place where errors become exit codes.
+
+    Every command, whichever module defines it: a LedgerError prints its line and
+    exits with its code; a click usage error prints ``error: ...`` and a hint (2);
+    Ctrl-C prints one line (2); a closed stdout pipe exits quietly (2); a ledger
+    file SQLite cannot read is "could not check" (2). Anything else is a bug and
+    keeps its traceback.
+    """
+
+    def main(  # type: ignore[override]
+        self,
+        args: Any = None,
+        prog_name: str | None = None,
+        *,
+        standalone_mode: bool = True,
+        **kwargs: Any,
+    ) -> Any:
+        """Run the CLI; in standalone mode map every expected failure to its exit code."""
+        if not standalone_mode:
+            return super().main(args, prog_name, standalone_mode=False, **kwargs)
+        try:
+            code = super().main(args, prog_name, standalone_mode=False, **kwargs)
+        except click.Abort as exc:
+            if isinstance(exc.__context__, EOFError):
+                _fail("error: end of input while reading a reply", 2)
+            _fail(INTERRUPTED, 2)
+        except KeyboardInterrupt:
+            click.echo(err=True)
+            _fail(INTERRUPTED, 2)
+        except click.UsageError as exc:
+            command = exc.ctx.command_path if exc.ctx is not None else "caseledger"
+            _fail(f"error: {exc.format_message()}", 2, f"see `{command} --help`")
+        except click.ClickException as exc:
+            _fail(f"error: {exc.format_message()}", 2)
+        except LedgerError as exc:
+            _fail(exc.cli_line(), exc.exit_code)
+        sys.exit(code if isinstance(code, int) else 0)
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
         except LedgerError as exc:
-            click.echo(f"error: {exc.diagnostics()}", err=True)
+            click.echo(exc.cli_line(), err=True)
             ctx.exit(exc.exit_code)
+        except sqlite3.DatabaseError as exc:
+            # SQLite could open the file but not read it as a ledger (no events table,
+            # a corrupt page): the check could not be made.
+            ledger = ctx.obj.ledger_path if isinstance(ctx.obj, Context) else "the ledger"
+            _fail(
+                f"error: cannot read {ledger} as a caseledger ledger: {exc}",
+                2,
+                "check --ledger (or $CASELEDGER_LEDGER); `caseledger verify` checks a ledger",
+            )
         except OSError as exc:
+            if exc.errno == errno.EPIPE:
+                # Handled here: click's own handling of it would exit 1.
+                _silence_stdout()
+                sys.exit(2)
             # A path the user gave cannot be read or written (missing folder, permissions,
             # full disk): their environment, not a bug, so no traceback.
             where = f": {exc.filename}" if exc.filename else ""

@@ -134,9 +134,7 @@ def log_cmd(ctx: Context, run: str | None, type_name: str | None, as_json: bool)
     help="A signed checkpoint the ledger must match (repeatable).",
 )
 @click.option("--key", "keys", multiple=True, help="Trusted operator verifier key, or a file.")
-@click.option(
-    "--workers", type=click.IntRange(1, MAX_WORKERS), help="Processes for signatures."
-)
+@click.option("--workers", type=click.IntRange(1, MAX_WORKERS), help="Processes for signatures.")
 # --recompute (added by the report/rescore area; the check lives in ledger/rescore.py)
 @click.option("--recompute", is_flag=True, help="Also re-derive every score from its evidence.")
 @click.option(

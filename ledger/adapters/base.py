@@ -69,6 +69,9 @@ FAILURE_KINDS = (
 
 # Option name -> the CLI flag a user typed, for error messages.
 _FLAGS = {"timeout_s": "--timeout"}
+# Largest value of a numeric option (docs/cli.md): a number nobody means is refused
+# before it reaches a socket, a subprocess or an event.
+_MAXIMA = {"timeout_s": Decimal(86400), "temperature": Decimal(100), "max_tokens": 10_000_000}
 
 
 class Request(msgspec.Struct, frozen=True):
@@ -292,7 +295,12 @@ def decimal_option(name: str, value: Any, *, positive: bool = False) -> Decimal:
         raise UsageError(f"{flag(name)} must be a number, got {value!r}") from None
     if not number.is_finite() or number < 0 or (positive and number == 0):
         need = "a positive" if positive else "a non-negative"
-        raise UsageError(f"{flag(name)} must be {need} number, got {value!r}")
+        raise UsageError(f"{flag(name)} must be {need} number, got {value!r:.60}")
+    maximum = _MAXIMA.get(name)
+    if maximum is not None and number > maximum:
+        raise UsageError(f"{flag(name)} must be at most {maximum}, got {value!r:.60}")
+    if name == "timeout_s" and number < Decimal("0.001"):
+        raise UsageError(f"{flag(name)} must be at least 0.001 (1 ms), got {value!r:.60}")
     return number
 
 
@@ -300,10 +308,13 @@ def int_option(name: str, value: Any, *, minimum: int = 1) -> int:
     """An integer option (an int or its decimal string) of at least ``minimum``."""
     if isinstance(value, bool):
         raise UsageError(f"{flag(name)} must be an integer, got {value!r}")
-    if isinstance(value, str) and value.strip().isdigit():
+    if isinstance(value, str) and value.strip().isdigit() and len(value.strip()) <= 18:
         value = int(value)
     if not isinstance(value, int) or value < minimum:
-        raise UsageError(f"{flag(name)} must be an integer >= {minimum}, got {value!r}")
+        raise UsageError(f"{flag(name)} must be an integer >= {minimum}, got {value!r:.60}")
+    maximum = _MAXIMA.get(name)
+    if maximum is not None and value > maximum:
+        raise UsageError(f"{flag(name)} must be at most {maximum}, got {value}")
     return value
 
 
