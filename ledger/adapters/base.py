@@ -71,7 +71,8 @@ FAILURE_KINDS = (
 _FLAGS = {"timeout_s": "--timeout"}
 # Largest value of a numeric option (docs/cli.md): a number nobody means is refused
 # before it reaches a socket, a subprocess or an event.
-_MAXIMA = {"timeout_s": Decimal(86400), "temperature": Decimal(100), "max_tokens": 10_000_000}
+_MAXIMA: dict[str, Decimal] = {"timeout_s": Decimal(86400), "temperature": Decimal(100)}
+_INT_MAXIMA: dict[str, int] = {"max_tokens": 10_000_000}
 
 
 class Request(msgspec.Struct, frozen=True):
@@ -312,7 +313,7 @@ def int_option(name: str, value: Any, *, minimum: int = 1) -> int:
         value = int(value)
     if not isinstance(value, int) or value < minimum:
         raise UsageError(f"{flag(name)} must be an integer >= {minimum}, got {value!r:.60}")
-    maximum = _MAXIMA.get(name)
+    maximum = _INT_MAXIMA.get(name)
     if maximum is not None and value > maximum:
         raise UsageError(f"{flag(name)} must be at most {maximum}, got {value}")
     return value
