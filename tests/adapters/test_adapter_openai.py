@@ -411,3 +411,72 @@ def test_bad_options(options: dict[str, Any], message: str) -> None:
     with pytest.raises(UsageError) as exc:
         build_adapter("openai", opts, environ=ENV)
     assert exc.value.message == message
+
+
+def test_every_text_from_the_provider_is_scrubbed(server: Server) -> None:
+    body = completion(content=f"SELECT '{SECRET}' AS k")
+    body["model"] = f"m-{SECRET}"
+    body["usage"] = {**USAGE, "note": SECRET}
+    server.reply(200, json.dumps(body), **{"x-request-id": f"r-{SECRET}"})
+    reply = ask(adapter(server))
+    assert isinstance(reply, Reply)
+    assert reply.raw_output == "SELECT '[redacted]' AS k"
+    assert reply.provider_request_id == "r-[redacted]"
+    assert reply.resolved_model == "m-[redacted]"
+    assert reply.usage is not None
+    assert reply.usage.raw_json == (
+        '{"completion_tokens":300,"completion_tokens_details":{"reasoning_tokens":120},'
+        '"note":"[redacted]",'
+        '"prompt_tokens":1200,"prompt_tokens_details":{"audio_tokens":0,"cached_tokens":1000},'
+        '"total_tokens":1500}'
+    )
+
+
+def test_usage_text_with_the_key_is_not_kept_as_received(server: Server) -> None:
+    # A float cost would keep the text as received; holding the key, the scrubbed
+    # object is kept as canonical JSON instead (the decimal as a string).
+    usage = '{"prompt_tokens": 10, "completion_tokens": 5, "cost": 0.00012, "who": "' + SECRET
+    usage += '"}'
+    body = (
+        '{"model": "m-1", "choices": [{"message": {"role": "assistant", "content": "x"},'
+        f' "finish_reason": "stop"}}], "usage": {usage}}}'
+    )
+    server.reply(200, body)
+    reply = ask(adapter(server))
+    assert isinstance(reply, Reply) and reply.usage is not None
+    assert reply.usage.raw_json == (
+        '{"completion_tokens":5,"cost":"0.00012","prompt_tokens":10,"who":"[redacted]"}'
+    )
+    assert reply.cost == Decimal("0.00012")
+
+
+def test_key_across_the_300_byte_cut_is_scrubbed_whole(server: Server) -> None:
+    a = adapter(server)
+    for start in range(300 - len(SECRET) - 1, 302):
+        server.reply(500, "x" * start + SECRET + "y" * 50)
+        failure = ask(a)
+        assert isinstance(failure, Failure)
+        # Worked out by hand: the key becomes the 10-character marker, then 300 bytes.
+        expected = ("x" * start + "[redacted]" + "y" * 50)[:300]
+        assert failure.message == f"HTTP 500: {expected}", start
+        assert "sk-test-" not in failure.message and "SECRET" not in failure.message
+
+
+def test_refusal_is_scrubbed_before_its_cut(server: Server) -> None:
+    refusal = "no " * 95 + SECRET  # the key starts at 15 + 285 = character 300 of the message
+    server.reply(200, json.dumps(completion(content=None, refusal=refusal)))
+    failure = ask(adapter(server))
+    assert isinstance(failure, Failure)
+    assert failure.raw_output == "no " * 95 + "[redacted]"
+    assert failure.message == ("model refused: " + "no " * 95)[:300]
+    assert len(failure.message) == 300
+
+
+def test_a_key_given_as_the_variable_name_is_refused_unechoed() -> None:
+    opts = {"base_url": "http://127.0.0.1:9/v1", "model": "m", "api_key_env": SECRET}
+    with pytest.raises(UsageError) as exc:
+        build_adapter("openai", opts, environ={SECRET: "x"})
+    assert exc.value.diagnostics() == (
+        "the value given to --api-key-env is not a variable name; "
+        "pass the NAME of the variable that holds the key"
+    )
