@@ -500,7 +500,8 @@ def _check_columns(seq: int, body: bytes, columns: tuple[object, object, object]
 def _check_genesis(event: object, trusted: list[NoteVerifier]) -> None:
     if not trusted:
         return
-    assert isinstance(event, SignerRegistered)  # signer_problem guarantees it at seq 0
+    if not isinstance(event, SignerRegistered):  # signer_problem refuses this at seq 0 already
+        raise _fail(SignatureError, 0, "seq 0 is not the operator's SignerRegistered")
     public_key = base64.b64decode(event.public_key)
     if not any(v.name == event.name and v.public_key == public_key for v in trusted):
         raise _fail(
