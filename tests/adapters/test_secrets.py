@@ -4,15 +4,25 @@
 from __future__ import annotations
 
 import base64
+import http.server
+import json
+import stat
+import subprocess
+import sys
+import threading
 import urllib.parse
 from pathlib import Path
+from typing import Any
 
 import msgspec
 import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
+from runkit import answer, cli, fresh_home, head, stream
 
-from ledger import codec
+from ledger import codec, events
+from ledger.adapters import Failure, Reply, Request, build_adapter
+from ledger.adapters.base import adapter_secrets
 from ledger.errors import AdapterError, SecretLeakError, UsageError
 from ledger.events import PromptSent
 from ledger.keys import Signer
@@ -246,3 +256,300 @@ def test_api_key_env_name_that_looks_like_a_key_is_not_shown() -> None:
         "  hint: export MY_KEY=... before running, or use --auth none"
     )
     assert env_secret("MY_KEY", {"MY_KEY": KEY}) == KEY
+
+
+# ------------------------------------------------------------------ the command adapter
+
+
+def _program(tmp_path: Path, body: str) -> str:
+    script = tmp_path / "prog.py"
+    script.write_text(f"#!{sys.executable}\nimport json, os, sys\nsys.stdin.read()\n" + body)
+    script.chmod(script.stat().st_mode | stat.S_IXUSR)
+    return str(script)
+
+
+def test_command_stderr_tail_is_scrubbed_before_the_cut(tmp_path: Path) -> None:
+    # The key starts 470 + 40 = 510 characters before the end: across the 500 cut.
+    prog = _program(tmp_path, "sys.stderr.write('E' * 600 + os.environ['K'] + 'x' * 470)\n"
+                    "sys.exit(3)\n")  # fmt: skip
+    a = build_adapter("command", {"command": prog, "api_key_env": "K"}, environ={"K": KEY})
+    failure = a.call(Request("c1", 1, "q"))
+    assert isinstance(failure, Failure)
+    # By hand: the last 500 characters of 600 E, the marker, 470 x.
+    assert failure.message == (
+        "command failed (exit status 3); stderr: " + "E" * 20 + MARKER + "x" * 470
+    )
+
+
+def test_command_stdout_and_usage_file_are_scrubbed(tmp_path: Path) -> None:
+    prog = _program(tmp_path, "k = os.environ['K']\n"
+                    "json.dump({'model': 'm-' + k, 'output': 2},"
+                    " open(os.environ['CASELEDGER_USAGE_FILE'], 'w'))\n"
+                    "print('SELECT ' + repr(k))\n")  # fmt: skip
+    a = build_adapter("command", {"command": prog, "api_key_env": "K"}, environ={"K": KEY})
+    reply = a.call(Request("c1", 1, "q"))
+    assert isinstance(reply, Reply)
+    assert reply.raw_output == f"SELECT '{MARKER}'\n"
+    assert reply.resolved_model == f"m-{MARKER}"
+    assert reply.usage is not None and reply.usage.raw_json == (
+        '{"model":"m-[redacted]","output":2}'
+    )
+    assert adapter_secrets(a).find(KEY.encode()) == "a registered secret"
+
+
+# ------------------------------------------------------------------ end to end
+
+
+class EchoServer:
+    """A Chat Completions server on 127.0.0.1 that echoes the key; the n-th request gets
+    ``schedule[n]`` (the run uses --concurrency 1, so requests arrive in plan order)."""
+
+    def __init__(self, schedule: list[tuple[int, dict[str, str], bytes]]) -> None:
+        self.schedule = schedule
+        self.count = 0
+        self.auth: list[str] = []
+        outer = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                self.rfile.read(int(self.headers["Content-Length"]))
+                outer.auth.append(self.headers.get("Authorization", ""))
+                status, headers, body = outer.schedule[outer.count % len(outer.schedule)]
+                outer.count += 1
+                self.send_response(status)
+                for name, value in headers.items():
+                    self.send_header(name, value)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+def _completion(content: str | None, **extra: Any) -> dict[str, Any]:
+    message: dict[str, Any] = {"role": "assistant", "content": content}
+    message.update(extra.pop("message", {}))
+    return {
+        "id": "c",
+        "object": "chat.completion",
+        "model": "echo-model",
+        "choices": [{"index": 0, "finish_reason": "stop", "message": message}],
+        "usage": {"prompt_tokens": 10, "completion_tokens": 5},
+        **extra,
+    }
+
+
+def _body(doc: Any) -> bytes:
+    return json.dumps(doc).encode()
+
+
+B64 = base64.b64encode(KEY.encode()).decode()
+URL = urllib.parse.quote(KEY, safe="")
+# The straddling error bodies: the key starts at byte p of the body, for every p from
+# one before it could reach the 300-byte cut to two past it (300 - 41 .. 301).
+STRADDLE = list(range(300 - len(KEY) - 1, 302))
+
+
+def echo_schedule() -> list[tuple[int, dict[str, str], bytes]]:
+    plain = _body(_completion(answer("SELECT 1 AS n")))
+    schedule = [
+        # 1. the answer content: in the SQL (which then runs), the summary, the assumptions
+        (200, {}, _body(_completion(json.dumps({
+            "plan": {"grain": "one row", "sources": [], "joins": [], "filters": [],
+                     "metrics": [], "steps": [], "risks": [URL]},
+            "sql": f"SELECT '{KEY}' AS k", "summary": f"base64 {B64}",
+            "assumptions": [f"key {KEY}"]})))),
+        # 2. a kept header: x-request-id, which becomes the provider request id
+        (200, {"x-request-id": f"req-{KEY}"}, plain),
+        # 3. the model field, which becomes the resolved model id
+        (200, {}, _body({**_completion(answer("SELECT 2 AS n")), "model": f"m-{KEY}"})),
+        # 4. the raw usage object (a float cost makes it keep the text as received)
+        (200, {}, _body(_completion(answer("SELECT 3 AS n"), usage={
+            "prompt_tokens": 10, "completion_tokens": 5, "cost": 0.0001,
+            "note": f"billed to {KEY}", KEY: 1}))),
+        # 5. a refusal: its text and the message cut from it (the key twice past 300)
+        (200, {}, _body(_completion(None, message={
+            "refusal": "r" * 290 + KEY + " and " + KEY}))),
+        # 6. an error body: 401 echoing the key, the request id URL-encoded
+        (401, {"x-request-id": URL},
+         _body({"error": {"message": f"Incorrect API key provided: {KEY}"}})),
+        # 8. a 429 message with the issue's partial key and the encoded forms
+        (429, {}, f"slow down {KEY[:10]}... {B64} {URL}".encode()),
+    ]  # fmt: skip
+    # 7. error bodies where the key straddles the 300-byte cut, at every offset
+    for p in STRADDLE:
+        schedule.append((500, {}, ("e" * p + KEY + "z" * 60).encode()))
+    return schedule
+
+
+def command_model(tmp_path: Path) -> Path:
+    """9. A command model that uses the key: 7 answers echo it (stdout, usage file, stderr),
+    then every call fails with the key straddling the 500-character stderr tail."""
+    counter = tmp_path / "calls"
+    script = tmp_path / "model.py"
+    script.write_text(
+        f"#!{sys.executable}\n"
+        "import json, os, sys\n"
+        "sys.stdin.read()\n"
+        "key = os.environ['SECRETS_TEST_KEY']\n"
+        f"counter = {str(counter)!r}\n"
+        "n = int(open(counter).read()) if os.path.exists(counter) else 0\n"
+        "open(counter, 'w').write(str(n + 1))\n"
+        "if n < 7:\n"
+        "    with open(os.environ['CASELEDGER_USAGE_FILE'], 'w') as f:\n"
+        "        json.dump({'model': 'm-' + key, 'input': 3, 'output': 2}, f)\n"
+        f"    plan = {{k: [] for k in {PLAN_LISTS!r}}}\n"
+        '    sql = "SELECT \'" + key + "\' AS k"\n'
+        "    doc = {'plan': {'grain': key, **plan}, 'sql': sql, 'summary': key}\n"
+        "    print(json.dumps({**doc, 'assumptions': []}))\n"
+        "    sys.stderr.write('warning: ' + key)\n"
+        "    sys.exit(0)\n"
+        "s = 499 + (n - 7) % 43  # characters from the key's start to the end of stderr\n"
+        "sys.stderr.write('E' * 600 + key + 'x' * (s - len(key)))\n"
+        "sys.exit(1)\n"
+    )
+    script.chmod(script.stat().st_mode | stat.S_IXUSR)
+    return script
+
+
+PLAN_LISTS = ("sources", "joins", "filters", "metrics", "steps", "risks")
+
+
+def assert_no_key(where: str, data: bytes) -> None:
+    found = [f for f in forms(KEY) if f.encode() in data]
+    assert found == [], f"{where} holds {len(found)} forms of the key"
+
+
+@pytest.mark.slow
+def test_a_server_and_a_command_echoing_the_key_leave_no_trace(
+    tmp_path_factory: pytest.TempPathFactory, tmp_path: Path
+) -> None:
+    """The nine channels: (1) answer content, (2) the x-request-id header kept as the request
+    id, (3) the model field, (4) the raw usage object, (5) a refusal text and its cut message,
+    (6) a 401 error body (request id URL-encoded), (7) 500 error bodies with the key across the
+    300-byte cut at every offset, (8) a 429 message with a partial key and the base64 and
+    URL-encoded forms, (9) a command model's stdout, usage file and stderr, the key across
+    the 500-character stderr tail at every offset. Afterwards no form of the key (whole, any
+    8-character run, URL-encoded, base64) is in any file of the ledger's folder (ledger, WAL,
+    projection stores, bank databases), in the three reports, or on stdout or stderr."""
+    home = fresh_home(tmp_path_factory, tmp_path)
+    server = EchoServer(echo_schedule())
+    env = {"SECRETS_TEST_KEY": KEY}
+    outputs: list[tuple[str, subprocess.CompletedProcess[str]]] = []
+    try:
+        # 7 cases x 8 attempts = 56 calls >= 7 channels + 43 offsets.
+        done = cli(home, "run", "--bank", "sales-fixture", "--adapter", "openai",
+                   "--base-url", server.url, "--model", "echo", "--api-key-env",
+                   "SECRETS_TEST_KEY", "--run-id", "echo", "--attempts", "8",
+                   "--retries", "0", env=env)  # fmt: skip
+        outputs.append(("openai run", done))
+        assert done.returncode == 0, done.stderr
+    finally:
+        server.close()
+    assert server.count == 56 and set(server.auth) == {f"Bearer {KEY}"}
+    script = command_model(tmp_path)
+    done = cli(home, "run", "--bank", "sales-fixture", "--adapter", "command",
+               "--command", str(script), "--api-key-env", "SECRETS_TEST_KEY",
+               "--run-id", "cmd", "--attempts", "8", env=env)  # fmt: skip
+    outputs.append(("command run", done))
+    assert done.returncode == 0, done.stderr
+
+    for fmt in ("json", "md", "html"):
+        done = cli(home, "report", "--format", fmt)
+        outputs.append((f"{fmt} report", done))
+        assert done.returncode == 0, done.stderr
+        assert len(done.stdout) > 1000
+    done = cli(home, "verify")
+    outputs.append(("verify", done))
+    assert done.returncode == 0, done.stdout + done.stderr
+
+    for name, done in outputs:
+        assert_no_key(f"{name} stdout", done.stdout.encode())
+        assert_no_key(f"{name} stderr", done.stderr.encode())
+    files = [p for p in home.rglob("*") if p.is_file()]
+    assert home / "ledger.db" in files
+    for path in files:
+        assert_no_key(str(path.relative_to(home)), path.read_bytes())
+
+    # The evidence is still there, scrubbed: each channel recorded its marker.
+    recorded = {s.seq: s.event() for s in stream(home, "echo")}
+    replies = [e for e in recorded.values() if isinstance(e, events.ModelResponded)]
+    failed = [e for e in recorded.values() if isinstance(e, events.ProviderFailed)]
+    assert len(replies) + len(failed) == 56
+    assert any(r.provider_request_id == f"req-{MARKER}" for r in replies)
+    assert any(r.resolved_model == f"m-{MARKER}" for r in replies)
+    # the SQL, the summary (base64), a risk (URL-encoded) and an assumption
+    assert any(r.raw_output.count(MARKER) == 4 for r in replies)
+    usage = [r.usage.raw_json for r in replies if r.usage and "cost" in (r.usage.raw_json or "")]
+    assert usage and all(MARKER in u for u in usage)
+    refusal = [f for f in failed if f.kind == "policy_refusal"]
+    assert refusal and all(len(f.message) == 300 for f in refusal)
+    auth = [f for f in failed if f.kind == "auth"]
+    assert auth and all(f.provider_request_id == MARKER for f in auth)
+    # Scrubbed before the cut, worked out by hand: the key becomes the 10-character
+    # marker, then the body is cut at 300 bytes; not one character of the key is left
+    # at the edge (cutting first would leave up to 7, which no later scrub can find).
+    straddled = sorted(f.message for f in failed if f.kind == "server_error")
+    assert straddled == sorted("HTTP 500: " + ("e" * p + MARKER + "z" * 60)[:300] for p in STRADDLE)
+    # The same for the command's stderr tail: its last 500 characters, key scrubbed first.
+    cmd = [e for s in stream(home, "cmd") if isinstance(e := s.event(), events.ProviderFailed)]
+    assert sorted(f.message for f in cmd) == sorted(
+        "command failed (exit status 1); stderr: "
+        + ("E" * 600 + MARKER + "x" * (499 + (n - 7) % 43 - len(KEY)))[-500:]
+        for n in range(7, 56)
+    )
+
+
+@pytest.mark.slow
+def test_a_key_given_to_api_key_env_is_refused_without_echo(
+    tmp_path_factory: pytest.TempPathFactory, tmp_path: Path
+) -> None:
+    home = fresh_home(tmp_path_factory, tmp_path)
+    before = head(home)
+    for adapter in (["--adapter", "openai", "--base-url", "http://127.0.0.1:9/v1",
+                     "--model", "m"], ["--adapter", "command", "--command", "true"]):  # fmt: skip
+        done = cli(home, "run", "--bank", "sales-fixture", *adapter, "--api-key-env", KEY)
+        assert done.returncode == 2
+        assert done.stderr == (
+            "error: the value given to --api-key-env is not a variable name; "
+            "pass the NAME of the variable that holds the key\n"
+        )
+        assert_no_key("stdout", done.stdout.encode())
+        assert_no_key("stderr", done.stderr.encode())
+    assert head(home) == before
+
+
+@pytest.mark.slow
+def test_store_refuses_a_prompt_holding_a_run_of_the_key(
+    tmp_path_factory: pytest.TempPathFactory, tmp_path: Path
+) -> None:
+    """The last line of defence, for real: the key shares an 8-character run with the bank's
+    prompt template ("assumptions"), which no adapter scrubs; the PromptSent batch is refused."""
+    key = "sk-leak-assumptions-9f3a"
+    home = fresh_home(tmp_path_factory, tmp_path)
+    server = EchoServer([(200, {}, _body(_completion(answer("SELECT 1 AS n"))))])
+    try:
+        done = cli(home, "run", "--bank", "sales-fixture", "--adapter", "openai",
+                   "--base-url", server.url, "--model", "m", "--api-key-env", "LEAK_KEY",
+                   "--run-id", "leaky", env={"LEAK_KEY": key})  # fmt: skip
+    finally:
+        server.close()
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.startswith(
+        "error: append refused: the PromptSent event of stream leaky contains an 8-character "
+        "run of a registered secret; nothing of its batch was appended"
+    )
+    assert len(done.stderr.splitlines()) == 1 and "Traceback" not in done.stderr
+    kinds = [type(s.event()).__name__ for s in stream(home, "leaky")]
+    assert "PromptSent" not in kinds and kinds[0] == "RunStarted"
+    assert key not in done.stdout + done.stderr
