@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import binascii
 import hashlib
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -25,10 +26,12 @@ __all__ = [
     "KeyFormatError",
     "Note",
     "NoteError",
+    "NoteFormatError",
     "NoteSignature",
     "NoteVerifier",
     "SumdbTile",
     "TilePathError",
+    "check_note_format",
     "cosignature_message",
     "entries_path",
     "format_checkpoint",
@@ -67,6 +70,14 @@ _ED25519_SIG_SIZE = 64
 
 class NoteError(ProofError):
     """A signed note, checkpoint or cosignature is malformed or does not verify."""
+
+
+class NoteFormatError(LedgerError):
+    """A note given to check is not a well-formed signed checkpoint note (could not check: 2).
+
+    Raised by :func:`check_note_format` before any signature is looked at; a
+    well-formed note whose signature or tree does not match is a :class:`NoteError` (1).
+    """
 
 
 class KeyFormatError(LedgerError):
@@ -404,11 +415,44 @@ def parse_checkpoint(text: str, expected_origin: str | None = None) -> Checkpoin
     if not (size_text.isascii() and size_text.isdigit()) or (
         size_text.startswith("0") and size_text != "0"
     ):
-        raise NoteError(f"checkpoint tree size {size_text!r} is not a plain decimal number")
+        raise NoteError(f"checkpoint tree size {size_text!r:.40} is not a plain decimal number")
+    # A tree size is a uint64 in C2SP; int() of thousands of digits would raise.
+    if len(size_text) > 20 or int(size_text) >= 1 << 63:
+        raise NoteError(f"checkpoint tree size {size_text:.40} is not below 2^63")
     root = _b64decode(root_text)
     if root is None or len(root) != 32:
         raise NoteError(f"checkpoint root hash {root_text!r} is not a base64 32-byte hash")
     return Checkpoint(origin, int(size_text), root, tuple(extensions))
+
+
+def check_note_format(
+    note: str | bytes, *, label: str, origin_pattern: str | None = None
+) -> Checkpoint:
+    """Check that ``note`` is a well-formed signed checkpoint note; nothing is verified.
+
+    The shape only: a checkpoint body (origin, a plain decimal size below 2^63, a
+    base64 32-byte root), a blank line, then well-formed signature lines, and
+    an origin matching ``origin_pattern`` when given. Whether a signature holds is
+    for :func:`open_checkpoint`.
+
+    Raises:
+        NoteFormatError: naming ``label`` and what is wrong (exit 2: could not check).
+    """
+    try:
+        text, _ = split_note(note)
+        body = parse_checkpoint(text)
+    except NoteError as exc:
+        raise NoteFormatError(
+            f"{label}: not a signed checkpoint note: {exc.message}",
+            hint="a checkpoint note is origin, size and root hash lines, a blank line, "
+            "then lines '— <key name> <base64 signature>' (caseledger checkpoint -o FILE)",
+        ) from None
+    if origin_pattern is not None and not re.fullmatch(origin_pattern, body.origin):
+        raise NoteFormatError(
+            f"{label}: origin {body.origin!r:.80} is not a caseledger log origin",
+            hint="caseledger checkpoints have the origin caseledger/<16 hex digits>",
+        )
+    return body
 
 
 def open_checkpoint(

@@ -8,8 +8,10 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import click
+import msgspec
 
 from ledger.bounds import MAX_WORKERS
+from ledger.checkpoint import check_note_format
 from ledger.cli_common import Context, handle_errors, pass_ctx
 from ledger.errors import UsageError, VerificationError
 from ledger.events import EVENT_TYPES, EventBase, tag_of
@@ -31,6 +33,28 @@ def _read_text(path: Path, what: str) -> str:
         return path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise UsageError(f"cannot read {what} {path}: {exc}") from None
+
+
+def _read_note(path: Path) -> str:
+    """A checkpoint file that is a well-formed signed note (else exit 2: could not check)."""
+    note = _read_text(path, "checkpoint")
+    check_note_format(note, label=str(path), origin_pattern=r"caseledger/[0-9a-f]{16}")
+    return note
+
+
+def _event_of(row: StoredEvent) -> EventBase:
+    # A stored body that is not an event is bad ledger content: exit 1 naming the seq.
+    try:
+        if not isinstance(row.body, bytes):
+            raise TypeError("the body is not a blob")
+        row.body.decode("utf-8")
+        return row.event()
+    except (msgspec.DecodeError, msgspec.ValidationError, TypeError, UnicodeDecodeError) as exc:
+        raise VerificationError(
+            f"seq {row.seq}: the stored body is not a caseledger event ({exc})",
+            seq=row.seq,
+            hint="run `caseledger verify` on this ledger",
+        ) from None
 
 
 def _keys_arg(values: Iterable[str]) -> list[str]:
@@ -55,15 +79,15 @@ def _select(ledger: Ledger, run: str | None, type_name: str | None) -> Iterator[
     else:
         rows = ledger.iter_events()
     for row in rows:
-        if run is None or row.event().stream == run:
+        if run is None or _event_of(row).stream == run:
             yield row
 
 
 def _log_line(row: StoredEvent, as_json: bool) -> str:
+    event = _event_of(row)
     if as_json:
         head = f'{{"seq":{row.seq},"leaf_hash":"{link_of(row.leaf_hash)}","key_id":"{row.key_id}"'
         return head + ',"event":' + row.body.decode("utf-8") + "}"
-    event = row.event()
     where = f"{event.stream}#{event.stream_seq}"
     return f"{row.seq:>8}  {event.at}  {tag_of(type(event)):<22}  {where:<24}  {row.key_id}"
 
@@ -154,7 +178,7 @@ def verify(
     banks_dir: Path | None,
 ) -> None:
     """Verify every event, signature and stream chain, and the given checkpoints."""
-    notes = [_read_text(p, "checkpoint") for p in checkpoint_files]
+    notes = [_read_note(p) for p in checkpoint_files]
     if banks_dir is not None and not recompute:
         raise UsageError("--banks is only read with --recompute", hint="add --recompute")
     hook = None
@@ -214,7 +238,7 @@ def prove_inclusion_cmd(
     ctx: Context, seq: int, checkpoint_file: Path, keys: tuple[str, ...], as_json: bool
 ) -> None:
     """Prove (and check) that event SEQ is in the checkpoint's tree."""
-    note = _read_text(checkpoint_file, "checkpoint")
+    note = _read_note(checkpoint_file)
     with Ledger.open(ctx.ledger_path, readonly=True) as ledger:
         proof = prove_inclusion(
             ledger, seq, note, trusted_keys=_keys_arg(keys), label=str(checkpoint_file)
@@ -236,7 +260,7 @@ def prove_consistency_cmd(
     ctx: Context, old_file: Path, new_file: Path, keys: tuple[str, ...], as_json: bool
 ) -> None:
     """Prove (and check) that the newer checkpoint extends the older one."""
-    old, new = _read_text(old_file, "checkpoint"), _read_text(new_file, "checkpoint")
+    old, new = _read_note(old_file), _read_note(new_file)
     with Ledger.open(ctx.ledger_path, readonly=True) as ledger:
         proof = prove_consistency(
             ledger, old, new, trusted_keys=_keys_arg(keys), labels=(str(old_file), str(new_file))
