@@ -15,6 +15,7 @@ import click
 
 from ledger import codec
 from ledger.adapters.base import build_adapter
+from ledger.adapters.command import CommandAdapter, sweep_stale_children
 from ledger.bank.leak import leak_findings
 from ledger.bank.registry import find_published
 from ledger.bounds import MAX_ATTEMPTS, MAX_CONCURRENCY, MAX_RETRIES
@@ -147,6 +148,11 @@ def run_cmd(obj: Any, bank_ref: str, kind: str, **options: Any) -> None:
         adapter = build_adapter(
             kind, options, cases=refs, environ=os.environ, hidden_paths=(ledger_path, obj.home)
         )
+        # Model programs a killed caseledger left running die now (docs/adapters.md).
+        children = obj.home / "children"
+        sweep_stale_children(children)
+        if isinstance(adapter, CommandAdapter):
+            adapter.track_children(children)
         stack = contextlib.ExitStack()
         try:
             if not no_variants:

@@ -22,11 +22,13 @@ import shlex
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 import threading
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from decimal import Decimal, InvalidOperation
+from pathlib import Path
 from typing import Any
 
 from ledger import events
@@ -36,7 +38,14 @@ from ledger.codec import canonical_json
 from ledger.errors import UsageError
 from ledger.secrets import SecretSet, env_secret
 
-__all__ = ["ADAPTER_VERSION", "USAGE_FILE_ENV", "CommandAdapter", "build", "child_environment"]
+__all__ = [
+    "ADAPTER_VERSION",
+    "USAGE_FILE_ENV",
+    "CommandAdapter",
+    "build",
+    "child_environment",
+    "sweep_stale_children",
+]
 
 ADAPTER_VERSION = "1"
 HARNESS_KIND = "caseledger-command"
@@ -75,6 +84,105 @@ def child_environment(environ: Mapping[str, str], hidden_paths: Sequence[str]) -
         and key not in ("PWD", "OLDPWD")
         and not any(p in value for p in hidden)
     }
+
+
+# The supervisor every model program runs under (``python -I -S -c``, argv: the
+# harness pid, then the program's argv). It leads the program's process group and
+# asks Linux for a signal when the harness dies (PR_SET_PDEATHSIG), even by
+# SIGKILL; on it, it kills the whole group (itself, the program, its children).
+# It forks the program rather than exec'ing it so that grandchildren die too, and
+# relays the program's exit status or signal. A tiny separate process instead of
+# a preexec_fn: preexec_fn is unsafe in a process with threads, as the runner is.
+_SUPERVISOR = r"""
+import os, signal, sys
+def die(*_):
+    os.killpg(0, signal.SIGKILL)
+signal.signal(signal.SIGTERM, die)
+try:
+    import ctypes
+    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM, 0, 0, 0)
+except (ImportError, OSError, AttributeError):
+    pass
+if os.getppid() != int(sys.argv[1]):
+    die()
+pid = os.fork()
+if pid == 0:
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    try:
+        os.execvp(sys.argv[2], sys.argv[2:])
+    except OSError as exc:
+        os.write(2, ("cannot start the command: %s" % exc).encode())
+    os._exit(127)
+null = os.open(os.devnull, os.O_RDWR)
+for fd in (0, 1, 2):
+    os.dup2(null, fd)
+status = os.waitpid(pid, 0)[1]
+if os.WIFSIGNALED(status):
+    signal.signal(os.WTERMSIG(status), signal.SIG_DFL)
+    os.kill(os.getpid(), os.WTERMSIG(status))
+os._exit(os.WEXITSTATUS(status) if os.WIFEXITED(status) else 1)
+"""
+
+
+def _proc_stat(pid: int) -> tuple[int, int] | None:
+    """(process group, start time in clock ticks since boot) of a live process, else None."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except (OSError, ValueError):
+        return None
+    fields = stat.rsplit(")", 1)[1].split()
+    if fields[0] in ("Z", "X"):  # a zombie runs nothing
+        return None
+    return int(fields[2]), int(fields[19])
+
+
+class _ChildRecord:
+    """``<folder>/<pgid>``: one running model's group, so a later run can sweep it.
+
+    The file holds the harness pid and start time and the group leader's pid and
+    start time. A pid is only trusted with its start time, so a recycled pid is
+    never killed.
+    """
+
+    def __init__(self, folder: Path, pgid: int) -> None:
+        self.path = folder / str(pgid)
+        me, leader = _proc_stat(os.getpid()), _proc_stat(pgid)
+        if me is None or leader is None:
+            self.path = None  # type: ignore[assignment]
+            return
+        folder.mkdir(parents=True, exist_ok=True)
+        self.path.write_text(f"{os.getpid()} {me[1]} {pgid} {leader[1]}\n", "ascii")
+
+    def remove(self) -> None:
+        if self.path is not None:
+            self.path.unlink(missing_ok=True)
+
+
+def sweep_stale_children(folder: Path) -> int:
+    """Kill the model process groups a dead caseledger left behind; returns how many.
+
+    A record is stale when its harness process is gone (or is another process
+    with a recycled pid). Its group is killed only when the group leader still
+    runs with the recorded start time. Records of live harnesses are left alone.
+    """
+    if not folder.is_dir():
+        return 0
+    killed = 0
+    for path in sorted(folder.iterdir()):
+        try:
+            harness, harness_start, pgid, leader_start = map(int, path.read_text("ascii").split())
+        except (OSError, ValueError):
+            path.unlink(missing_ok=True)  # not one of ours, or half-written: nothing to trust
+            continue
+        alive = _proc_stat(harness)
+        if alive is not None and alive[1] == harness_start:
+            continue  # a run in progress
+        leader = _proc_stat(pgid)
+        if leader is not None and leader == (pgid, leader_start):
+            _kill_group(pgid)
+            killed += 1
+        path.unlink(missing_ok=True)
+    return killed
 
 
 def _kill_group(pgid: int) -> None:
@@ -116,6 +224,7 @@ class CommandAdapter:
         # Process groups of running calls: close() kills them, so a model started
         # by an interrupted run never outlives caseledger.
         self._live: set[int] = set()
+        self._children_dir: Path | None = None
         self._live_lock = threading.Lock()
         self.identity = Identity(
             adapter_kind="command",
@@ -148,6 +257,10 @@ class CommandAdapter:
     def validate_cases(self, case_ids: Iterable[str]) -> None:
         """Nothing to check: the program answers any case."""
 
+    def track_children(self, folder: Path) -> None:
+        """Record each running program's group under ``folder`` for :func:`sweep_stale_children`."""
+        self._children_dir = folder
+
     def close(self) -> None:
         """Kill the process group of every call still running (idempotent)."""
         with self._live_lock:
@@ -173,7 +286,7 @@ class CommandAdapter:
         start = time.perf_counter_ns()
         try:
             proc = subprocess.Popen(
-                self._argv,
+                [sys.executable, "-I", "-S", "-c", _SUPERVISOR, str(os.getpid()), *self._argv],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
@@ -188,6 +301,7 @@ class CommandAdapter:
             )
         with self._live_lock:
             self._live.add(proc.pid)
+        record = _ChildRecord(self._children_dir, proc.pid) if self._children_dir else None
         timed_out = False
         try:
             out, err = proc.communicate(prompt, timeout=self._timeout_s)
@@ -200,6 +314,8 @@ class CommandAdapter:
             _kill_group(proc.pid)
             with self._live_lock:
                 self._live.discard(proc.pid)
+            if record is not None:
+                record.remove()
         generation_us = (time.perf_counter_ns() - start) // 1000
         text: str | None = None
         bad_utf8 = ""
