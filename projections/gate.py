@@ -24,22 +24,40 @@ Pure: no I/O, no clock; every number is a Decimal and is shown as a decimal stri
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
 from fractions import Fraction
-from typing import Any
+from typing import Any, Literal
+
+import msgspec
 
 from ledger.errors import UsageError
+from ledger.events import Invocation
 from projections import metrics
 from projections.fairness import CONTROLS
-from projections.metrics import Tolerance, parse_tolerance
+from projections.metrics import MISSING, Tolerance, field_at, parse_tolerance
 from projections.numbers import show
+from projections.report.schema import CONTRACT as REPORT_CONTRACT
+from projections.report.schema import GATE_CONTRACT as CONTRACT
+from projections.report.schema import (
+    SCORECARD_CONTRACT,
+    Completeness,
+    Drift,
+    GateSide,
+    GateVerdict,
+    InvocationControls,
+    MetricRow,
+    Report,
+    Scorecard,
+    ScorecardBank,
+)
 
 __all__ = [
     "CONFIG_KEYS",
     "CONTRACT",
     "EXIT_CODES",
+    "REPORT_CONTRACT",
     "SCORECARD_CONTRACT",
     "GateConfig",
     "GateOptions",
@@ -50,9 +68,6 @@ __all__ = [
     "scorecard",
 ]
 
-CONTRACT = "caseledger-gate/1"
-SCORECARD_CONTRACT = "caseledger-scorecard/1"
-REPORT_CONTRACT = "caseledger-report/1"
 EXIT_CODES = {"pass": 0, "regression": 1, "could_not_judge": 2}
 DEFAULT_DRIFT_WARN = Decimal("0.20")
 CONFIG_KEYS = ("enabled", "tolerances", "ignore", "min_n", "drift_warn")
@@ -61,17 +76,17 @@ CONFIG_KEYS = ("enabled", "tolerances", "ignore", "min_n", "drift_warn")
 # ----------------------------------------------------------------- scorecard
 
 
-def _runs(report: Mapping[str, Any]) -> list[tuple[Mapping[str, Any], Mapping[str, Any]]]:
-    return [(s, e) for s in report.get("sections", []) for e in s.get("runs", [])]
+def _entries(report: Any) -> list[tuple[Any, Any]]:
+    sections = field_at(report, ("sections",))
+    out = []
+    for section in [] if sections is MISSING else sections:
+        runs = field_at(section, ("runs",))
+        out += [(section, e) for e in ([] if runs is MISSING else runs)]
+    return out
 
 
-def _present(entry: Mapping[str, Any], path: Sequence[str]) -> bool:
-    value: Any = entry
-    for key in path:
-        if not isinstance(value, Mapping) or key not in value:
-            return False
-        value = value[key]
-    return True
+def _or_none(value: Any) -> Any:
+    return None if value is MISSING else value
 
 
 def _text(value: Decimal | None) -> str | None:
@@ -86,21 +101,26 @@ def _sorted_values(values: Iterable[Any]) -> list[Any]:
     return sorted(seen, key=lambda v: (type(v).__name__, repr(v)))
 
 
-def scorecard(report: Mapping[str, Any], run: str | None = None) -> dict[str, Any]:
-    """The scorecard of one run of a ``caseledger-report/1`` dict.
+def scorecard(report: Report | Mapping[str, Any], run: str | None = None) -> dict[str, Any]:
+    """The scorecard (:class:`~projections.report.schema.Scorecard`, as JSON-ready builtins)
+    of one run of a ``caseledger-report/1`` report.
 
-    ``run`` may be omitted when the report holds exactly one run.
+    ``report`` is a built :class:`~projections.report.schema.Report` or the same document
+    read from a report file (read by the same schema field names; a field a file lacks is
+    absent, so a metric missing on one side is ``unpaired``). ``run`` may be omitted when
+    the report holds exactly one run.
 
     Raises:
         UsageError: not a report of this contract, or the run is missing or ambiguous.
     """
-    if report.get("contract") != REPORT_CONTRACT:
+    contract = _or_none(field_at(report, ("contract",)))
+    if contract != REPORT_CONTRACT:
         raise UsageError(
-            f"not a {REPORT_CONTRACT} report (contract is {report.get('contract')!r})",
+            f"not a {REPORT_CONTRACT} report (contract is {contract!r})",
             hint="build one with `caseledger report --format json`",
         )
-    found = _runs(report)
-    names = sorted(e["run"] for _, e in found)
+    found = _entries(report)
+    names = sorted(field_at(e, ("run",)) for _, e in found)
     if run is None:
         if len(found) != 1:
             raise UsageError(
@@ -109,51 +129,65 @@ def scorecard(report: Mapping[str, Any], run: str | None = None) -> dict[str, An
             )
         section, entry = found[0]
     else:
-        match = [(s, e) for s, e in found if e["run"] == run]
+        match = [(s, e) for s, e in found if field_at(e, ("run",)) == run]
         if not match:
             raise UsageError(f"no run {run!r} in the report (runs: {', '.join(names) or 'none'})")
         section, entry = match[0]
-    run_id = entry["run"]
-    quality = entry.get("quality", {})
+    run_id = field_at(entry, ("run",))
+    caseruns = _or_none(field_at(section, ("caseruns",))) or []
     invocations = [
-        (c.get("response") or {}).get("invocation")
-        for c in section.get("caseruns", [])
-        if c.get("run") == run_id
+        field_at(c, ("response", "invocation")) for c in caseruns if field_at(c, ("run",)) == run_id
     ]
-    recorded = [i for i in invocations if isinstance(i, Mapping)]
-    planned = quality.get("total", 0)
-    cancelled = dict(sorted((quality.get("cancelled") or {}).items()))
-    unscored = quality.get("unscored", 0)
-    return {
-        "contract": SCORECARD_CONTRACT,
-        "run": run_id,
-        "run_kind": entry.get("run_kind"),
-        "profile": entry.get("profile"),
-        "bank": {
-            "id": section["bank"]["id"],
-            "version": section["bank"]["version"],
-            "hash": section["bank"]["hash"],
-        },
-        "scorer_version": entry["scorer_version"],
-        "scorer_major": section["scorer_major"],
-        "attempts_per_case": entry.get("attempts_per_case"),
-        "completeness": {
-            "status": entry.get("status"),
-            "planned": planned,
-            "unscored": unscored,
-            "cancelled": cancelled,
-            "complete": planned > 0 and unscored == 0 and not cancelled,
-        },
-        "controls": {
-            "attempts": planned,
-            "with_invocation": len(recorded),
-            "values": {c: _sorted_values(i.get(c) for i in recorded) for c in CONTROLS},
-        },
-        "denominators": metrics.read_denominators(entry),
-        "metrics": {
-            m.name: _text(m.read(entry)) for m in metrics.METRICS if _present(entry, m.path)
-        },
-    }
+    recorded = [i for i in invocations if isinstance(i, Mapping | Invocation)]
+    planned = _or_none(field_at(entry, ("quality", "total"))) or 0
+    cancelled = dict(sorted((_or_none(field_at(entry, ("quality", "cancelled"))) or {}).items()))
+    unscored = _or_none(field_at(entry, ("quality", "unscored"))) or 0
+    card = Scorecard(
+        contract=SCORECARD_CONTRACT,
+        run=run_id,
+        run_kind=_or_none(field_at(entry, ("run_kind",))),
+        profile=_or_none(field_at(entry, ("profile",))),
+        bank=ScorecardBank(
+            id=field_at(section, ("bank", "id")),
+            version=field_at(section, ("bank", "version")),
+            hash=field_at(section, ("bank", "hash")),
+        ),
+        scorer_version=field_at(entry, ("scorer_version",)),
+        scorer_major=field_at(section, ("scorer_major",)),
+        attempts_per_case=_or_none(field_at(entry, ("attempts_per_case",))),
+        completeness=Completeness(
+            status=_or_none(field_at(entry, ("status",))),
+            planned=planned,
+            unscored=unscored,
+            cancelled=cancelled,
+            complete=planned > 0 and unscored == 0 and not cancelled,
+        ),
+        controls=InvocationControls(
+            attempts=planned,
+            with_invocation=len(recorded),
+            values={
+                c: _sorted_values(_or_none(field_at(i, (c,))) for i in recorded) for c in CONTROLS
+            },
+        ),
+        denominators=metrics.read_denominators(entry),
+        metrics={m.name: _text(m.read(entry)) for m in metrics.METRICS if m.present(entry)},
+    )
+    return msgspec.to_builtins(card, builtin_types=(Decimal,))
+
+
+def _card(side: str, card: Scorecard | Mapping[str, Any]) -> Scorecard:
+    """A scorecard read into the schema (a pinned file is checked field by field)."""
+    if isinstance(card, Scorecard):
+        return card
+    if not isinstance(card, Mapping) or card.get("contract") != SCORECARD_CONTRACT:
+        raise UsageError(f"{side} is not a {SCORECARD_CONTRACT} scorecard")
+    try:
+        return msgspec.convert(card, Scorecard)
+    except msgspec.ValidationError as exc:
+        raise UsageError(
+            f"{side} scorecard does not match {SCORECARD_CONTRACT}: {exc}",
+            hint="re-pin it with `caseledger baseline update` (docs/gate.md)",
+        ) from None
 
 
 # ----------------------------------------------------------------- options and config
@@ -287,47 +321,47 @@ def judge_metric(
     return ("regression" if worse > allowed else "pass"), delta, allowed
 
 
-def _completeness_problem(side: str, card: Mapping[str, Any]) -> str | None:
-    c = card["completeness"]
-    if c["complete"]:
+def _completeness_problem(side: str, card: Scorecard) -> str | None:
+    c = card.completeness
+    if c.complete:
         return None
     parts = []
-    if c["planned"] == 0:
+    if c.planned == 0:
         parts.append("no planned attempts")
-    if c["unscored"]:
-        parts.append(f"{c['unscored']} of {c['planned']} planned attempts have no terminal event")
-    if c["cancelled"]:
-        detail = ", ".join(f"{k} {v}" for k, v in c["cancelled"].items())
-        parts.append(f"{sum(c['cancelled'].values())} cancelled ({detail})")
-    return f"{side} run {card['run']} is not complete (status {c['status']}): " + "; ".join(parts)
+    if c.unscored:
+        parts.append(f"{c.unscored} of {c.planned} planned attempts have no terminal event")
+    if c.cancelled:
+        detail = ", ".join(f"{k} {v}" for k, v in c.cancelled.items())
+        parts.append(f"{sum(c.cancelled.values())} cancelled ({detail})")
+    return f"{side} run {card.run} is not complete (status {c.status}): " + "; ".join(parts)
 
 
-def _comparability(base: Mapping[str, Any], cur: Mapping[str, Any]) -> list[str]:
+def _comparability(base: Scorecard, cur: Scorecard) -> list[str]:
     problems = [
         p
         for p in (_completeness_problem("baseline", base), _completeness_problem("current", cur))
         if p
     ]
-    if base["bank"]["hash"] != cur["bank"]["hash"]:
+    if base.bank.hash != cur.bank.hash:
         problems.append(
-            f"bank hash differs: baseline {base['bank']['id']}@{base['bank']['version']} "
-            f"{base['bank']['hash']}, current {cur['bank']['id']}@{cur['bank']['version']} "
-            f"{cur['bank']['hash']}"
+            f"bank hash differs: baseline {base.bank.id}@{base.bank.version} "
+            f"{base.bank.hash}, current {cur.bank.id}@{cur.bank.version} "
+            f"{cur.bank.hash}"
         )
-    if base["scorer_major"] != cur["scorer_major"]:
+    if base.scorer_major != cur.scorer_major:
         problems.append(
-            f"scorer major differs: baseline {base['scorer_major']} ({base['scorer_version']}), "
-            f"current {cur['scorer_major']} ({cur['scorer_version']})"
+            f"scorer major differs: baseline {base.scorer_major} ({base.scorer_version}), "
+            f"current {cur.scorer_major} ({cur.scorer_version})"
         )
     for side, card in (("baseline", base), ("current", cur)):
-        ctl = card["controls"]
-        if ctl["with_invocation"] < ctl["attempts"] or ctl["attempts"] == 0:
+        ctl = card.controls
+        if ctl.with_invocation < ctl.attempts or ctl.attempts == 0:
             problems.append(
-                f"invocation evidence missing on {side}: {ctl['with_invocation']} of "
-                f"{ctl['attempts']} attempts recorded what was sent (missing evidence is "
+                f"invocation evidence missing on {side}: {ctl.with_invocation} of "
+                f"{ctl.attempts} attempts recorded what was sent (missing evidence is "
                 "never equal)"
             )
-    bv, cv = base["controls"]["values"], cur["controls"]["values"]
+    bv, cv = base.controls.values, cur.controls.values
     for control in sorted(set(bv) | set(cv)):
         if bv.get(control) != cv.get(control):
             problems.append(
@@ -347,7 +381,7 @@ def _show(values: Any) -> str:
     return "null" if values is None else str(values)
 
 
-def _drift(base: int | None, cur: int | None, threshold: Decimal) -> dict[str, Any]:
+def _drift(base: int | None, cur: int | None, threshold: Decimal) -> Drift:
     change: str | None = None
     warn = False
     if base is not None and cur is not None:
@@ -357,116 +391,127 @@ def _drift(base: int | None, cur: int | None, threshold: Decimal) -> dict[str, A
             ratio = Fraction(cur - base, base)
             change = show(ratio, 4)
             warn = abs(ratio) > Fraction(threshold)
-    return {
-        "judged_baseline": base,
-        "judged_current": cur,
-        "change": change,
-        "threshold": format(threshold, "f"),
-        "warn": warn,
-    }
+    return Drift(
+        judged_baseline=base,
+        judged_current=cur,
+        change=change,
+        threshold=format(threshold, "f"),
+        warn=warn,
+    )
 
 
 def _row(
-    name: str, base: Mapping[str, Any], cur: Mapping[str, Any], options: GateOptions
-) -> dict[str, Any]:
+    name: str, base: Mapping[str, str | None], cur: Mapping[str, str | None], options: GateOptions
+) -> MetricRow:
     definitions = {m.name: m for m in metrics.METRICS}
     metric = definitions.get(name)
     in_base, in_cur = name in base, name in cur
     b, c = base.get(name), cur.get(name)
-    row: dict[str, Any] = {
-        "metric": name,
-        "direction": metric.direction if metric else None,
-        "tolerance": str(options.tolerance(name, metric.tolerance)) if metric else None,
-        "baseline": b,
-        "current": c,
-        "delta": None,
-        "allowed": None,
-        "verdict": "incomparable",
-        "note": None,
-    }
+    row = MetricRow(
+        metric=name,
+        direction=metric.direction if metric else None,
+        tolerance=str(options.tolerance(name, metric.tolerance)) if metric else None,
+        baseline=b,
+        current=c,
+        delta=None,
+        allowed=None,
+        verdict="incomparable",
+        note=None,
+    )
+    replace = msgspec.structs.replace
     if options.ignored(name):
-        row["verdict"], row["note"] = "ignored", "ignored by configuration or --ignore"
-    elif in_base != in_cur:
-        row["verdict"] = "unpaired"
-        row["note"] = f"only in {'baseline' if in_base else 'current'}"
-    elif not in_base:
-        row["note"] = "absent on both sides"
-    elif metric is None:
-        row["note"] = "no definition in projections/metrics.py"
-    elif b is None or c is None:
+        return replace(row, verdict="ignored", note="ignored by configuration or --ignore")
+    if in_base != in_cur:
+        return replace(
+            row, verdict="unpaired", note=f"only in {'baseline' if in_base else 'current'}"
+        )
+    if not in_base:
+        return replace(row, note="absent on both sides")
+    if metric is None:
+        return replace(row, note="no definition in projections/metrics.py")
+    if b is None or c is None:
         sides = [s for s, v in (("baseline", b), ("current", c)) if v is None]
-        row["note"] = "null on " + " and ".join(sides)
-    else:
-        tol = options.tolerance(name, metric.tolerance)
-        verdict, delta, allowed = judge_metric(metric.direction, tol, Decimal(b), Decimal(c))
-        row.update(verdict=verdict, delta=format(delta, "f"), allowed=format(allowed, "f"))
-        if verdict == "regression":
-            row["note"] = f"worse by more than {format(allowed, 'f')}"
-    return row
+        return replace(row, note="null on " + " and ".join(sides))
+    tol = options.tolerance(name, metric.tolerance)
+    verdict, delta, allowed = judge_metric(metric.direction, tol, Decimal(b), Decimal(c))
+    return replace(
+        row,
+        verdict=verdict,
+        delta=format(delta, "f"),
+        allowed=format(allowed, "f"),
+        note=f"worse by more than {format(allowed, 'f')}" if verdict == "regression" else None,
+    )
 
 
-def _side(card: Mapping[str, Any]) -> dict[str, Any]:
-    return {
-        "run": card["run"],
-        "profile": card.get("profile"),
-        "bank_hash": card["bank"]["hash"],
-        "scorer_version": card["scorer_version"],
-        "complete": card["completeness"]["complete"],
-        "n": card["denominators"].get("n"),
-        "judged": card["denominators"].get("judged"),
-    }
+def _side(card: Scorecard) -> GateSide:
+    return GateSide(
+        run=card.run,
+        profile=card.profile,
+        bank_hash=card.bank.hash,
+        scorer_version=card.scorer_version,
+        complete=card.completeness.complete,
+        n=card.denominators.get("n"),
+        judged=card.denominators.get("judged"),
+    )
 
 
 def judge(
-    baseline: Mapping[str, Any], current: Mapping[str, Any], options: GateOptions
+    baseline: Scorecard | Mapping[str, Any],
+    current: Scorecard | Mapping[str, Any],
+    options: GateOptions,
 ) -> dict[str, Any]:
-    """The gate's verdict (a JSON-ready dict, docs/gate-verdict.schema.json) on two scorecards."""
-    for side, card in (("baseline", baseline), ("current", current)):
-        if card.get("contract") != SCORECARD_CONTRACT:
-            raise UsageError(f"{side} is not a {SCORECARD_CONTRACT} scorecard")
-    problems = _comparability(baseline, current)
-    jb = baseline["denominators"].get("judged")
-    jc = current["denominators"].get("judged")
+    """The gate's verdict on two scorecards: a :class:`~projections.report.schema.GateVerdict`
+    as JSON-ready builtins (docs/gate-verdict.schema.json is generated from that struct).
+
+    Raises:
+        UsageError: a side is not a scorecard of this contract (names the field).
+    """
+    base, cur = _card("baseline", baseline), _card("current", current)
+    problems = _comparability(base, cur)
+    jb = base.denominators.get("judged")
+    jc = cur.denominators.get("judged")
     if options.min_n is not None and (
         jb is None or jc is None or jb < options.min_n or jc < options.min_n
     ):
         problems.append(
             f"too few judged attempts for --min-n {options.min_n}: baseline {jb}, current {jc}"
         )
-    bm, cm = baseline["metrics"], current["metrics"]
+    bm, cm = base.metrics, cur.metrics
     order = [m.name for m in metrics.METRICS]
     names = order + sorted((set(bm) | set(cm)) - set(order))
     rows = [_row(n, bm, cm, options) for n in names]
     drift = _drift(jb, jc, options.drift_warn)
     warnings = []
-    if drift["warn"]:
+    if drift.warn:
         warnings.append(
-            f"judged attempts drift {drift['change'] or 'from 0'} (baseline {jb}, current {jc}) "
-            f"exceeds {drift['threshold']}: the samples differ in size"
+            f"judged attempts drift {drift.change or 'from 0'} (baseline {jb}, current {jc}) "
+            f"exceeds {drift.threshold}: the samples differ in size"
         )
-    regressions = [r["metric"] for r in rows if r["verdict"] == "regression"]
+    regressions = [r.metric for r in rows if r.verdict == "regression"]
+    verdict: Literal["pass", "regression", "could_not_judge"]
     if problems:
         verdict = "could_not_judge"
     elif regressions:
         verdict = "regression"
     else:
         verdict = "pass"
-    return {
-        "contract": CONTRACT,
-        "verdict": verdict,
-        "exit_code": EXIT_CODES[verdict],
-        "baseline": _side(baseline),
-        "current": _side(current),
-        "comparable": not problems,
-        "problems": problems,
-        "min_n": options.min_n,
-        "drift": drift,
-        "warnings": warnings,
-        "metrics": rows,
-        "regressions": regressions,
-        "unpaired": [r["metric"] for r in rows if r["verdict"] == "unpaired"],
-        "incomparable": [r["metric"] for r in rows if r["verdict"] == "incomparable"],
-    }
+    out = GateVerdict(
+        contract=CONTRACT,
+        verdict=verdict,
+        exit_code=EXIT_CODES[verdict],
+        baseline=_side(base),
+        current=_side(cur),
+        comparable=not problems,
+        problems=problems,
+        min_n=options.min_n,
+        drift=drift,
+        warnings=warnings,
+        metrics=rows,
+        regressions=regressions,
+        unpaired=[r.metric for r in rows if r.verdict == "unpaired"],
+        incomparable=[r.metric for r in rows if r.verdict == "incomparable"],
+    )
+    return msgspec.to_builtins(out, builtin_types=(Decimal,))
 
 
 # ----------------------------------------------------------------- text

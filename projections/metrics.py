@@ -1,17 +1,21 @@
 """THE definition of every gateable metric: name, direction, default tolerance, where it is read.
 
-A metric is read from one run entry of a report (``sections[*].runs[*]`` of
-the canonical JSON) by following its ``path``; a value is a decimal string or
-null. Tolerances are absolute (``"0.02"``) or relative (``"0.10-r"``, a share
-of the baseline value). ``DENOMINATORS`` are sample sizes, shown beside the
+A metric is read from one run entry of a report (a
+:class:`~projections.report.schema.RunEntry`, or the same entry of a report
+file) by following its ``path`` of field names of that schema (a test checks
+every path resolves in the schema); a value is a decimal string or null.
+Tolerances are absolute (``"0.02"``) or relative (``"0.10-r"``, a share of
+the baseline value). ``DENOMINATORS`` are sample sizes, shown beside the
 metrics and never gated (DESIGN.md: ``n`` and judged counts are denominators).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from decimal import Decimal
 from typing import Any, Literal, NamedTuple
+
+import msgspec
 
 from projections.aggregates import DIMENSIONS
 from projections.quality import FAILURE_KINDS
@@ -22,6 +26,7 @@ __all__ = [
     "Metric",
     "Tolerance",
     "by_name",
+    "field_at",
     "parse_tolerance",
     "read_denominators",
     "read_metrics",
@@ -66,14 +71,38 @@ class Metric(NamedTuple):
     path: tuple[str, ...]
     description: str
 
-    def read(self, run: Mapping[str, Any]) -> Decimal | None:
+    def read(self, run: Any) -> Decimal | None:
         """The value in a report run entry, or None when it is null or absent."""
-        value: Any = run
-        for key in self.path:
-            if not isinstance(value, Mapping) or key not in value:
-                return None
-            value = value[key]
-        return None if value is None else Decimal(str(value))
+        value = field_at(run, self.path)
+        return None if value is None or value is MISSING else Decimal(str(value))
+
+    def present(self, run: Any) -> bool:
+        """Whether the run entry has the field at all (a report file may lack it)."""
+        return field_at(run, self.path) is not MISSING
+
+
+#: What :func:`field_at` returns for a field the value does not have.
+MISSING: Any = msgspec.UNSET
+
+
+def field_at(value: Any, path: Sequence[str]) -> Any:
+    """Follow schema field names through a report struct (attributes; a ``dict[str, ...]``
+    field by key) or through the same shape read from a JSON file; :data:`MISSING` when
+    a name is absent.
+
+    >>> field_at({"quality": {"total": 3}}, ("quality", "total"))
+    3
+    """
+    for key in path:
+        if isinstance(value, msgspec.Struct):
+            value = getattr(value, key, MISSING)
+        elif isinstance(value, Mapping):
+            value = value.get(key, MISSING)
+        else:
+            return MISSING
+        if value is MISSING:
+            return MISSING
+    return value
 
 
 def _m(name: str, direction: str, tol: str, path: str, description: str) -> Metric:
@@ -127,17 +156,15 @@ def by_name(name: str) -> Metric:
         raise KeyError(f"unknown metric {name!r}; known: {', '.join(_BY_NAME)}") from None
 
 
-def read_metrics(run: Mapping[str, Any]) -> dict[str, Decimal | None]:
+def read_metrics(run: Any) -> dict[str, Decimal | None]:
     """Every metric of one report run entry, by name."""
     return {m.name: m.read(run) for m in METRICS}
 
 
-def read_denominators(run: Mapping[str, Any]) -> dict[str, int | None]:
+def read_denominators(run: Any) -> dict[str, int | None]:
     """The denominators of one report run entry."""
     out: dict[str, int | None] = {}
     for name, path in DENOMINATORS.items():
-        value: Any = run
-        for key in path:
-            value = value.get(key) if isinstance(value, Mapping) else None
+        value = field_at(run, path)
         out[name] = value if isinstance(value, int) else None
     return out

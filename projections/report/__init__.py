@@ -2,19 +2,26 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
-from projections.report.build import build_report, run_overview, to_json
+from projections.report.build import build_report, from_plain, run_overview, to_json
 from projections.report.html import render_html
 from projections.report.markdown import render_markdown
+from projections.report.schema import Report
 
-__all__ = ["FORMATS", "build_report", "render", "run_overview"]
+__all__ = ["FORMATS", "Report", "build_report", "render", "run_overview"]
 
 FORMATS = ("json", "md", "html")
 
 
-def render(report: dict[str, Any], fmt: str) -> bytes:
-    """The bytes of a report in ``json`` (canonical, the source), ``md`` or ``html``."""
+def render(report: Report | Mapping[str, Any], fmt: str) -> bytes:
+    """The bytes of a report in ``json`` (canonical, the source), ``md`` or ``html``.
+
+    ``report`` is a :class:`Report` or its JSON document (read back into the schema first).
+    """
+    if not isinstance(report, Report):
+        report = from_plain(report)
     if fmt == "json":
         return to_json(report)
     if fmt == "md":

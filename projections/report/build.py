@@ -1,47 +1,57 @@
 """The report: a pure function of (the fold state at tree size N, a scorer version, the contract).
 
-:func:`build_report` returns a plain dict (str, int, bool, None, list, dict only;
-every number that is not a count is a decimal string) and :func:`to_json`
-gives its canonical bytes (sorted keys, no floats), the source of the Markdown
-and HTML views. Every list is in an explicit order (sections by kind, bank and
+:func:`build_report` returns a :class:`~projections.report.schema.Report` (the one
+schema, ``schema.py``; every number that is not a count is a decimal string) and
+:func:`to_json` gives its canonical bytes (sorted keys, no floats), the source of
+the Markdown and HTML views. Every list is in an explicit order (sections by kind, bank and
 scorer major; runs by rank then id; cases in bank order; attempts by number);
 nothing depends on dict insertion order, the clock, paths or randomness.
-docs/reports.md describes every field.
+docs/reports.md describes every field; docs/report.schema.json is generated.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from decimal import Decimal
-from typing import Any
+from typing import Any, Literal, TypeVar
 
 import msgspec
 
 from ledger.codec import canonical_json
-from ledger.errors import UsageError
-from ledger.events import CaseSpec, Invocation, RunStarted
+from ledger.errors import InternalError, UsageError
+from ledger.events import CaseSpec, RunStarted
 from projections import aggregates, calibration, efficiency, fairness, quality, variants
 from projections.caseruns import Attempt, RunInfo, State, attempts_of_run, type_name
+from projections.report import schema as S
+from projections.report.schema import CONTRACT
 
 __all__ = [
     "CONTRACT",
     "HOW_TO_READ",
     "KIND_ORDER",
     "build_report",
+    "from_json",
+    "from_plain",
     "run_overview",
     "scorer_major",
     "to_json",
+    "to_plain",
 ]
 
-CONTRACT = "caseledger-report/1"
+SectionKind = Literal["models", "self_test", "calibration"]
+T = TypeVar("T")
 #: Section kinds in the order they appear; only ``models`` is ranked.
-KIND_ORDER = ("models", "self_test", "calibration")
+KIND_ORDER: tuple[SectionKind, ...] = ("models", "self_test", "calibration")
 _KIND_LABEL = {
     "models": "Models",
     "self_test": "Self-test (not ranked)",
     "calibration": "Calibration (oracle checks, never ranked)",
 }
-_KIND_OF_RUN = {"model": "models", "self_test": "self_test", "calibration": "calibration"}
+_KIND_OF_RUN: dict[str, SectionKind] = {
+    "model": "models",
+    "self_test": "self_test",
+    "calibration": "calibration",
+}
 
 #: The fixed closing section (DESIGN.md fine print), in this wording in every report.
 HOW_TO_READ = (
@@ -84,244 +94,255 @@ def _bank_cases(state: State, started: RunStarted) -> tuple[CaseSpec, ...]:
 # ----------------------------------------------------------------- one run
 
 
-def _identity(started: RunStarted, attempts: Sequence[Attempt]) -> dict[str, Any]:
+def _identity(started: RunStarted, attempts: Sequence[Attempt]) -> S.ModelIdentity:
     responses = [a.response for a in attempts if a.response]
     resolved = sorted({r.resolved_model for r in responses if r.resolved_model is not None})
     recorded = sorted({r.recorded_model for r in responses if r.recorded_model is not None})
+    source: Literal["resolved_by_provider", "recorded_claim", "requested_only"]
     if resolved:
         source = "resolved_by_provider"
     elif recorded:
         source = "recorded_claim"
     else:
         source = "requested_only"
-    return {
-        "requested": started.requested_model,
-        "provider": started.provider,
-        "auth_mode": started.auth_mode,
-        "identity_source": source,
-        "resolved": resolved,
-        "recorded": recorded,
-    }
+    return S.ModelIdentity(
+        requested=started.requested_model,
+        provider=started.provider,
+        auth_mode=started.auth_mode,
+        identity_source=source,
+        resolved=resolved,
+        recorded=recorded,
+    )
 
 
-def _configured(started: RunStarted) -> dict[str, Any]:
-    return {
-        "harness_kind": started.harness_kind,
-        "bridge_version": started.bridge_version,
-        "policy_version": started.policy_version,
-        "response_mode": started.response_mode,
-        "single_turn": started.single_turn,
-        "tools": started.tools,
-        "retries": started.retries,
-        "context_isolation": started.context_isolation,
-        "timeout_ms": started.timeout_ms,
-        "system_prompt_digest": started.system_prompt_digest,
-        "prompt_contract_digest": started.prompt_contract_digest,
-        "params": _plain(started.params),
-    }
+def _configured(started: RunStarted) -> S.Configured:
+    return S.Configured(
+        harness_kind=started.harness_kind,
+        bridge_version=started.bridge_version,
+        policy_version=started.policy_version,
+        response_mode=started.response_mode,
+        single_turn=started.single_turn,
+        tools=started.tools,
+        retries=started.retries,
+        context_isolation=started.context_isolation,
+        timeout_ms=started.timeout_ms,
+        system_prompt_digest=started.system_prompt_digest,
+        prompt_contract_digest=started.prompt_contract_digest,
+        params=started.params,
+    )
+
+
+def _typed(value: Any, kind: type[T]) -> T:
+    """A summary dict of a projection module as its report struct (its fields are checked)."""
+    try:
+        return msgspec.convert(value, kind)
+    except msgspec.ValidationError as exc:
+        raise InternalError(exc, where=f"a report block does not match {kind.__name__}") from None
 
 
 def _run_entry(
     info: RunInfo, version: str, cases: Sequence[CaseSpec], attempts: Sequence[Attempt]
-) -> dict[str, Any]:
+) -> S.RunEntry:
     started = info.started
     scores = aggregates.summarize(cases, attempts)
-    return {
-        "run": started.run_id,
-        "run_kind": started.run_kind,
-        "profile": started.profile,
-        "adapter_kind": started.adapter_kind,
-        "dates": {"first_event": info.first_at, "last_event": info.last_at},
-        "status": info.finished.status if info.finished is not None else "unfinished",
-        "attempts_per_case": started.attempts,
-        "scorer_version": version,
-        "model": _identity(started, attempts),
-        "configured": _configured(started),
-        "versions": _plain(started.versions),
-        "price_snapshot_digest": started.price_snapshot_digest,
-        "replay_file_sha256": started.replay_file_sha256,
-        "quality": quality.summarize(attempts),
-        "scores": {
-            "auxiliary": True,
-            "model_score": scores["model_score"],
-            "dimensions": scores["dimensions"],
-            "difficulties": scores["difficulties"],
-        },
-        "cases": scores["cases"],
-        "efficiency": efficiency.summarize(attempts),
-        "variant_diagnostics": variants.summarize(attempts),
-        "rank": None,
-    }
+    kind = S.SelfTestRunEntry if started.run_kind == "self_test" else S.RunEntry
+    return kind(
+        run=started.run_id,
+        profile=started.profile,
+        adapter_kind=started.adapter_kind,
+        dates=S.Dates(first_event=info.first_at, last_event=info.last_at),
+        status=info.finished.status if info.finished is not None else "unfinished",
+        attempts_per_case=started.attempts,
+        scorer_version=version,
+        model=_identity(started, attempts),
+        configured=_configured(started),
+        versions=started.versions,
+        price_snapshot_digest=started.price_snapshot_digest,
+        replay_file_sha256=started.replay_file_sha256,
+        quality=_typed(quality.summarize(attempts), S.Quality),
+        scores=S.Scores(
+            auxiliary=True,
+            model_score=scores["model_score"],
+            dimensions=scores["dimensions"],
+            difficulties=scores["difficulties"],
+        ),
+        cases=[_typed(c, S.CaseScores) for c in scores["cases"]],
+        efficiency=_typed(efficiency.summarize(attempts), S.Efficiency),
+        variant_diagnostics=_typed(variants.summarize(attempts), S.VariantDiagnostics),
+        rank=None,
+    )
 
 
-def _calibration_entry(state: State, info: RunInfo) -> dict[str, Any]:
+def _calibration_entry(state: State, info: RunInfo) -> S.CalibrationRunEntry:
     started = info.started
-    return {
-        "run": started.run_id,
-        "run_kind": started.run_kind,
-        "profile": started.profile,
-        "adapter_kind": started.adapter_kind,
-        "dates": {"first_event": info.first_at, "last_event": info.last_at},
-        "status": info.finished.status if info.finished is not None else "unfinished",
-        "scorer_version": started.versions.scorer,
-        "versions": _plain(started.versions),
-        "calibration": calibration.summarize(state.calibrations.get(started.run_id)),
-        "rank": None,
-    }
+    summary = calibration.summarize(state.calibrations.get(started.run_id))
+    return S.CalibrationRunEntry(
+        run=started.run_id,
+        profile=started.profile,
+        adapter_kind=started.adapter_kind,
+        dates=S.Dates(first_event=info.first_at, last_event=info.last_at),
+        status=info.finished.status if info.finished is not None else "unfinished",
+        scorer_version=started.versions.scorer,
+        versions=started.versions,
+        calibration=_typed(summary, S.Calibration),
+        rank=None,
+    )
 
 
 # ----------------------------------------------------------------- one CaseRun
 
 
-def _invocation(inv: Invocation | None) -> Any:
-    return None if inv is None else _plain(inv)
-
-
-def _caserun(a: Attempt) -> dict[str, Any]:
-    out: dict[str, Any] = {
-        "run": a.run_id,
-        "case": a.case_id,
-        "attempt": a.attempt,
-        "outcome": a.outcome,
-        "prompt": a.prompt.prompt if a.prompt else None,
-        "prompt_sha256": a.prompt.prompt_sha256 if a.prompt else None,
-        "response": None,
-        "parsed": None,
-        "guard": None,
-        "execution": None,
-        "diff": None,
-        "score": None,
-        "cancel": None,
-        "variants": variants.caserun_variants(a),
-        "events": [
-            {"seq": s.seq, "type": type_name(s.event), "leaf_hash": s.link} for s in a.steps
-        ],
-    }
+def _response(a: Attempt) -> S.Response | None:
     r = a.response
     if r is not None:
-        out["response"] = {
-            "kind": "model_responded",
-            "raw_output": r.raw_output,
-            "resolved_model": r.resolved_model,
-            "recorded_model": r.recorded_model,
-            "provider_request_id": r.provider_request_id,
-            "invocation": _invocation(r.invocation),
-            "usage": _plain(r.usage),
-            "cost": None if r.cost is None else str(r.cost),
-            "estimated_cost": None if r.estimated_cost is None else str(r.estimated_cost),
-            "generation_us": r.generation_us,
-            "failure": None,
-        }
-    elif a.failure is not None:
-        f = a.failure
-        out["response"] = {
-            "kind": "provider_failed",
-            "raw_output": f.raw_output,
-            "resolved_model": None,
-            "recorded_model": None,
-            "provider_request_id": f.provider_request_id,
-            "invocation": _invocation(f.invocation),
-            "usage": _plain(f.usage),
-            "cost": None,
-            "estimated_cost": None,
-            "generation_us": f.generation_us,
-            "failure": {"kind": f.kind, "message": f.message, "http_status": f.http_status},
-        }
-    if a.parsed is not None:
-        p = a.parsed
-        out["parsed"] = {
-            "protocol_strict": p.protocol_strict,
-            "recovered_from_fence": p.recovered_from_fence,
-            "plan": _plain(p.plan),
-            "sql": p.sql,
-            "summary": p.summary,
-            "assumptions": None if p.assumptions is None else list(p.assumptions),
-            "error": p.error,
-        }
-    if a.guarded is not None:
-        g = a.guarded
-        out["guard"] = {
-            "passed": g.passed,
-            "violations": [_plain(v) for v in g.violations],
-            "ast_digest": g.ast_digest,
-        }
-    e = a.execution
-    if e is not None:
-        out["execution"] = {
-            "ok": e.ok,
-            "error_kind": e.error_kind,
-            "error_message": e.error_message,
-            "columns": [_plain(c) for c in e.columns],
-            "rows": _plain(e.rows),
-            "row_count": e.row_count,
-            "truncated": e.truncated,
-            "sql_us": e.sql_us,
-            "tries": len(a.executions),
-        }
-    s = a.score
-    if s is not None:
-        out["diff"] = {
-            "alignment": s.alignment,
-            "expected_rows": s.expected_rows,
-            "actual_rows": s.actual_rows,
-            "matched": s.matched,
-            "missing_rows": s.expected_rows - s.matched,
-            "extra_rows": s.actual_rows - s.matched,
-            "precision": str(s.precision),
-            "recall": str(s.recall),
-            "f1": str(s.f1),
-            "order_ok": s.order_ok,
-            "non_finite": s.non_finite,
-        }
-        out["score"] = {
-            "scorer_version": s.scorer_version,
-            "total": str(s.total),
-            "items": _plain(s.items),
-            "ast_rules": [_plain(r) for r in s.ast_rules],
-            "result_correct": s.result_correct,
-            "format_ok": s.format_ok,
-            "failure_kind": s.failure_kind,
-            "sql_structural_match": s.sql_structural_match,
-        }
-    if a.cancel is not None:
-        out["cancel"] = {"reason": a.cancel.reason, "message": a.cancel.message}
-    return out
+        return S.Response(
+            kind="model_responded",
+            raw_output=r.raw_output,
+            resolved_model=r.resolved_model,
+            recorded_model=r.recorded_model,
+            provider_request_id=r.provider_request_id,
+            invocation=r.invocation,
+            usage=r.usage,
+            cost=None if r.cost is None else str(r.cost),
+            estimated_cost=None if r.estimated_cost is None else str(r.estimated_cost),
+            generation_us=r.generation_us,
+            failure=None,
+        )
+    f = a.failure
+    if f is None:
+        return None
+    return S.Response(
+        kind="provider_failed",
+        raw_output=f.raw_output,
+        resolved_model=None,
+        recorded_model=None,
+        provider_request_id=f.provider_request_id,
+        invocation=f.invocation,
+        usage=f.usage,
+        cost=None,
+        estimated_cost=None,
+        generation_us=f.generation_us,
+        failure=S.ProviderFailure(kind=f.kind, message=f.message, http_status=f.http_status),
+    )
+
+
+def _variants(a: Attempt) -> S.CaseRunVariants | None:
+    found = variants.caserun_variants(a)
+    return None if found is None else _typed(found, S.CaseRunVariants)
+
+
+def _caserun(a: Attempt) -> S.CaseRun:
+    p, g, e, s = a.parsed, a.guarded, a.execution, a.score
+    return S.CaseRun(
+        run=a.run_id,
+        case=a.case_id,
+        attempt=a.attempt,
+        outcome=a.outcome,
+        prompt=a.prompt.prompt if a.prompt else None,
+        prompt_sha256=a.prompt.prompt_sha256 if a.prompt else None,
+        response=_response(a),
+        parsed=None
+        if p is None
+        else S.Parsed(
+            protocol_strict=p.protocol_strict,
+            recovered_from_fence=p.recovered_from_fence,
+            plan=p.plan,
+            sql=p.sql,
+            summary=p.summary,
+            assumptions=None if p.assumptions is None else list(p.assumptions),
+            error=p.error,
+        ),
+        guard=None
+        if g is None
+        else S.Guard(passed=g.passed, violations=list(g.violations), ast_digest=g.ast_digest),
+        execution=None
+        if e is None
+        else S.Execution(
+            ok=e.ok,
+            error_kind=e.error_kind,
+            error_message=e.error_message,
+            columns=list(e.columns),
+            rows=_plain(e.rows),
+            row_count=e.row_count,
+            truncated=e.truncated,
+            sql_us=e.sql_us,
+            tries=len(a.executions),
+        ),
+        diff=None
+        if s is None
+        else S.Diff(
+            alignment=s.alignment,
+            expected_rows=s.expected_rows,
+            actual_rows=s.actual_rows,
+            matched=s.matched,
+            missing_rows=s.expected_rows - s.matched,
+            extra_rows=s.actual_rows - s.matched,
+            precision=str(s.precision),
+            recall=str(s.recall),
+            f1=str(s.f1),
+            order_ok=s.order_ok,
+            non_finite=s.non_finite,
+        ),
+        score=None
+        if s is None
+        else S.Score(
+            scorer_version=s.scorer_version,
+            total=str(s.total),
+            items=s.items,
+            ast_rules=list(s.ast_rules),
+            result_correct=s.result_correct,
+            format_ok=s.format_ok,
+            failure_kind=s.failure_kind,
+            sql_structural_match=s.sql_structural_match,
+        ),
+        cancel=None
+        if a.cancel is None
+        else S.Cancel(reason=a.cancel.reason, message=a.cancel.message),
+        variants=_variants(a),
+        events=[
+            S.EventRef(seq=step.seq, type=type_name(step.event), leaf_hash=step.link)
+            for step in a.steps
+        ],
+    )
 
 
 # ----------------------------------------------------------------- sections
 
 
-def _rank(entries: list[dict[str, Any]]) -> None:
-    def key(e: dict[str, Any]) -> tuple[Any, ...]:
-        rate = e["quality"]["result_correct_rate"]
-        score = e["scores"]["model_score"]
+def _ranked(entries: list[S.RunEntry]) -> list[S.RunEntry]:
+    def key(e: S.RunEntry) -> tuple[Decimal, Decimal]:
+        rate = e.quality.result_correct_rate
+        score = e.scores.model_score
         # Best result-correct rate first, the auxiliary score breaks ties; null ranks last.
         return (
             Decimal(rate) if rate is not None else Decimal(-1),
             Decimal(score) if score is not None else Decimal(-1),
         )
 
-    entries.sort(key=lambda e: e["run"])
+    entries = sorted(entries, key=lambda e: e.run)
     entries.sort(key=key, reverse=True)
-    previous, rank = None, 0
+    previous: tuple[Decimal, Decimal] | None = None
+    rank = 0
+    out = []
     for position, entry in enumerate(entries, start=1):
         current = key(entry)
         if current != previous:
             rank, previous = position, current
-        entry["rank"] = rank
+        out.append(msgspec.structs.replace(entry, rank=rank))
+    return out
 
 
 def _section(
     state: State,
-    kind: str,
+    kind: Literal["models", "self_test", "calibration"],
     bank_hash: str,
     major: str,
     runs: list[tuple[RunInfo, str]],
     with_gold: bool,
-) -> dict[str, Any]:
+) -> S.Section:
     bank = state.banks[bank_hash].event
-    entries: list[dict[str, Any]] = []
-    details: list[dict[str, Any]] = []
+    entries: list[S.AnyRunEntry] = []
+    details: list[S.CaseRun] = []
     fair_input: list[tuple[str, Sequence[Attempt]]] = []
     for info, version in sorted(runs, key=lambda r: r[0].started.run_id):
         if kind == "calibration":
@@ -335,50 +356,44 @@ def _section(
         fair_input.append((info.started.run_id, attempts))
     ranked = kind == "models"
     if ranked:
-        _rank(entries)
+        entries = list(_ranked([e for e in entries if isinstance(e, S.RunEntry)]))
     else:
-        entries.sort(key=lambda e: e["run"])
-    section: dict[str, Any] = {
-        "kind": kind,
-        "ranked": ranked,
-        "title": _title(kind, bank.bank_id, bank.version, bank_hash, major),
-        "bank": {
-            "id": bank.bank_id,
-            "version": bank.version,
-            "hash": bank_hash,
-            "published_seq": state.banks[bank_hash].seq,
-            "gold_digest": bank.gold_digest,
-        },
-        "scorer_major": major,
-        "scorer_versions": sorted({v for _, v in runs}),
-        "fairness": fairness.classify(fair_input) if ranked else None,
-        "cases": [
-            {
-                "case": c.id,
-                "dimension": c.dimension,
-                "difficulty": c.difficulty,
-                "weight": str(c.weight),
-                "question": c.question,
-                "question_en": c.question_en,
-                "required_ast": list(c.required_ast),
-            }
+        entries.sort(key=lambda e: e.run)
+    return S.Section(
+        kind=kind,
+        ranked=ranked,
+        title=_title(kind, bank.bank_id, bank.version, bank_hash, major),
+        bank=S.Bank(
+            id=bank.bank_id,
+            version=bank.version,
+            hash=bank_hash,
+            published_seq=state.banks[bank_hash].seq,
+            gold_digest=bank.gold_digest,
+        ),
+        scorer_major=major,
+        scorer_versions=sorted({v for _, v in runs}),
+        fairness=_typed(fairness.classify(fair_input), S.Fairness) if ranked else None,
+        cases=[
+            S.SectionCase(
+                case=c.id,
+                dimension=c.dimension,
+                difficulty=c.difficulty,
+                weight=str(c.weight),
+                question=c.question,
+                question_en=c.question_en,
+                required_ast=list(c.required_ast),
+            )
             for c in bank.cases
         ],
-        "runs": entries,
-        "caseruns": details,
-        "gold": None,
-    }
-    if with_gold:
-        section["gold"] = [
-            {
-                "case": g.case_id,
-                "columns": [_plain(c) for c in g.columns],
-                "rows": _plain(g.rows),
-                "digest": g.digest,
-            }
+        runs=entries,
+        caseruns=details,
+        gold=[
+            S.Gold(case=g.case_id, columns=list(g.columns), rows=_plain(g.rows), digest=g.digest)
             for g in bank.gold
         ]
-    return section
+        if with_gold
+        else None,
+    )
 
 
 def _title(kind: str, bank_id: str, version: str, bank_hash: str, major: str) -> str:
@@ -394,8 +409,8 @@ def build_report(
     scorer: str | None = None,
     runs: Sequence[str] | None = None,
     with_gold: bool = False,
-) -> dict[str, Any]:
-    """The canonical report dict of a fold state covering the first ``state.size`` events.
+) -> S.Report:
+    """The canonical report of a fold state covering the first ``state.size`` events.
 
     Args:
         state: the fold state at tree size N (``state.size``).
@@ -415,7 +430,7 @@ def build_report(
             f"no run {', '.join(unknown)} in the first {state.size} events",
             hint="list runs with `caseledger runs`",
         )
-    groups: dict[tuple[str, str, str], list[tuple[RunInfo, str]]] = {}
+    groups: dict[tuple[SectionKind, str, str], list[tuple[RunInfo, str]]] = {}
     for run_id in chosen:
         info = state.runs[run_id]
         kind = _KIND_OF_RUN.get(info.started.run_kind, "calibration")
@@ -425,7 +440,7 @@ def build_report(
         key = (kind, info.started.bank_hash, scorer_major(version))
         groups.setdefault(key, []).append((info, version))
 
-    def order(key: tuple[str, str, str]) -> tuple[Any, ...]:
+    def order(key: tuple[SectionKind, str, str]) -> tuple[Any, ...]:
         kind, bank_hash, major = key
         bank = state.banks.get(bank_hash)
         ident = (bank.event.bank_id, bank.event.version) if bank else ("", "")
@@ -437,25 +452,61 @@ def build_report(
         for info, _ in groups[key]:
             _bank_cases(state, info.started)  # raises when the bank is unknown
         sections.append(_section(state, kind, bank_hash, major, groups[key], with_gold))
-    return {
-        "contract": CONTRACT,
-        "checkpoint": {"tree_size": state.size, "root_hash": "sha256:" + root_hash.hex()},
-        "view": "internal-with-gold" if with_gold else "public",
-        "notice": (
+    return S.Report(
+        contract=CONTRACT,
+        checkpoint=S.Checkpoint(tree_size=state.size, root_hash="sha256:" + root_hash.hex()),
+        view="internal-with-gold" if with_gold else "public",
+        notice=(
             "INTERNAL VIEW: contains gold rows. Do not publish."
             if with_gold
             else "Public view: no reference SQL and no gold rows."
         ),
-        "scorer": {"requested": scorer},
-        "selection": {"runs": None if runs is None else chosen},
-        "sections": sections,
-        "how_to_read": list(HOW_TO_READ),
-    }
+        scorer=S.ScorerView(requested=scorer),
+        selection=S.Selection(runs=None if runs is None else chosen),
+        sections=sections,
+        how_to_read=list(HOW_TO_READ),
+    )
 
 
-def to_json(report: dict[str, Any]) -> bytes:
+def to_json(report: S.Report) -> bytes:
     """Canonical JSON bytes of a report (sorted keys, no floats), with a final newline."""
     return canonical_json(report) + b"\n"
+
+
+def from_json(data: bytes | str) -> S.Report:
+    """Decode report JSON into the schema (the inverse of :func:`to_json`).
+
+    Raises:
+        UsageError: the bytes are not a ``caseledger-report/1`` report; names the JSON path.
+    """
+    try:
+        return msgspec.json.decode(data, type=S.Report)
+    except (msgspec.ValidationError, msgspec.DecodeError) as exc:
+        raise UsageError(
+            f"not a {CONTRACT} report: {exc}",
+            hint="build one with `caseledger report --format json` (docs/report.schema.json)",
+        ) from None
+
+
+def to_plain(report: S.Report) -> dict[str, Any]:
+    """The report as the JSON document it encodes to (dicts, lists, str, int, bool, None)."""
+    plain: dict[str, Any] = msgspec.json.decode(to_json(report))
+    return plain
+
+
+def from_plain(document: Mapping[str, Any]) -> S.Report:
+    """A report JSON document (as :func:`to_plain` gives) read back into the schema.
+
+    Raises:
+        UsageError: the document does not match ``caseledger-report/1``; names the path.
+    """
+    try:
+        return msgspec.convert(document, S.Report)
+    except msgspec.ValidationError as exc:
+        raise UsageError(
+            f"not a {CONTRACT} report: {exc}",
+            hint="build one with `caseledger report --format json` (docs/report.schema.json)",
+        ) from None
 
 
 def run_overview(state: State) -> list[dict[str, Any]]:

@@ -1,4 +1,4 @@
-"""The HTML view of a report: ONE self-contained file made only from the canonical report dict.
+"""The HTML view of a report: ONE self-contained file made only from the report struct.
 
 No script, no external stylesheet, font or image, and a Content-Security-Policy
 that forbids every fetch: the page can be opened offline and makes no network
@@ -14,15 +14,23 @@ import json
 from decimal import Decimal
 from typing import Any
 
+import msgspec
+
+from ledger.events import Column
 from projections.aggregates import DIMENSIONS
-from projections.quality import FAILURE_KINDS
-from projections.report.markdown import cancelled_text, flag_summary
+from projections.report.schema import CaseRun, Report, RunEntry, Section
 from projections.report.tables import (
+    DIAGNOSTICS_HEAD,
+    FAILURES_HEAD,
     FAIRNESS_HEAD,
     INTRO,
     calibration_tables,
     cost_per_correct,
+    diagnostics_rows,
+    failure_rows,
     fairness_rows,
+    flag_summary,
+    model_runs,
 )
 
 __all__ = ["render_html"]
@@ -80,8 +88,8 @@ def _table(head: list[str], rows: list[list[Any]], numeric: int = 0) -> str:
     return "".join(out)
 
 
-def _radar(run: dict[str, Any], color: str) -> str:
-    dims = run["scores"]["dimensions"]
+def _radar(run: RunEntry, color: str) -> str:
+    dims = run.scores.dimensions
     grid = []
     for level in (Decimal("0.25"), Decimal("0.5"), Decimal("0.75"), Decimal(1)):
         pts = " ".join(
@@ -107,91 +115,67 @@ def _radar(run: dict[str, Any], color: str) -> str:
         f'<polygon points="{" ".join(points)}" fill="{color}" fill-opacity="0.25" '
         f'stroke="{color}" stroke-width="2"/>'
     )
-    title = f"Dimension scores of run {run['run']} (auxiliary, 0-100; a missing dimension is 0)"
+    title = f"Dimension scores of run {run.run} (auxiliary, 0-100; a missing dimension is 0)"
     return (
         f'<figure class="radar"><svg width="380" height="380" '
         f'viewBox="0 0 380 380" role="img" aria-label="{_e(title)}"><title>{_e(title)}</title>'
         + "".join(grid + axes)
         + polygon
         + "".join(labels)
-        + f"</svg><figcaption>{_e(run['run'])} ({_e(run['profile'])})</figcaption></figure>"
+        + f"</svg><figcaption>{_e(run.run)} ({_e(run.profile)})</figcaption></figure>"
     )
 
 
-def _summary(section: dict[str, Any]) -> str:
+def _summary(section: Section) -> str:
     head = ["rank", "run", "profile", "requested model", "identity from", "status", "planned"]
     head += ["result-correct rate", "correct", "wrong", "unknown", "format-ok rate"]
     head += ["SQL exec ok rate", "coverage", "score (auxiliary)", "variant flags (diagnostic)"]
     head += ["tokens/correct"]
     head += ["cost/correct", "gen P95 ms", "SQL exec P95 ms"]
     rows = []
-    for r in section["runs"]:
-        q, e, m = r["quality"], r["efficiency"], r["model"]
+    for r in model_runs(section):
+        q, e, m = r.quality, r.efficiency, r.model
         cost = cost_per_correct(e)
         rows.append(
             [
-                r["rank"],
-                r["run"],
-                r["profile"],
-                m["requested"],
-                m["identity_source"],
-                r["status"],
-                q["total"],
-                q["result_correct_rate"],
-                q["correct"],
-                q["wrong"],
-                q["unknown"],
-                q["format_ok_rate"],
-                q["sql_exec_success_rate"],
-                q["coverage"],
-                r["scores"]["model_score"],
-                flag_summary(r["variant_diagnostics"]),
-                e["tokens"]["per_correct"],
+                r.rank,
+                r.run,
+                r.profile,
+                m.requested,
+                m.identity_source,
+                r.status,
+                q.total,
+                q.result_correct_rate,
+                q.correct,
+                q.wrong,
+                q.unknown,
+                q.format_ok_rate,
+                q.sql_exec_success_rate,
+                q.coverage,
+                r.scores.model_score,
+                flag_summary(r.variant_diagnostics),
+                e.tokens.per_correct,
                 cost,
-                e["generation_ms"]["p95"],
-                e["sql_exec_ms"]["p95"],
-            ]
-        )
-    failures = [
-        [
-            r["run"],
-            *(r["quality"]["failures"][k] for k in FAILURE_KINDS),
-            cancelled_text(r["quality"]),
-            r["quality"]["unscored"],
-        ]
-        for r in section["runs"]
-    ]
-    diagnostics = []
-    for r in section["runs"]:
-        v = r["variant_diagnostics"]
-        diagnostics.append(
-            [
-                r["run"],
-                f"{v['checked']}/{v['total']}",
-                v["coverage"],
-                *(v["flags"].get(f, 0) for f in ("variant_mismatch", "scope_leak")),
-                v["flagged"],
+                e.generation_ms.p95,
+                e.sql_exec_ms.p95,
             ]
         )
     return (
         '<h3>Models</h3><div id="summary">'
         + _table(head, rows)
         + "</div><h3>Failure classification (counts over planned attempts)</h3>"
-        + _table(["run", *FAILURE_KINDS, "cancelled", "unscored"], failures)
+        + _table(FAILURES_HEAD, failure_rows(section))
         + '<h3>Variant diagnostics (never change a score)</h3><p class="muted">Diagnostics '
         "only: a flag never changes a score, a rate or the ranking. variant_mismatch: on a "
         "variant database the answer is not result-correct against that variant's gold; "
         "scope_leak: a variant that only changes rows outside the question's scope moved the "
         'answer.</p><div id="variant-diagnostics">'
-        + _table(
-            ["run", "checked", "coverage", "variant_mismatch", "scope_leak", "any flag"],
-            diagnostics,
-        )
+        + _table(DIAGNOSTICS_HEAD, diagnostics_rows(section))
         + "</div>"
     )
 
 
-def _calibration(section: dict[str, Any]) -> str:
+def _calibration(section: Section) -> str:
     t = calibration_tables(section)
 
     def block(title: str, head: list[str], body: list[list[Any]]) -> str:
@@ -207,39 +191,37 @@ def _calibration(section: dict[str, Any]) -> str:
     )
 
 
-def _fairness(section: dict[str, Any]) -> str:
-    f = section["fairness"]
+def _fairness(section: Section) -> str:
+    f = section.fairness
     if f is None:
         return '<p class="muted">Not ranked: self-test and calibration runs are no models.</p>'
-    parts = [f"<p>Fairness class: <strong>{_e(f['class'])}</strong>"]
-    if f["differing_controls"]:
-        parts.append("; controls that differ: " + _e(", ".join(f["differing_controls"])))
-    if f["missing_invocation_evidence"]:
+    parts = [f"<p>Fairness class: <strong>{_e(f.class_)}</strong>"]
+    if f.differing_controls:
+        parts.append("; controls that differ: " + _e(", ".join(f.differing_controls)))
+    if f.missing_invocation_evidence:
         parts.append(
-            "; invocation evidence missing for: " + _e(", ".join(f["missing_invocation_evidence"]))
+            "; invocation evidence missing for: " + _e(", ".join(f.missing_invocation_evidence))
         )
-    if f["disclosed_differences"]:
+    if f.disclosed_differences:
         parts.append("; disclosed variables that differ: ")
-        parts.append(_e(", ".join(f["disclosed_differences"])))
+        parts.append(_e(", ".join(f.disclosed_differences)))
     parts.append("</p>")
     return "".join(parts) + _table(FAIRNESS_HEAD, fairness_rows(f))
 
 
-def _cases(section: dict[str, Any]) -> str:
-    runs = section["runs"]
-    per_run = [{c["case"]: c for c in r["cases"]} for r in runs]
+def _cases(section: Section) -> str:
+    runs = model_runs(section)
+    per_run = [{c.case: c for c in r.cases} for r in runs]
     head = ["case", "dimension", "difficulty", "weight", "question"]
-    head += [f"{r['run']}: mean / sd / nonzero / totals" for r in runs]
-    rows = []
-    for case in section["cases"]:
-        row = [case["case"], case["dimension"], case["difficulty"], case["weight"]]
-        row.append(case["question"])
+    head += [f"{r.run}: mean / sd / nonzero / totals" for r in runs]
+    rows: list[list[Any]] = []
+    for case in section.cases:
+        row: list[Any] = [case.case, case.dimension, case.difficulty, case.weight]
+        row.append(case.question)
         for table in per_run:
-            c = table.get(case["case"])
+            c = table.get(case.case)
             row.append(
-                f"{c['mean']} / {c['stddev']} / {c['nonzero_rate']} / {' '.join(c['totals'])}"
-                if c
-                else None
+                f"{c.mean} / {c.stddev} / {c.nonzero_rate} / {' '.join(c.totals)}" if c else None
             )
         rows.append(row)
     return '<div id="cases">' + _table(head, rows) + "</div>"
@@ -251,123 +233,124 @@ def _pre(label: str, text: Any) -> str:
     return f"<h4>{_e(label)}</h4><pre>{_e(text)}</pre>"
 
 
-def _rows_table(columns: list[dict[str, Any]], rows: list[Any], limit: int = 50) -> str:
-    head = [f"{c['name']} ({c['type']})" for c in columns]
+def _rows_table(columns: list[Column], rows: list[Any], limit: int = 50) -> str:
+    head = [f"{c.name} ({c.type})" for c in columns]
     shown = [[json.dumps(v, ensure_ascii=False) for v in row] for row in rows[:limit]]
     more = f'<p class="muted">{len(rows) - limit} more rows</p>' if len(rows) > limit else ""
     return _table(head, shown) + more
 
 
-def _caserun(c: dict[str, Any]) -> str:
-    s = c["score"]
+def _caserun(c: CaseRun) -> str:
+    s = c.score
     verdict = (
-        f"total {s['total']}, result-correct {_e(s['result_correct'])}, failure {s['failure_kind']}"
+        f"total {s.total}, result-correct {_e(s.result_correct)}, failure {s.failure_kind}"
         if s
-        else (f"cancelled: {c['cancel']['reason']}" if c["cancel"] else "no terminal event")
+        else (f"cancelled: {c.cancel.reason}" if c.cancel else "no terminal event")
     )
-    if c["variants"] is not None and c["variants"]["flags"]:
-        verdict += "; variant flags (diagnostic): " + ", ".join(c["variants"]["flags"])
-    css = "ok" if s and s["result_correct"] else "bad"
+    if c.variants is not None and c.variants.flags:
+        verdict += "; variant flags (diagnostic): " + ", ".join(c.variants.flags)
+    css = "ok" if s and s.result_correct else "bad"
     parts = [
-        f'<details class="caserun"><summary><span class="{css}">{_e(c["run"])} / '
-        f"{_e(c['case'])} / attempt {c['attempt']}</span>: {_e(verdict)}</summary>",
-        _pre("Prompt", c["prompt"]),
+        f'<details class="caserun"><summary><span class="{css}">{_e(c.run)} / '
+        f"{_e(c.case)} / attempt {c.attempt}</span>: {_e(verdict)}</summary>",
+        _pre("Prompt", c.prompt),
     ]
-    r = c["response"]
+    r = c.response
     if r is not None:
-        parts.append(_pre("Raw output", r["raw_output"]))
-        if r["failure"]:
-            parts.append(
-                _pre("Provider failure", f"{r['failure']['kind']}: {r['failure']['message']}")
-            )
-    p = c["parsed"]
+        parts.append(_pre("Raw output", r.raw_output))
+        if r.failure:
+            parts.append(_pre("Provider failure", f"{r.failure.kind}: {r.failure.message}"))
+    p = c.parsed
     if p is not None:
         mode = (
             "strict"
-            if p["protocol_strict"]
-            else ("fence recovered" if p["recovered_from_fence"] else "not strict")
+            if p.protocol_strict
+            else ("fence recovered" if p.recovered_from_fence else "not strict")
         )
-        parts.append(f"<p>Protocol: {_e(mode)}; contract error: {_e(p['error'])}</p>")
-        parts.append(_pre("SQL", p["sql"]))
-    g = c["guard"]
+        parts.append(f"<p>Protocol: {_e(mode)}; contract error: {_e(p.error)}</p>")
+        parts.append(_pre("SQL", p.sql))
+    g = c.guard
     if g is not None:
-        why = "; ".join(f"{v['check']}: {v['message']}" for v in g["violations"])
-        word = "passed" if g["passed"] else "rejected"
+        why = "; ".join(f"{v.check}: {v.message}" for v in g.violations)
+        word = "passed" if g.passed else "rejected"
         parts.append(f"<p>Guard: {_e(word)} {_e(why) if why else ''}</p>")
-    x = c["execution"]
+    x = c.execution
     if x is not None:
         parts.append(
-            f"<p>Execution: {'ok' if x['ok'] else _e(x['error_kind'])}, {x['row_count']} rows"
-            f"{', truncated' if x['truncated'] else ''}, {x['sql_us']} us, tries {x['tries']}</p>"
+            f"<p>Execution: {'ok' if x.ok else _e(x.error_kind)}, {x.row_count} rows"
+            f"{', truncated' if x.truncated else ''}, {x.sql_us} us, tries {x.tries}</p>"
         )
-        if x["error_message"]:
-            parts.append(_pre("Execution error", x["error_message"]))
-        parts.append("<h4>The model's rows</h4>" + _rows_table(x["columns"], x["rows"]))
-    d = c["diff"]
+        if x.error_message:
+            parts.append(_pre("Execution error", x.error_message))
+        parts.append("<h4>The model's rows</h4>" + _rows_table(x.columns, x.rows))
+    d = c.diff
     if d is not None:
         parts.append(
-            f"<p>Result diff: {d['missing_rows']} missing rows, {d['extra_rows']} extra rows "
-            f"({d['matched']} matched of {d['expected_rows']} expected, {d['actual_rows']} "
-            f"returned); alignment {_e(d['alignment'])}; F1 {_e(d['f1'])}; "
-            f"order ok {_e(d['order_ok'])}</p>"
+            f"<p>Result diff: {d.missing_rows} missing rows, {d.extra_rows} extra rows "
+            f"({d.matched} matched of {d.expected_rows} expected, {d.actual_rows} "
+            f"returned); alignment {_e(d.alignment)}; F1 {_e(d.f1)}; "
+            f"order ok {_e(d.order_ok)}</p>"
         )
     if s is not None:
-        items = [[k, v] for k, v in sorted(s["items"].items())]
-        parts.append("<h4>Score items (scorer " + _e(s["scorer_version"]) + ")</h4>")
-        parts.append(_table(["item", "points"], [*items, ["total", s["total"]]], numeric=1))
-    if c["cancel"] is not None:
-        parts.append(f"<p>Cancelled: {_e(c['cancel']['reason'])}: {_e(c['cancel']['message'])}</p>")
-    v = c["variants"]
+        items: list[list[Any]] = [
+            [k, v] for k, v in sorted(msgspec.structs.asdict(s.items).items())
+        ]
+        parts.append("<h4>Score items (scorer " + _e(s.scorer_version) + ")</h4>")
+        parts.append(_table(["item", "points"], [*items, ["total", s.total]], numeric=1))
+    if c.cancel is not None:
+        parts.append(f"<p>Cancelled: {_e(c.cancel.reason)}: {_e(c.cancel.message)}</p>")
+    v = c.variants
     if v is not None:
-        flags = ", ".join(v["flags"]) or "none"
+        flags = ", ".join(v.flags) or "none"
         parts.append(
             f'<p class="variant-flags">Variant flags (diagnostic, never change the score): '
             f"<strong>{_e(flags)}</strong></p>"
         )
         outcomes = [
-            [o["variant"], o["non_interfering"], o["result_correct"], o["moved"], o["error_kind"]]
-            for o in v["outcomes"]
+            [o.variant, o.non_interfering, o.result_correct, o.moved, o.error_kind]
+            for o in v.outcomes
         ]
         head = ["variant", "non-interfering", "result-correct", "answer moved", "error"]
         parts.append(_table(head, outcomes))
-    events = [[ev["seq"], ev["type"], ev["leaf_hash"]] for ev in c["events"]]
+    events = [[ev.seq, ev.type, ev.leaf_hash] for ev in c.events]
     parts.append("<h4>Events</h4>" + _table(["seq", "type", "leaf hash"], events))
     parts.append("</details>")
     return "".join(parts)
 
 
-def _gold(section: dict[str, Any]) -> str:
-    if section["gold"] is None:
+def _gold(section: Section) -> str:
+    if section.gold is None:
         return ""
     parts = ['<h3 class="bad">Gold results (internal view: do not publish)</h3>']
-    for g in section["gold"]:
-        parts.append(f"<h4>{_e(g['case'])} ({_e(g['digest'])})</h4>")
-        parts.append(_rows_table(g["columns"], g["rows"], limit=200))
+    for g in section.gold:
+        parts.append(f"<h4>{_e(g.case)} ({_e(g.digest)})</h4>")
+        parts.append(_rows_table(g.columns, g.rows, limit=200))
     return "".join(parts)
 
 
-def _section(section: dict[str, Any]) -> str:
-    bank = section["bank"]
-    if section["kind"] == "calibration":
+def _section(section: Section) -> str:
+    bank = section.bank
+    if section.kind == "calibration":
         return "".join(
             [
-                f"<section><h2>{_e(section['title'])}</h2>",
-                f"<p>Bank <code>{_e(bank['id'])}</code> version <code>{_e(bank['version'])}"
-                f"</code>, hash <code>{_e(bank['hash'])}</code>, published at seq "
-                f"{bank['published_seq']}. Scorer versions: "
-                f"{_e(', '.join(section['scorer_versions']))}.</p>",
+                f"<section><h2>{_e(section.title)}</h2>",
+                f"<p>Bank <code>{_e(bank.id)}</code> version <code>{_e(bank.version)}"
+                f"</code>, hash <code>{_e(bank.hash)}</code>, published at seq "
+                f"{bank.published_seq}. Scorer versions: "
+                f"{_e(', '.join(section.scorer_versions))}.</p>",
                 _calibration(section),
                 _gold(section),
                 "</section>",
             ]
         )
-    radars = "".join(_radar(r, _PALETTE[i % len(_PALETTE)]) for i, r in enumerate(section["runs"]))
+    runs = model_runs(section)
+    radars = "".join(_radar(r, _PALETTE[i % len(_PALETTE)]) for i, r in enumerate(runs))
     return "".join(
         [
-            f"<section><h2>{_e(section['title'])}</h2>",
-            f"<p>Bank <code>{_e(bank['id'])}</code> version <code>{_e(bank['version'])}</code>, "
-            f"hash <code>{_e(bank['hash'])}</code>, published at seq {bank['published_seq']}. "
-            f"Scorer versions: {_e(', '.join(section['scorer_versions']))}.</p>",
+            f"<section><h2>{_e(section.title)}</h2>",
+            f"<p>Bank <code>{_e(bank.id)}</code> version <code>{_e(bank.version)}</code>, "
+            f"hash <code>{_e(bank.hash)}</code>, published at seq {bank.published_seq}. "
+            f"Scorer versions: {_e(', '.join(section.scorer_versions))}.</p>",
             _summary(section),
             "<h3>Invocation controls and fairness</h3>",
             _fairness(section),
@@ -375,35 +358,35 @@ def _section(section: dict[str, Any]) -> str:
             "<h3>Cases</h3>",
             _cases(section),
             "<h3>CaseRuns</h3>",
-            "".join(_caserun(c) for c in section["caseruns"]),
+            "".join(_caserun(c) for c in section.caseruns),
             _gold(section),
             "</section>",
         ]
     )
 
 
-def render_html(report: dict[str, Any]) -> str:
-    """The self-contained HTML page of a canonical report dict."""
-    cp = report["checkpoint"]
-    scorer = report["scorer"]["requested"] or "as recorded by each run"
+def render_html(report: Report) -> str:
+    """The self-contained HTML page of a report."""
+    cp = report.checkpoint
+    scorer = report.scorer.requested or "as recorded by each run"
     body = [
         "<h1>caseledger report</h1>",
-        f'<p class="notice">{_e(report["notice"])}</p>',
-        f"<p>Contract <code>{_e(report['contract'])}</code>; built from the first "
-        f"{cp['tree_size']} events, root <code>{_e(cp['root_hash'])}</code> (check it with "
+        f'<p class="notice">{_e(report.notice)}</p>',
+        f"<p>Contract <code>{_e(report.contract)}</code>; built from the first "
+        f"{cp.tree_size} events, root <code>{_e(cp.root_hash)}</code> (check it with "
         "<code>caseledger verify</code> and <code>caseledger prove</code>); scorer: "
         f"{_e(scorer)}.</p>",
     ]
-    if not report["sections"]:
+    if not report.sections:
         body.append("<p>No runs in this ledger at this tree size.</p>")
-    body += [_section(s) for s in report["sections"]]
+    body += [_section(s) for s in report.sections]
     body.append("<h2>How to read this report</h2><ul>")
-    body += [f"<li>{_e(item)}</li>" for item in report["how_to_read"]]
+    body += [f"<li>{_e(item)}</li>" for item in report.how_to_read]
     body.append("</ul>")
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         f'<meta http-equiv="Content-Security-Policy" content="{_CSP}">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        f"<title>caseledger report (tree size {cp['tree_size']})</title>"
+        f"<title>caseledger report (tree size {cp.tree_size})</title>"
         f"<style>{_STYLE}</style></head><body>" + "".join(body) + "</body></html>\n"
     )

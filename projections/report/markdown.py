@@ -1,4 +1,4 @@
-"""The Markdown view of a report: made only from the canonical report dict."""
+"""The Markdown view of a report: made only from the report struct (schema.py)."""
 
 from __future__ import annotations
 
@@ -6,16 +6,27 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from projections.aggregates import DIMENSIONS
-from projections.quality import FAILURE_KINDS
+from projections.report.schema import (
+    CaseRun,
+    Report,
+    RunEntry,
+    Section,
+)
 from projections.report.tables import (
+    DIAGNOSTICS_HEAD,
+    FAILURES_HEAD,
     FAIRNESS_HEAD,
     INTRO,
     calibration_tables,
     cost_per_correct,
+    diagnostics_rows,
+    failure_rows,
     fairness_rows,
+    flag_summary,
+    model_runs,
 )
 
-__all__ = ["flag_summary", "render_markdown"]
+__all__ = ["render_markdown"]
 
 
 def _cell(value: Any) -> str:
@@ -33,16 +44,16 @@ def _table(head: Sequence[str], rows: Iterable[Sequence[Any]]) -> list[str]:
     return [*out, ""]
 
 
-def _model(run: dict[str, Any]) -> str:
-    m = run["model"]
-    named = m["resolved"] or m["recorded"]
-    shown = m["requested"] or "-"
+def _model(run: RunEntry) -> str:
+    m = run.model
+    named = m.resolved or m.recorded
+    shown = m.requested or "-"
     if named:
         shown += " (" + ", ".join(named) + ")"
-    return f"{shown} [{m['identity_source']}]"
+    return f"{shown} [{m.identity_source}]"
 
 
-def _runs(section: dict[str, Any]) -> list[str]:
+def _runs(section: Section) -> list[str]:
     head = [
         "rank",
         "run",
@@ -62,64 +73,37 @@ def _runs(section: dict[str, Any]) -> list[str]:
         "gen P95 ms",
     ]
     rows = []
-    for r in section["runs"]:
-        q, e = r["quality"], r["efficiency"]
+    for r in model_runs(section):
+        q, e = r.quality, r.efficiency
         cost = cost_per_correct(e)
         rows.append(
             [
-                r["rank"],
-                r["run"],
-                r["profile"],
+                r.rank,
+                r.run,
+                r.profile,
                 _model(r),
-                r["status"],
-                q["total"],
-                q["result_correct_rate"],
-                f"{q['correct']}/{q['wrong']}/{q['unknown']}",
-                q["format_ok_rate"],
-                q["sql_exec_success_rate"],
-                q["coverage"],
-                r["scores"]["model_score"],
-                flag_summary(r["variant_diagnostics"]),
-                e["tokens"]["per_correct"],
+                r.status,
+                q.total,
+                q.result_correct_rate,
+                f"{q.correct}/{q.wrong}/{q.unknown}",
+                q.format_ok_rate,
+                q.sql_exec_success_rate,
+                q.coverage,
+                r.scores.model_score,
+                flag_summary(r.variant_diagnostics),
+                e.tokens.per_correct,
                 cost,
-                e["generation_ms"]["p95"],
+                e.generation_ms.p95,
             ]
         )
     return _table(head, rows)
 
 
-def flag_summary(v: dict[str, Any]) -> str:
-    """``variant_mismatch 5, scope_leak 0 of 54 checked`` (or ``not checked``).
-
-    >>> flag_summary({"checked": 2, "flags": {"scope_leak": 1, "variant_mismatch": 1}})
-    'variant_mismatch 1, scope_leak 1 of 2 checked'
-    """
-    if not v["checked"]:
-        return "not checked"
-    f = v["flags"]
-    return f"variant_mismatch {f['variant_mismatch']}, scope_leak {f['scope_leak']} of " + (
-        f"{v['checked']} checked"
-    )
+def _failures(section: Section) -> list[str]:
+    return _table(FAILURES_HEAD, failure_rows(section))
 
 
-def cancelled_text(quality: dict[str, Any]) -> str:
-    """Cancelled attempts by reason (``missing_recording 1, interrupted 2``), or ``0``."""
-    return ", ".join(f"{k} {v}" for k, v in sorted(quality["cancelled"].items())) or "0"
-
-
-def _failures(section: dict[str, Any]) -> list[str]:
-    head = ["run", *FAILURE_KINDS, "cancelled", "unscored"]
-    rows = []
-    for r in section["runs"]:
-        q = r["quality"]
-        cancelled = cancelled_text(q)
-        rows.append(
-            [r["run"], *(q["failures"][k] for k in FAILURE_KINDS), cancelled, q["unscored"]]
-        )
-    return _table(head, rows)
-
-
-def _efficiency(section: dict[str, Any]) -> list[str]:
+def _efficiency(section: Section) -> list[str]:
     head = [
         "run",
         "correct (C)",
@@ -133,71 +117,71 @@ def _efficiency(section: dict[str, Any]) -> list[str]:
         "SQL exec P95 ms",
     ]
     rows = []
-    for r in section["runs"]:
-        e = r["efficiency"]
+    for r in model_runs(section):
+        e = r.efficiency
         rows.append(
             [
-                r["run"],
-                e["correct"],
-                e["tokens"]["total"],
-                e["tokens"]["coverage"],
-                e["cost"]["total"],
-                e["cost"]["kind"],
-                e["cost"]["coverage"],
-                e["generation_ms"]["per_correct"],
-                e["generation_ms"]["coverage"],
-                e["sql_exec_ms"]["p95"],
+                r.run,
+                e.correct,
+                e.tokens.total,
+                e.tokens.coverage,
+                e.cost.total,
+                e.cost.kind,
+                e.cost.coverage,
+                e.generation_ms.per_correct,
+                e.generation_ms.coverage,
+                e.sql_exec_ms.p95,
             ]
         )
     return _table(head, rows)
 
 
-def _fairness(section: dict[str, Any]) -> list[str]:
-    f = section["fairness"]
+def _fairness(section: Section) -> list[str]:
+    f = section.fairness
     if f is None:
         return ["Not ranked: these runs check the harness or calibrate it; they are no models.", ""]
-    lines = [f"Fairness class: **{f['class']}**."]
-    if f["differing_controls"]:
-        lines.append("Controls that differ: " + ", ".join(f["differing_controls"]) + ".")
-    if f["missing_invocation_evidence"]:
+    lines = [f"Fairness class: **{f.class_}**."]
+    if f.differing_controls:
+        lines.append("Controls that differ: " + ", ".join(f.differing_controls) + ".")
+    if f.missing_invocation_evidence:
         lines.append(
-            "Invocation evidence missing for: " + ", ".join(f["missing_invocation_evidence"]) + "."
+            "Invocation evidence missing for: " + ", ".join(f.missing_invocation_evidence) + "."
         )
-    if f["disclosed_differences"]:
-        lines.append("Disclosed variables that differ: " + ", ".join(f["disclosed_differences"]))
+    if f.disclosed_differences:
+        lines.append("Disclosed variables that differ: " + ", ".join(f.disclosed_differences))
     lines.append("")
     return lines + _table(FAIRNESS_HEAD, fairness_rows(f))
 
 
-def _dimensions(section: dict[str, Any]) -> list[str]:
+def _dimensions(section: Section) -> list[str]:
     head = ["run", *DIMENSIONS, "easy", "medium", "hard"]
     rows = [
         [
-            r["run"],
-            *(r["scores"]["dimensions"][d] for d in DIMENSIONS),
-            *(r["scores"]["difficulties"][d] for d in ("easy", "medium", "hard")),
+            r.run,
+            *(r.scores.dimensions[d] for d in DIMENSIONS),
+            *(r.scores.difficulties[d] for d in ("easy", "medium", "hard")),
         ]
-        for r in section["runs"]
+        for r in model_runs(section)
     ]
     return _table(head, rows)
 
 
-def _cases(section: dict[str, Any]) -> list[str]:
-    runs = section["runs"]
+def _cases(section: Section) -> list[str]:
+    runs = model_runs(section)
     head = ["case", "dimension", "difficulty", "weight"]
-    head += [f"{r['run']} mean / sd / nonzero" for r in runs]
-    per_run = [{c["case"]: c for c in r["cases"]} for r in runs]
+    head += [f"{r.run} mean / sd / nonzero" for r in runs]
+    per_run = [{c.case: c for c in r.cases} for r in runs]
     rows = []
-    for case in section["cases"]:
+    for case in section.cases:
         cells = []
         for table in per_run:
-            c = table.get(case["case"])
-            cells.append(f"{c['mean']} / {c['stddev']} / {c['nonzero_rate']}" if c else None)
-        rows.append([case["case"], case["dimension"], case["difficulty"], case["weight"], *cells])
+            c = table.get(case.case)
+            cells.append(f"{c.mean} / {c.stddev} / {c.nonzero_rate}" if c else None)
+        rows.append([case.case, case.dimension, case.difficulty, case.weight, *cells])
     return _table(head, rows)
 
 
-def _variant_diagnostics(section: dict[str, Any]) -> list[str]:
+def _variant_diagnostics(section: Section) -> list[str]:
     lines = [
         "Diagnostics only: a flag never changes a score, a rate or the ranking. "
         "`variant_mismatch`: on a variant database the answer is not result-correct against "
@@ -205,37 +189,26 @@ def _variant_diagnostics(section: dict[str, Any]) -> list[str]:
         "question's scope moved the answer. Checked = attempts run on the variants.",
         "",
     ]
-    head = ["run", "checked", "coverage", "variant_mismatch", "scope_leak", "any flag"]
-    rows = []
-    for r in section["runs"]:
-        v = r["variant_diagnostics"]
-        rows.append(
-            [
-                r["run"],
-                f"{v['checked']}/{v['total']}",
-                v["coverage"],
-                v["flags"]["variant_mismatch"],
-                v["flags"]["scope_leak"],
-                v["flagged"],
-            ]
-        )
-    others = sorted({f for r in section["runs"] for f in r["variant_diagnostics"]["flags"]})
+    head = list(DIAGNOSTICS_HEAD)
+    rows = diagnostics_rows(section)
+    runs = model_runs(section)
+    others = sorted({f for r in runs for f in r.variant_diagnostics.flags})
     others = [f for f in others if f not in ("variant_mismatch", "scope_leak")]
     if others:
         head += others
-        for row, r in zip(rows, section["runs"], strict=True):
-            row += [r["variant_diagnostics"]["flags"].get(f, 0) for f in others]
+        for row, r in zip(rows, runs, strict=True):
+            row += [r.variant_diagnostics.flags.get(f, 0) for f in others]
     return lines + _table(head, rows)
 
 
-def _flags(c: dict[str, Any]) -> str | None:
-    v = c["variants"]
+def _flags(c: CaseRun) -> str | None:
+    v = c.variants
     if v is None:
         return None
-    return ", ".join(v["flags"]) or "none"
+    return ", ".join(v.flags) or "none"
 
 
-def _calibration(section: dict[str, Any]) -> list[str]:
+def _calibration(section: Section) -> list[str]:
     t = calibration_tables(section)
     lines = [INTRO, ""]
     lines += t.failed_controls
@@ -246,59 +219,59 @@ def _calibration(section: dict[str, Any]) -> list[str]:
     return lines
 
 
-def _caseruns(section: dict[str, Any]) -> list[str]:
+def _caseruns(section: Section) -> list[str]:
     head = ["run", "case", "attempt", "outcome", "total", "result-correct", "failure"]
     head += ["missing rows", "extra rows", "guard", "variant flags (diagnostic)"]
     rows = []
-    for c in section["caseruns"]:
-        s, d, g = c["score"], c["diff"], c["guard"]
-        failure = s["failure_kind"] if s else (c["cancel"]["reason"] if c["cancel"] else None)
+    for c in section.caseruns:
+        s, d, g = c.score, c.diff, c.guard
+        failure = s.failure_kind if s else (c.cancel.reason if c.cancel else None)
         rows.append(
             [
-                c["run"],
-                c["case"],
-                c["attempt"],
-                c["outcome"],
-                s["total"] if s else None,
-                s["result_correct"] if s else None,
+                c.run,
+                c.case,
+                c.attempt,
+                c.outcome,
+                s.total if s else None,
+                s.result_correct if s else None,
                 failure,
-                d["missing_rows"] if d else None,
-                d["extra_rows"] if d else None,
-                None if g is None else ("passed" if g["passed"] else "rejected"),
+                d.missing_rows if d else None,
+                d.extra_rows if d else None,
+                None if g is None else ("passed" if g.passed else "rejected"),
                 _flags(c),
             ]
         )
     return _table(head, rows)
 
 
-def render_markdown(report: dict[str, Any]) -> str:
-    """The Markdown text of a canonical report dict."""
-    cp = report["checkpoint"]
-    scorer = report["scorer"]["requested"] or "as recorded by each run"
+def render_markdown(report: Report) -> str:
+    """The Markdown text of a report."""
+    cp = report.checkpoint
+    scorer = report.scorer.requested or "as recorded by each run"
     lines = [
         "# caseledger report",
         "",
-        f"- Contract: `{report['contract']}`",
-        f"- Built from the first {cp['tree_size']} events, root `{cp['root_hash']}`"
+        f"- Contract: `{report.contract}`",
+        f"- Built from the first {cp.tree_size} events, root `{cp.root_hash}`"
         " (check with `caseledger verify` and `caseledger prove`)",
-        f"- View: {report['view']}. {report['notice']}",
+        f"- View: {report.view}. {report.notice}",
         f"- Scorer: {scorer}",
         "",
     ]
-    if not report["sections"]:
+    if not report.sections:
         lines += ["No runs in this ledger at this tree size.", ""]
-    for section in report["sections"]:
-        bank = section["bank"]
+    for section in report.sections:
+        bank = section.bank
         lines += [
-            f"## {section['title']}",
+            f"## {section.title}",
             "",
-            f"Bank `{bank['id']}` version `{bank['version']}`, hash `{bank['hash']}` "
-            f"(published at seq {bank['published_seq']}). Scorer versions: "
-            + ", ".join(section["scorer_versions"])
+            f"Bank `{bank.id}` version `{bank.version}`, hash `{bank.hash}` "
+            f"(published at seq {bank.published_seq}). Scorer versions: "
+            + ", ".join(section.scorer_versions)
             + ".",
             "",
         ]
-        if section["kind"] == "calibration":
+        if section.kind == "calibration":
             lines += ["### Calibration runs", "", *_calibration(section)]
             continue
         lines += ["### Runs", "", *_runs(section)]
@@ -312,5 +285,5 @@ def render_markdown(report: dict[str, Any]) -> str:
         lines += ["### Cases", "", *_cases(section)]
         lines += ["### CaseRuns", "", *_caseruns(section)]
     lines += ["## How to read this report", ""]
-    lines += [f"- {item}" for item in report["how_to_read"]]
+    lines += [f"- {item}" for item in report.how_to_read]
     return "\n".join(lines) + "\n"

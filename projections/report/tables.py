@@ -1,4 +1,7 @@
-"""Table rows shared by the Markdown and HTML renderers (each renderer only formats them)."""
+"""Tables shared by the Markdown and HTML renderers (each renderer only formats them).
+
+Everything here reads the report struct of ``schema.py`` by attribute.
+"""
 
 from __future__ import annotations
 
@@ -6,14 +9,32 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from projections.calibration import STATUSES
+from projections.quality import FAILURE_KINDS
+from projections.report.schema import (
+    CalibrationRunEntry,
+    Efficiency,
+    Fairness,
+    Quality,
+    RunEntry,
+    Section,
+    VariantDiagnostics,
+)
 
 __all__ = [
+    "DIAGNOSTICS_HEAD",
+    "FAILURES_HEAD",
     "FAIRNESS_HEAD",
     "INTRO",
     "CalibrationTables",
+    "calibration_runs",
     "calibration_tables",
+    "cancelled_text",
     "cost_per_correct",
+    "diagnostics_rows",
+    "failure_rows",
     "fairness_rows",
+    "flag_summary",
+    "model_runs",
 ]
 
 INTRO = (
@@ -43,40 +64,48 @@ class CalibrationTables:
     blocks: list[tuple[str, list[str], list[list[Any]]]] = field(default_factory=list)
 
 
-def calibration_tables(section: dict[str, Any]) -> CalibrationTables:
+def model_runs(section: Section) -> list[RunEntry]:
+    """The run entries with attempts (models and self-test) of a section, in report order."""
+    return [r for r in section.runs if isinstance(r, RunEntry)]
+
+
+def calibration_runs(section: Section) -> list[CalibrationRunEntry]:
+    """The calibration run entries of a section, in report order."""
+    return [r for r in section.runs if isinstance(r, CalibrationRunEntry)]
+
+
+def calibration_tables(section: Section) -> CalibrationTables:
     """Read a calibration section of the report into table rows (plain values, unescaped)."""
     out = CalibrationTables()
-    survivors, equivalents, variants, operators = [], [], [], []
-    for r in section["runs"]:
-        c = r["calibration"]
-        pc = c["positive_controls"]
+    survivors: list[list[Any]] = []
+    equivalents: list[list[Any]] = []
+    variants: list[list[Any]] = []
+    operators: list[list[Any]] = []
+    for r in calibration_runs(section):
+        c = r.calibration
+        pc = c.positive_controls
         out.rows.append(
             [
-                r["run"],
-                r["status"],
-                c["kill_rate"],
-                *(c["counts"][s] for s in STATUSES),
-                c["applicable"],
-                f"{pc['passed']}/{pc['total']}",
-                c["passed"],
+                r.run,
+                r.status,
+                c.kill_rate,
+                *(getattr(c.counts, s) for s in STATUSES),
+                c.applicable,
+                f"{pc.passed}/{pc.total}",
+                c.passed,
             ]
         )
-        survivors += [[r["run"], m["case"], m["mutant"], m["operator"]] for m in c["survivors"]]
-        equivalents += [
-            [r["run"], m["case"], m["mutant"], m["operator"], m["review"]] for m in c["equivalents"]
-        ]
-        variants += [
-            [r["run"], v["id"], v["stale"], v["tables_digest"], v["gold_digest"]]
-            for v in c["variants"]
-        ]
+        survivors += [[r.run, m.case, m.mutant, m.operator] for m in c.survivors]
+        equivalents += [[r.run, m.case, m.mutant, m.operator, m.review] for m in c.equivalents]
+        variants += [[r.run, v.id, v.stale, v.tables_digest, v.gold_digest] for v in c.variants]
         operators += [
-            [r["run"], name, *(counts[s] for s in STATUSES)]
-            for name, counts in c["operators"].items()
+            [r.run, name, *(getattr(counts, s) for s in STATUSES)]
+            for name, counts in c.operators.items()
         ]
         out.failed_controls += [
-            f"FAILED positive control in {r['run']}: case {f['case']} "
-            f"alternative_sql[{f['index']}] was rejected by the oracle."
-            for f in pc["failed"]
+            f"FAILED positive control in {r.run}: case {f.case} "
+            f"alternative_sql[{f.index}] was rejected by the oracle."
+            for f in pc.failed
         ]
     out.blocks = [
         (
@@ -115,35 +144,92 @@ FAIRNESS_HEAD = [
 ]
 
 
-def fairness_rows(fairness: dict[str, Any]) -> list[list[Any]]:
+def fairness_rows(fairness: Fairness) -> list[list[Any]]:
     """One row per run: its recorded controls, then its disclosed variables."""
     rows = []
-    for run in fairness["runs"]:
-        c, d = fairness["controls"][run], fairness["disclosed"][run]
-        params = ", ".join(f"{k}={v}" for k, v in d["parameters"].items())
+    for run in fairness.runs:
+        c, d = fairness.controls[run], fairness.disclosed[run]
+        params = ", ".join(f"{k}={v}" for k, v in d.parameters.items())
         rows.append(
             [
                 run,
-                c["harness_kind"],
-                c["response_mode"],
-                c["single_call"],
-                c["tools"],
-                c["retries"],
-                c["prompt_contract_digest"],
-                d["provider"],
-                d["auth_mode"],
-                d["model"],
+                c.harness_kind,
+                c.response_mode,
+                c.single_call,
+                c.tools,
+                c.retries,
+                c.prompt_contract_digest,
+                d.provider,
+                d.auth_mode,
+                d.model,
                 params,
-                fairness["invocation_coverage"][run],
+                fairness.invocation_coverage[run],
             ]
         )
     return rows
 
 
-def cost_per_correct(efficiency: dict[str, Any]) -> Any:
+def cost_per_correct(efficiency: Efficiency) -> str | None:
     """Cost per correct attempt as shown: a figure that is not the provider's bill is
     labelled as an estimate."""
-    cost = efficiency["cost"]["per_correct"]
-    if cost is not None and efficiency["cost"]["kind"] != "billed":
+    cost = efficiency.cost.per_correct
+    if cost is not None and efficiency.cost.kind != "billed":
         return f"{cost} (estimate)"
     return cost
+
+
+def flag_summary(v: VariantDiagnostics) -> str:
+    """``variant_mismatch 5, scope_leak 0 of 54 checked`` (or ``not checked``).
+
+    >>> flag_summary(VariantDiagnostics(diagnostic_only=True, total=2, checked=2,
+    ...     coverage="1.0000", flagged=1, flags={"scope_leak": 1, "variant_mismatch": 1},
+    ...     calibration_sha256=[]))
+    'variant_mismatch 1, scope_leak 1 of 2 checked'
+    """
+    if not v.checked:
+        return "not checked"
+    f = v.flags
+    return f"variant_mismatch {f['variant_mismatch']}, scope_leak {f['scope_leak']} of " + (
+        f"{v.checked} checked"
+    )
+
+
+def cancelled_text(quality: Quality) -> str:
+    """Cancelled attempts by reason (``missing_recording 1, interrupted 2``), or ``0``."""
+    return ", ".join(f"{k} {v}" for k, v in sorted(quality.cancelled.items())) or "0"
+
+
+FAILURES_HEAD = ["run", *FAILURE_KINDS, "cancelled", "unscored"]
+
+
+def failure_rows(section: Section) -> list[list[Any]]:
+    """Failure classification: per run, each failure kind, cancellations, unscored."""
+    return [
+        [
+            r.run,
+            *(r.quality.failures[k] for k in FAILURE_KINDS),
+            cancelled_text(r.quality),
+            r.quality.unscored,
+        ]
+        for r in model_runs(section)
+    ]
+
+
+DIAGNOSTICS_HEAD = ["run", "checked", "coverage", "variant_mismatch", "scope_leak", "any flag"]
+
+
+def diagnostics_rows(section: Section) -> list[list[Any]]:
+    """Variant diagnostics: per run, checked/total, coverage, the two listed flags, any flag."""
+    rows = []
+    for r in model_runs(section):
+        v = r.variant_diagnostics
+        rows.append(
+            [
+                r.run,
+                f"{v.checked}/{v.total}",
+                v.coverage,
+                *(v.flags.get(f, 0) for f in ("variant_mismatch", "scope_leak")),
+                v.flagged,
+            ]
+        )
+    return rows

@@ -118,11 +118,11 @@ def build_gate_ledger(folder: Path) -> Path:
 def report_of(ledger_path: Path) -> dict[str, Any]:
     """The canonical report dict of every run of the ledger."""
     from ledger.snapshot import read_state
-    from projections.report.build import build_report
+    from projections.report.build import build_report, to_plain
 
     with Ledger.open(ledger_path, readonly=True) as ledger:
         snap = read_state(ledger)
-    return build_report(snap.state, root_hash=snap.root)
+    return to_plain(build_report(snap.state, root_hash=snap.root))
 
 
 def run_entry(report: dict[str, Any], run_id: str) -> dict[str, Any]:

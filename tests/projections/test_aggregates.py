@@ -9,7 +9,7 @@ from ledger.merkle import root_hash
 from ledger.snapshot import read_state
 from projections.aggregates import case_stats, weighted_score
 from projections.numbers import nearest_rank, show
-from projections.report.build import build_report
+from projections.report.build import build_report, to_plain
 
 CASES = [
     ("a", "basic", "easy", "1"),
@@ -19,7 +19,7 @@ CASES = [
 
 def _report(h):
     state = read_state(h.ledger).state
-    return build_report(state, root_hash=root_hash(h.ledger.leaf_hashes(state.size)))
+    return to_plain(build_report(state, root_hash=root_hash(h.ledger.leaf_hashes(state.size))))
 
 
 def _run(report, run_id):

@@ -6,14 +6,14 @@ import pytest
 
 from ledger.merkle import root_hash
 from ledger.snapshot import read_state
-from projections.report.build import build_report
+from projections.report.build import build_report, to_plain
 
 CASES = [("a", "basic", "easy", "1")]
 
 
 def _fairness(h):
     state = read_state(h.ledger).state
-    report = build_report(state, root_hash=root_hash(h.ledger.leaf_hashes(state.size)))
+    report = to_plain(build_report(state, root_hash=root_hash(h.ledger.leaf_hashes(state.size))))
     (section,) = report["sections"]
     return section["fairness"]
 

@@ -12,7 +12,7 @@ from report_testkit import HandLedger
 from ledger.merkle import root_hash
 from ledger.snapshot import read_state
 from projections.report import render
-from projections.report.build import build_report, run_overview
+from projections.report.build import build_report, run_overview, to_plain
 
 CASES = [("a", "basic", "easy", "1"), ("b", "joins_grain", "hard", "3")]
 # (case, attempt, total, result_correct) of two model runs; r2 ranks first on rate.
@@ -24,7 +24,7 @@ PLAN = {
 
 def _report(h) -> dict[str, Any]:
     state = read_state(h.ledger).state
-    return build_report(state, root_hash=root_hash(h.ledger.leaf_hashes(state.size)))
+    return to_plain(build_report(state, root_hash=root_hash(h.ledger.leaf_hashes(state.size))))
 
 
 def _ledger(hand_ledger, name: str, flags: dict[tuple[str, str, int], tuple[str, ...]] | None):
@@ -205,7 +205,7 @@ def test_a_report_of_flags_and_calibrations_reads_every_event(hand_ledger):
     snap = read_state(h.ledger)
     assert snap.state.calibrations["cal-1"].finished is not None
     assert snap.root == root_hash(h.ledger.leaf_hashes(snap.size))
-    assert build_report(snap.state, root_hash=snap.root) == _report(h)
+    assert to_plain(build_report(snap.state, root_hash=snap.root)) == _report(h)
 
 
 MUTANTS = [
@@ -230,8 +230,8 @@ def test_calibration_section_by_hand(hand_ledger):
     h.run("cal-2", kind="calibration", attempts=1)
     h.calibrated("cal-2", MUTANTS[:2], [], finished=False)  # cut before its totals
     state = read_state(h.ledger).state
-    report = build_report(
-        state, root_hash=root_hash(h.ledger.leaf_hashes(state.size)), scorer="3.0.0"
+    report = to_plain(
+        build_report(state, root_hash=root_hash(h.ledger.leaf_hashes(state.size)), scorer="3.0.0")
     )
     kinds = [(s["kind"], s["scorer_major"], s["ranked"]) for s in report["sections"]]
     # --scorer views model scores; calibration verdicts stay under the scorer they used

@@ -1,0 +1,716 @@
+"""THE report schema: the report, its sections, runs, CaseRuns, the scorecard and the gate verdict.
+
+Every report is an instance of :class:`Report` (built by ``build.py``) and is
+encoded with ``ledger.codec.canonical_json`` (sorted keys, decimals as
+strings, no floats). The Markdown and HTML renderers, ``metrics.py`` and the
+gate read these attributes; ``docs/reports.md`` documents every field (a test
+checks both directions) and ``docs/report.schema.json`` and
+``docs/gate-verdict.schema.json`` are generated from here by
+``tools/gen_report_schema.py``.
+
+Typed as open values on purpose (documented as such in docs/reports.md):
+result cells (``rows``: DuckDB values as the worker stored them), and the
+fairness control and disclosed values (one value, or the sorted list of the
+differing values, or null). Nested evidence copied from events (``Versions``,
+``GenerationParams``, ``Invocation``, ``Usage``, ``Plan``, ``Violation``,
+``AstRule``, ``ScoreItems``, ``Column``) uses the event structs of
+``ledger/events.py`` (docs/events.md): one definition for both.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final, Literal
+
+import msgspec
+
+from ledger.events import (
+    AstRule,
+    Column,
+    GenerationParams,
+    Invocation,
+    Plan,
+    ScoreItems,
+    Usage,
+    Versions,
+    Violation,
+)
+
+__all__ = [
+    "CONTRACT",
+    "GATE_CONTRACT",
+    "SCORECARD_CONTRACT",
+    "GateVerdict",
+    "Report",
+    "RunEntry",
+    "Scorecard",
+    "Section",
+    "report_schema",
+    "verdict_schema",
+]
+
+CONTRACT: Final = "caseledger-report/1"
+SCORECARD_CONTRACT: Final = "caseledger-scorecard/1"
+GATE_CONTRACT: Final = "caseledger-gate/1"
+
+#: A value of a fairness control or disclosed variable: one value, a sorted list, or null.
+Recorded = Any
+#: One result cell (DuckDB value as stored: str, int, bool or null).
+Cell = Any
+
+
+class _S(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """Base of every report struct."""
+
+
+# ----------------------------------------------------------------- top level
+
+
+class Checkpoint(_S, frozen=True, kw_only=True):
+    """The tree the report was built from."""
+
+    tree_size: int
+    root_hash: str
+
+
+class ScorerView(_S, frozen=True, kw_only=True):
+    """The scorer version every run is viewed under."""
+
+    requested: str | None
+
+
+class Selection(_S, frozen=True, kw_only=True):
+    """The runs asked for."""
+
+    runs: list[str] | None
+
+
+class Bank(_S, frozen=True, kw_only=True):
+    """The bank of a section."""
+
+    id: str
+    version: str
+    hash: str
+    published_seq: int
+    gold_digest: str
+
+
+class SectionCase(_S, frozen=True, kw_only=True):
+    """One case of the section's bank."""
+
+    case: str
+    dimension: str
+    difficulty: str
+    weight: str
+    question: str
+    question_en: str | None
+    required_ast: list[str]
+
+
+class Gold(_S, frozen=True, kw_only=True):
+    """One case's gold result (internal view only)."""
+
+    case: str
+    columns: list[Column]
+    rows: list[list[Cell]]
+    digest: str
+
+
+# ----------------------------------------------------------------- run entries
+
+
+class Dates(_S, frozen=True, kw_only=True):
+    """The earliest and latest ``at`` claimed by the run's events."""
+
+    first_event: str
+    last_event: str
+
+
+class ModelIdentity(_S, frozen=True, kw_only=True):
+    """Who answered: requested, resolved by the provider, or claimed by a recording."""
+
+    requested: str | None
+    provider: str | None
+    auth_mode: str | None
+    identity_source: Literal["resolved_by_provider", "recorded_claim", "requested_only"]
+    resolved: list[str]
+    recorded: list[str]
+
+
+class Configured(_S, frozen=True, kw_only=True):
+    """The controls RunStarted declared."""
+
+    harness_kind: str
+    bridge_version: str | None
+    policy_version: str | None
+    response_mode: str
+    single_turn: bool
+    tools: str
+    retries: int
+    context_isolation: str
+    timeout_ms: int
+    system_prompt_digest: str | None
+    prompt_contract_digest: str
+    params: GenerationParams
+
+
+class Quality(_S, frozen=True, kw_only=True):
+    """Counts and rates over every planned attempt."""
+
+    total: int
+    evaluated: int
+    coverage: str | None
+    correct: int
+    wrong: int
+    unknown: int
+    unscored: int
+    result_correct_rate: str | None
+    format_ok_rate: str | None
+    sql_exec_success_rate: str | None
+    failures: dict[str, int]
+    failure_rates: dict[str, str | None]
+    cancelled: dict[str, int]
+
+
+class Scores(_S, frozen=True, kw_only=True):
+    """Weighted scores (auxiliary)."""
+
+    auxiliary: bool
+    model_score: str | None
+    dimensions: dict[str, str | None]
+    difficulties: dict[str, str | None]
+
+
+class CaseScores(_S, frozen=True, kw_only=True):
+    """One case of one run: its attempts and their statistics."""
+
+    case: str
+    dimension: str
+    difficulty: str
+    weight: str
+    totals: list[str]
+    outcomes: list[str]
+    result_correct: list[bool | None]
+    mean: str
+    nonzero_rate: str | None
+    stddev: str
+
+
+class TokenParts(_S, frozen=True, kw_only=True):
+    """Token counts summed over the attempts that have the figure."""
+
+    input: int
+    cache_read: int
+    cache_write: int
+    output: int
+    reasoning_output: int
+
+
+class Tokens(_S, frozen=True, kw_only=True):
+    """Tokens of the run."""
+
+    total: int | None
+    parts: TokenParts | None
+    per_correct: str | None
+    coverage: str | None
+
+
+class Cost(_S, frozen=True, kw_only=True):
+    """Cost of the run (billed, else estimated)."""
+
+    total: str | None
+    kind: Literal["billed", "estimate", "mixed"] | None
+    per_correct: str | None
+    coverage: str | None
+
+
+class GenerationTime(_S, frozen=True, kw_only=True):
+    """Generation time of the run, in ms."""
+
+    total: str | None
+    per_correct: str | None
+    p95: str | None
+    coverage: str | None
+
+
+class SqlExecTime(_S, frozen=True, kw_only=True):
+    """SQL execution time of the run, in ms."""
+
+    p95: str | None
+    coverage: str | None
+
+
+class Efficiency(_S, frozen=True, kw_only=True):
+    """The efficiency-v2 block of one run."""
+
+    version: str
+    correct: int
+    tokens: Tokens
+    cost: Cost
+    generation_ms: GenerationTime
+    sql_exec_ms: SqlExecTime
+
+
+class VariantDiagnostics(_S, frozen=True, kw_only=True):
+    """Variant diagnostics of one run (never part of a score)."""
+
+    diagnostic_only: bool
+    total: int
+    checked: int
+    coverage: str | None
+    flagged: int
+    flags: dict[str, int]
+    calibration_sha256: list[str]
+
+
+class _Entry(
+    msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True, tag_field="run_kind"
+):
+    """Fields every run entry has; ``run_kind`` is the tag."""
+
+    run: str
+    profile: str
+    adapter_kind: str
+    dates: Dates
+    status: str
+    scorer_version: str
+    versions: Versions
+    rank: int | None
+
+    @property
+    def run_kind(self) -> str:
+        """``model``, ``self_test`` or ``calibration`` (the JSON tag)."""
+        return str(type(self).__struct_config__.tag)
+
+
+class RunEntry(_Entry, tag="model", frozen=True, kw_only=True):
+    """A run with attempts (a model; :class:`SelfTestRunEntry` for the reference adapter)."""
+
+    attempts_per_case: int
+    model: ModelIdentity
+    configured: Configured
+    price_snapshot_digest: str | None
+    replay_file_sha256: str | None
+    quality: Quality
+    scores: Scores
+    cases: list[CaseScores]
+    efficiency: Efficiency
+    variant_diagnostics: VariantDiagnostics
+
+
+class SelfTestRunEntry(RunEntry, tag="self_test", frozen=True, kw_only=True):
+    """A self-test run (the reference adapter): the same fields as a model run."""
+
+
+class MutantCounts(_S, frozen=True, kw_only=True):
+    """Mutants in each status."""
+
+    killed: int
+    survived: int
+    equivalent: int
+    blocked: int
+    unsupported: int
+    not_applicable: int
+
+
+class FailedControl(_S, frozen=True, kw_only=True):
+    """A positive control the oracle rejected."""
+
+    case: str
+    index: int
+    sql_sha256: str
+
+
+class PositiveControls(_S, frozen=True, kw_only=True):
+    """Correct alternative queries the oracle must accept."""
+
+    passed: int
+    total: int
+    failed: list[FailedControl]
+
+
+class Mutant(_S, frozen=True, kw_only=True):
+    """A planted error (its SQL is never in the log, only its hash)."""
+
+    case: str
+    mutant: str
+    operator: str
+    pattern: str
+    sql_sha256: str
+
+
+class ReviewedMutant(Mutant, frozen=True, kw_only=True):
+    """A mutant reviewed as equivalent, with the review from calibration.yaml."""
+
+    review: str | None
+
+
+class VariantDatabase(_S, frozen=True, kw_only=True):
+    """A variant database of the calibration."""
+
+    id: str
+    stale: bool
+    tables_digest: str
+    gold_digest: str
+
+
+class Calibration(_S, frozen=True, kw_only=True):
+    """What the oracle did with planted errors and correct alternatives."""
+
+    finished: bool
+    calibration_sha256: str | None
+    scorer_version: str | None
+    kill_rate: str | None
+    counts: MutantCounts
+    applicable: int
+    judged_events: int
+    positive_controls: PositiveControls
+    passed: bool | None
+    survivors: list[Mutant]
+    equivalents: list[ReviewedMutant]
+    operators: dict[str, MutantCounts]
+    variants: list[VariantDatabase]
+    report_digest: str | None
+
+
+class CalibrationRunEntry(_Entry, tag="calibration", frozen=True, kw_only=True):
+    """A calibration run: no attempts and no score."""
+
+    calibration: Calibration
+
+
+AnyRunEntry = RunEntry | SelfTestRunEntry | CalibrationRunEntry
+
+
+# ----------------------------------------------------------------- fairness
+
+
+class Controls(_S, frozen=True, kw_only=True):
+    """The invocation controls recorded for one run (value, sorted list, or null)."""
+
+    harness_kind: Recorded
+    response_mode: Recorded
+    single_call: Recorded
+    tools: Recorded
+    retries: Recorded
+    prompt_contract_digest: Recorded
+
+
+class Disclosed(_S, frozen=True, kw_only=True):
+    """The disclosed variables recorded for one run."""
+
+    provider: Recorded
+    auth_mode: Recorded
+    model: Recorded
+    parameters: dict[str, Recorded]
+
+
+class Fairness(_S, frozen=True, kw_only=True):
+    """The fairness class of a models section."""
+
+    class_: Literal["single_model", "controlled_harness", "not_controlled"] = msgspec.field(
+        name="class"
+    )
+    runs: list[str]
+    controls: dict[str, Controls]
+    differing_controls: list[str]
+    missing_invocation_evidence: list[str]
+    invocation_coverage: dict[str, str | None]
+    disclosed: dict[str, Disclosed]
+    disclosed_differences: list[str]
+
+
+# ----------------------------------------------------------------- CaseRuns
+
+
+class ProviderFailure(_S, frozen=True, kw_only=True):
+    """Why the provider call failed."""
+
+    kind: str
+    message: str
+    http_status: int | None
+
+
+class Response(_S, frozen=True, kw_only=True):
+    """The model's response, or the provider failure."""
+
+    kind: Literal["model_responded", "provider_failed"]
+    raw_output: str | None
+    resolved_model: str | None
+    recorded_model: str | None
+    provider_request_id: str | None
+    invocation: Invocation | None
+    usage: Usage | None
+    cost: str | None
+    estimated_cost: str | None
+    generation_us: int | None
+    failure: ProviderFailure | None
+
+
+class Parsed(_S, frozen=True, kw_only=True):
+    """The output protocol's reading of the raw output."""
+
+    protocol_strict: bool
+    recovered_from_fence: bool
+    plan: Plan | None
+    sql: str | None
+    summary: str | None
+    assumptions: list[str] | None
+    error: str | None
+
+
+class Guard(_S, frozen=True, kw_only=True):
+    """The SQL guard's verdict."""
+
+    passed: bool
+    violations: list[Violation]
+    ast_digest: str | None
+
+
+class Execution(_S, frozen=True, kw_only=True):
+    """The attempt's last execution."""
+
+    ok: bool
+    error_kind: str | None
+    error_message: str | None
+    columns: list[Column]
+    rows: list[list[Cell]]
+    row_count: int
+    truncated: bool
+    sql_us: int
+    tries: int
+
+
+class Diff(_S, frozen=True, kw_only=True):
+    """The result diff against gold."""
+
+    alignment: str
+    expected_rows: int
+    actual_rows: int
+    matched: int
+    missing_rows: int
+    extra_rows: int
+    precision: str
+    recall: str
+    f1: str
+    order_ok: bool
+    non_finite: bool
+
+
+class Score(_S, frozen=True, kw_only=True):
+    """The score under the viewed scorer version."""
+
+    scorer_version: str
+    total: str
+    items: ScoreItems
+    ast_rules: list[AstRule]
+    result_correct: bool | None
+    format_ok: bool
+    failure_kind: str
+    sql_structural_match: bool | None
+
+
+class Cancel(_S, frozen=True, kw_only=True):
+    """Why the attempt was cancelled."""
+
+    reason: str
+    message: str
+
+
+class VariantOutcomeRow(_S, frozen=True, kw_only=True):
+    """The attempt's SQL on one variant database."""
+
+    variant: str
+    non_interfering: bool
+    result_correct: bool | None
+    moved: bool | None
+    error_kind: str | None
+
+
+class CaseRunVariants(_S, frozen=True, kw_only=True):
+    """Variant diagnostics of one CaseRun."""
+
+    calibration_sha256: str
+    flags: list[str]
+    outcomes: list[VariantOutcomeRow]
+
+
+class EventRef(_S, frozen=True, kw_only=True):
+    """One event of a CaseRun."""
+
+    seq: int
+    type: str
+    leaf_hash: str
+
+
+class CaseRun(_S, frozen=True, kw_only=True):
+    """One run x case x attempt and its evidence."""
+
+    run: str
+    case: str
+    attempt: int
+    outcome: str
+    prompt: str | None
+    prompt_sha256: str | None
+    response: Response | None
+    parsed: Parsed | None
+    guard: Guard | None
+    execution: Execution | None
+    diff: Diff | None
+    score: Score | None
+    cancel: Cancel | None
+    variants: CaseRunVariants | None
+    events: list[EventRef]
+
+
+# ----------------------------------------------------------------- sections and the report
+
+
+class Section(_S, frozen=True, kw_only=True):
+    """Runs of one kind, bank hash and scorer major."""
+
+    kind: Literal["models", "self_test", "calibration"]
+    ranked: bool
+    title: str
+    bank: Bank
+    scorer_major: str
+    scorer_versions: list[str]
+    fairness: Fairness | None
+    cases: list[SectionCase]
+    runs: list[AnyRunEntry]
+    caseruns: list[CaseRun]
+    gold: list[Gold] | None
+
+
+class Report(_S, frozen=True, kw_only=True):
+    """A ``caseledger-report/1`` report."""
+
+    contract: Literal["caseledger-report/1"]
+    checkpoint: Checkpoint
+    view: Literal["public", "internal-with-gold"]
+    notice: str
+    scorer: ScorerView
+    selection: Selection
+    sections: list[Section]
+    how_to_read: list[str]
+
+
+# ----------------------------------------------------------------- the gate
+
+
+class ScorecardBank(_S, frozen=True, kw_only=True):
+    """The bank a scorecard's run answered."""
+
+    id: str
+    version: str
+    hash: str
+
+
+class Completeness(_S, frozen=True, kw_only=True):
+    """Whether every planned attempt has a terminal event and none was cancelled."""
+
+    status: str | None
+    planned: int
+    unscored: int
+    cancelled: dict[str, int]
+    complete: bool
+
+
+class InvocationControls(_S, frozen=True, kw_only=True):
+    """The invocation controls recorded per attempt."""
+
+    attempts: int
+    with_invocation: int
+    values: dict[str, list[Recorded]]
+
+
+class Scorecard(_S, frozen=True, kw_only=True):
+    """What the gate needs of one run (``caseledger-scorecard/1``)."""
+
+    contract: Literal["caseledger-scorecard/1"]
+    run: str
+    run_kind: str | None
+    profile: str | None
+    bank: ScorecardBank
+    scorer_version: str
+    scorer_major: str
+    attempts_per_case: int | None
+    completeness: Completeness
+    controls: InvocationControls
+    denominators: dict[str, int | None]
+    metrics: dict[str, str | None]
+
+
+class GateSide(_S, frozen=True, kw_only=True):
+    """One side of the gate."""
+
+    run: str
+    profile: str | None
+    bank_hash: str
+    scorer_version: str
+    complete: bool
+    n: int | None
+    judged: int | None
+    source: str | msgspec.UnsetType = msgspec.UNSET
+
+
+class Drift(_S, frozen=True, kw_only=True):
+    """The judged-count drift between the sides."""
+
+    judged_baseline: int | None
+    judged_current: int | None
+    change: str | None
+    threshold: str
+    warn: bool
+
+
+class MetricRow(_S, frozen=True, kw_only=True):
+    """One metric's comparison."""
+
+    metric: str
+    direction: Literal["higher", "lower"] | None
+    tolerance: str | None
+    baseline: str | None
+    current: str | None
+    delta: str | None
+    allowed: str | None
+    verdict: Literal["pass", "regression", "incomparable", "unpaired", "ignored"]
+    note: str | None
+
+
+class GateVerdict(_S, frozen=True, kw_only=True):
+    """The gate's verdict (``caseledger-gate/1``)."""
+
+    contract: Literal["caseledger-gate/1"]
+    verdict: Literal["pass", "regression", "could_not_judge"]
+    exit_code: int
+    baseline: GateSide
+    current: GateSide
+    comparable: bool
+    problems: list[str]
+    min_n: int | None
+    drift: Drift
+    warnings: list[str]
+    metrics: list[MetricRow]
+    regressions: list[str]
+    unpaired: list[str]
+    incomparable: list[str]
+
+
+def report_schema() -> dict[str, Any]:
+    """The JSON Schema (2020-12) of a report, generated from :class:`Report`."""
+    return _titled(msgspec.json.schema(Report), "caseledger-report/1")
+
+
+def verdict_schema() -> dict[str, Any]:
+    """The JSON Schema (2020-12) of a gate verdict, generated from :class:`GateVerdict`."""
+    return _titled(msgspec.json.schema(GateVerdict), "caseledger-gate/1")
+
+
+def _titled(schema: dict[str, Any], contract: str) -> dict[str, Any]:
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": contract,
+        "description": "Generated from projections/report/schema.py by tools/gen_report_schema.py;"
+        " do not edit.",
+        **schema,
+    }
