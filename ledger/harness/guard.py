@@ -14,6 +14,8 @@ Rules, in the order reported (docs/protocol-and-guard.md explains each one):
   sqlglot parses a tree too deep for the checks to walk back out of);
 - ``single_statement``: exactly one statement (empty statements such as a
   trailing ``;`` do not count);
+- ``adjacent_literals``: no two string literals separated only by whitespace or
+  comments (DuckDB joins them into one literal, sqlglot reads an alias);
 - ``read_only_root``: the root is a query (SELECT, set operation, VALUES,
   PIVOT/UNPIVOT, a parenthesised query, each with an optional WITH);
 - ``no_side_effects``: no write, DDL, transaction, session or utility node
@@ -21,9 +23,11 @@ Rules, in the order reported (docs/protocol-and-guard.md explains each one):
 - ``known_constructs``: every non-function node is on an allow-list;
 - ``table_functions``: FROM items are tables, subqueries, VALUES, UNNEST,
   ``range()`` or ``generate_series()``; no other table function;
-- ``file_references``: no file, glob or URL name in FROM (``FROM 'x.csv'``);
+- ``pivot_values``: every PIVOT column lists its values (``ON c IN (...)``);
+- ``file_references``: no string literal, file, glob or URL name in FROM (``FROM 'x.csv'``);
 - ``table_references``: only published ``main`` tables or CTEs in scope;
-- ``denied_functions``: no function of the documented deny-list, anywhere.
+- ``function_allowlist``: every function call is on the allow-list generated from
+  DuckDB's catalog (``ledger.harness.functions``); unknown means refused.
 """
 
 from __future__ import annotations
@@ -32,25 +36,26 @@ import contextlib
 import functools
 import re
 import string
-from collections.abc import Callable, Collection, Iterator
+from collections.abc import Callable, Collection, Hashable, Iterator
+from typing import NamedTuple
 
 import msgspec
 from sqlglot import exp
 from sqlglot.dialects.duckdb import DuckDB
 from sqlglot.errors import ParseError, SqlglotError
 from sqlglot.optimizer.normalize_identifiers import normalize_identifiers
+from sqlglot.tokens import TokenType
 
 from ledger.codec import sha256_hex
 from ledger.events import Violation
-from ledger.harness import sqlparse
+from ledger.harness import functions, sqlparse
 
 __all__ = [
     "ALLOWED_TABLE_FUNCTIONS",
     "CHECKS",
-    "DENIED_FUNCTIONS",
-    "DENIED_FUNCTION_PREFIXES",
-    "DENIED_FUNCTION_SUFFIXES",
     "DIALECT",
+    "VALUE_FUNCTIONS",
+    "Context",
     "Verdict",
     "guard",
 ]
@@ -61,81 +66,25 @@ DIALECT = "duckdb"
 # sources; range()/generate_series() build calendar spines for empty periods.
 ALLOWED_TABLE_FUNCTIONS: tuple[str, ...] = ("unnest", "values", "range", "generate_series")
 
-# Functions that reach outside the database (files, network, environment,
-# settings, catalog, other statements) or change session state. Matched on the
-# ASCII-lowercased function name, in any position (select list, lambdas, FROM).
-DENIED_FUNCTIONS: tuple[str, ...] = (
-    "getenv",  # environment variables of the worker process
-    "current_setting",  # configuration, including paths (home, temp, extension dirs)
-    "getvariable",  # session variables
-    "set_config",
-    "setseed",  # changes session state
-    "nextval",  # writes a sequence
-    "currval",
-    "glob",  # lists files
-    "sniff_csv",  # reads a file
-    "query",  # runs arbitrary SQL text
-    "query_table",  # reads a table named by a runtime string
-    "json_execute_serialized_sql",
-    "to_file",
-    "secret",
-    "which_secret",
-    "checkpoint",
-    "force_checkpoint",
-    "current_database",  # catalog: names the database file
-    "current_catalog",
-    "current_schema",
-    "current_schemas",
-    "current_user",
-    "session_user",
-    "user",
-    "version",
-    "in_search_path",
-    "has_any_column_privilege",
-    "has_column_privilege",
-    "has_database_privilege",
-    "has_foreign_data_wrapper_privilege",
-    "has_function_privilege",
-    "has_language_privilege",
-    "has_schema_privilege",
-    "has_sequence_privilege",
-    "has_server_privilege",
-    "has_table_privilege",
-    "has_tablespace_privilege",
-    "col_description",
-    "obj_description",
-    "shobj_description",
-    "format_pg_type",
-    "format_type",
-    "current_role",
-    "get_block_size",  # storage information of an attached database
-    "write_log",  # writes to DuckDB's log
-    "enable_logging",
-    "disable_logging",
-    "truncate_duckdb_logs",
-    "enable_profiling",
-    "disable_profiling",
-    "st_read",  # spatial extension: reads files
-    "st_read_meta",
-    "st_readosm",
+# Bare words DuckDB's binder turns into function calls when no column has the name
+# (SQL-standard value functions); sqlglot keeps some of them as plain columns.
+VALUE_FUNCTIONS: frozenset[str] = frozenset(
+    {
+        *("current_catalog", "current_date", "current_schema", "current_role"),
+        *("current_time", "current_timestamp", "current_user", "localtime"),
+        *("localtimestamp", "session_user", "user"),
+    }
 )
-DENIED_FUNCTION_PREFIXES: tuple[str, ...] = (
-    "read_",  # read_csv, read_csv_auto, read_parquet, read_json*, read_text, read_blob, ...
-    "duckdb_",  # catalog and settings functions
-    "pragma_",  # pragma table functions
-    "parquet_",  # parquet_metadata, parquet_schema, parquet_kv_metadata, ...
-    "iceberg_",
-    "delta_",
-    "sqlite_",
-    "postgres_",
-    "mysql_",
-    "http_",
-    "pg_",  # PostgreSQL catalog compatibility functions
+
+# Token types DuckDB reads as string constants: two of them in a row are one literal.
+_STRING_TOKENS = frozenset(
+    {
+        *(TokenType.STRING, TokenType.BIT_STRING, TokenType.HEX_STRING, TokenType.BYTE_STRING),
+        *(TokenType.NATIONAL_STRING, TokenType.NATIONAL_RAW_STRING, TokenType.RAW_STRING),
+        *(TokenType.HEREDOC_STRING, TokenType.UNICODE_STRING),
+    }
 )
-DENIED_FUNCTION_SUFFIXES: tuple[str, ...] = (
-    "_scan",  # parquet_scan, csv_scan, arrow_scan, sqlite_scan, ...
-    "_attach",
-)
+_TOKENIZER = DuckDB().tokenizer_class()
 
 # Statement-level nodes: writes, DDL, transactions, session and utility
 # commands. Forbidden anywhere, which covers `WITH x AS (DELETE ... RETURNING *)`.
@@ -184,7 +133,8 @@ _KNOWN_NODES: frozenset[type[exp.Expr]] = frozenset(
     {
         *(exp.Select, exp.Union, exp.Intersect, exp.Except, exp.Subquery, exp.Values),
         *(exp.With, exp.CTE, exp.From, exp.Join, exp.Lateral, exp.Where, exp.Group, exp.Having),
-        *(exp.Qualify, exp.Order, exp.Ordered, exp.Limit, exp.Offset, exp.Fetch, exp.Distinct),
+        *(exp.Qualify, exp.Order, exp.Ordered, exp.Limit, exp.LimitOptions, exp.Offset),
+        *(exp.Fetch, exp.Distinct),
         *(exp.Window, exp.WindowSpec, exp.Filter, exp.WithinGroup, exp.IgnoreNulls),
         *(exp.RespectNulls, exp.Cube, exp.Rollup, exp.GroupingSets, exp.TableSample),
         *(exp.Pivot, exp.PivotAlias, exp.UnpivotColumns, exp.Table, exp.TableAlias, exp.Alias),
@@ -200,6 +150,7 @@ _KNOWN_NODES: frozenset[type[exp.Expr]] = frozenset(
         *(exp.BitString, exp.ByteString, exp.RawString, exp.UnicodeString, exp.National),
         *(exp.JSONPath, exp.JSONPathKey, exp.JSONPathRoot, exp.JSONPathSubscript),
         *(exp.JSONPathSlice, exp.JSONPathWildcard, exp.JSONPathUnion, exp.JSONPathSelector),
+        exp.JSONKeyValue,
     }
 )
 
@@ -210,7 +161,7 @@ _READ_ONLY_ROOTS = (exp.Select, exp.SetOperation, exp.Values, exp.Pivot, exp.Sub
 _FILE_LIKE = re.compile(r"[./\\:*?~\[\]{}]")
 _ASCII_LOWER = str.maketrans(string.ascii_uppercase, string.ascii_lowercase)
 _CALL_NAME = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\s*\(")
-_TRANSFORMED = frozenset(DuckDB.Generator.TRANSFORMS)
+_STUB = exp.column("x")
 
 
 class Verdict(msgspec.Struct, frozen=True, kw_only=True):
@@ -226,7 +177,15 @@ class Verdict(msgspec.Struct, frozen=True, kw_only=True):
     ast_digest: str | None
 
 
-Check = Callable[[exp.Expr, frozenset[str]], Iterator[Violation]]
+class Context(NamedTuple):
+    """What a check may read besides the tree: the published tables and the SQL's tokens."""
+
+    tables: frozenset[str]
+    #: Start offsets of the string-literal tokens of the SQL text.
+    string_starts: frozenset[int]
+
+
+Check = Callable[[exp.Expr, Context], Iterator[Violation]]
 
 
 def fold(name: str) -> str:
@@ -249,39 +208,84 @@ def _where(node: exp.Expr) -> str:
     return ""
 
 
+def _stub(value: object) -> object:
+    if isinstance(value, exp.Expr):
+        return _STUB
+    if isinstance(value, list):
+        return [_STUB if isinstance(v, exp.Expr) else v for v in value]
+    return value
+
+
+def _shape(value: object) -> Hashable:
+    if isinstance(value, exp.Expr):
+        return "expr"
+    if isinstance(value, list):
+        return tuple(_shape(v) for v in value)
+    return value if isinstance(value, Hashable) else repr(value)
+
+
 def _function_names(node: exp.Func) -> tuple[str, ...]:
     """Every name a function node may stand for, the DuckDB spelling first.
 
-    An unknown function keeps the name as written; a known one may be written
-    under several names, so sqlglot's names for its class count too.
+    An unknown function keeps the name as written. A known one is regenerated as
+    DuckDB SQL with its arguments replaced by a stub (so one node costs the same
+    whatever its subtree) and the called name taken; sqlglot's own names for the
+    class follow, so that a name written under any of them is judged.
     """
     if isinstance(node, exp.Anonymous):
         return (fold(node.name),)
     names: list[str] = []
-    # Only classes with a DuckDB transform can be spelled differently from their SQL
-    # names; generating the others (AND chains) would make the guard quadratic.
-    if type(node) in _TRANSFORMED and not isinstance(node, exp.Binary | exp.Unary):
-        match = _CALL_NAME.match(node.sql(dialect=DIALECT))
-        if match:
-            names.append(match.group(1))
+    rendered = _render(node)
+    if rendered is not None:
+        names.append(rendered)
     # Abstract function classes have no SQL name.
     with contextlib.suppress(NotImplementedError):
-        names.extend(type(node).sql_names())
-    return tuple(dict.fromkeys(fold(n) for n in names))
+        names.extend(fold(n) for n in type(node).sql_names())
+    return tuple(dict.fromkeys(names))
 
 
-def _is_denied(name: str) -> bool:
-    return (
-        name in DENIED_FUNCTIONS
-        or name.startswith(DENIED_FUNCTION_PREFIXES)
-        or name.endswith(DENIED_FUNCTION_SUFFIXES)
-    )
+def _render(node: exp.Func) -> str | None:
+    key = (type(node), tuple((k, _shape(v)) for k, v in node.args.items()))
+    found = _RENDERED.get(key, _MISSING)
+    if found is _MISSING:
+        found = None
+        try:
+            text = type(node)(**{k: _stub(v) for k, v in node.args.items()}).sql(dialect=DIALECT)
+        except (SqlglotError, ValueError, TypeError, KeyError, AttributeError):
+            text = ""  # the name then comes from the class alone
+        match = _CALL_NAME.match(text)
+        if match:
+            found = fold(match.group(1))
+        if len(_RENDERED) < 4096:
+            _RENDERED[key] = found
+    return found if isinstance(found, str) else None
+
+
+_MISSING = object()
+_RENDERED: dict[Hashable, object] = {}
+
+
+def _call_refusal(node: exp.Func) -> tuple[str, str] | None:
+    """(name, why) when the allow-list refuses this call; None when it is allowed."""
+    catalog = functions.catalog()
+    names = _function_names(node)
+    if isinstance(node, exp.Binary | exp.Unary) and _render(node) is None:
+        return None  # an operator (AND, ||, ->>, ...), not a call
+    for name in names:
+        if name in catalog.denied and name not in catalog.calls:
+            why = catalog.call_refusal(name)
+            assert why is not None
+            return name, why
+    if any(n in catalog.calls or n in functions.SYNTAX_CALLS for n in names):
+        return None
+    shown = names[0] if names else type(node).__name__.lower()
+    return shown, catalog.call_refusal(shown) or "is not on the allow-list"
 
 
 # ------------------------------------------------------------------------- checks
 
 
-def read_only_root(tree: exp.Expr, tables: frozenset[str]) -> Iterator[Violation]:
+def read_only_root(tree: exp.Expr, ctx: Context) -> Iterator[Violation]:
     """The statement itself must be a query that only reads."""
     ok = isinstance(tree, _READ_ONLY_ROOTS)
     if isinstance(tree, exp.Subquery):
@@ -297,7 +301,7 @@ def read_only_root(tree: exp.Expr, tables: frozenset[str]) -> Iterator[Violation
         )
 
 
-def no_side_effects(tree: exp.Expr, tables: frozenset[str]) -> Iterator[Violation]:
+def no_side_effects(tree: exp.Expr, ctx: Context) -> Iterator[Violation]:
     """No write, DDL, transaction, session or utility node anywhere in the tree."""
     for node in tree.walk():
         kind = _SIDE_EFFECTS.get(type(node))
@@ -305,7 +309,7 @@ def no_side_effects(tree: exp.Expr, tables: frozenset[str]) -> Iterator[Violatio
             yield Violation(check="no_side_effects", message=f"{kind} is not allowed{_where(node)}")
 
 
-def known_constructs(tree: exp.Expr, tables: frozenset[str]) -> Iterator[Violation]:
+def known_constructs(tree: exp.Expr, ctx: Context) -> Iterator[Violation]:
     """Fail closed: a non-function node the guard does not know is rejected."""
     for node in tree.walk():
         cls = type(node)
@@ -331,7 +335,7 @@ def _from_items(tree: exp.Expr) -> Iterator[exp.Expr]:
             yield node
 
 
-def table_functions(tree: exp.Expr, tables: frozenset[str]) -> Iterator[Violation]:
+def table_functions(tree: exp.Expr, ctx: Context) -> Iterator[Violation]:
     """Only UNNEST, VALUES, range() and generate_series() may be called in FROM."""
     for item in _from_items(tree):
         call = item.this if isinstance(item, exp.Table) else item
@@ -442,10 +446,32 @@ def _unknown_tables(tree: exp.Expr, tables: frozenset[str]) -> Iterator[exp.Tabl
             yield table
 
 
-def file_references(tree: exp.Expr, tables: frozenset[str]) -> Iterator[Violation]:
-    """No file, glob or URL names in FROM: DuckDB would scan them (``FROM 'x.csv'``)."""
-    for table in _unknown_tables(tree, tables):
-        if _FILE_LIKE.search(table.name):
+def _literal_part(table: exp.Table, ctx: Context) -> exp.Identifier | None:
+    """The part of a table name written as a string literal (``FROM 'x'``), if any."""
+    for key in ("this", "db", "catalog"):
+        part = table.args.get(key)
+        if (
+            isinstance(part, exp.Identifier)
+            and part.args.get("quoted")
+            and part.meta.get("start") in ctx.string_starts
+        ):
+            return part
+    return None
+
+
+def file_references(tree: exp.Expr, ctx: Context) -> Iterator[Violation]:
+    """No string literal, file, glob or URL names in FROM: DuckDB would scan them."""
+    for table in _named_tables(tree):
+        literal = _literal_part(table, ctx)
+        if literal is not None:
+            yield Violation(
+                check="file_references",
+                message=f"FROM names the string literal {literal.name!r}{_where(table)}: "
+                "DuckDB reads a string in FROM as a file name; name a published table "
+                "(identifiers take double quotes)",
+            )
+    for table in _unknown_tables(tree, ctx.tables):
+        if _literal_part(table, ctx) is None and _FILE_LIKE.search(table.name):
             yield Violation(
                 check="file_references",
                 message=f"FROM names a file, glob or URL {table.name!r}{_where(table)}; "
@@ -453,10 +479,11 @@ def file_references(tree: exp.Expr, tables: frozenset[str]) -> Iterator[Violatio
             )
 
 
-def table_references(tree: exp.Expr, tables: frozenset[str]) -> Iterator[Violation]:
+def table_references(tree: exp.Expr, ctx: Context) -> Iterator[Violation]:
     """Only published ``main`` tables (bare or ``main.``-qualified) and CTEs in scope."""
+    tables = ctx.tables
     for table in _unknown_tables(tree, tables):
-        if _FILE_LIKE.search(table.name):
+        if _FILE_LIKE.search(table.name) or _literal_part(table, ctx) is not None:
             continue  # reported by file_references
         parts = [table.text(k) for k in ("catalog", "db") if table.args.get(k)]
         shown = ".".join([*parts, table.name])
@@ -471,17 +498,75 @@ def table_references(tree: exp.Expr, tables: frozenset[str]) -> Iterator[Violati
         )
 
 
-def denied_functions(tree: exp.Expr, tables: frozenset[str]) -> Iterator[Violation]:
-    """No function of the deny-list (files, environment, settings, catalog), anywhere."""
+def pivot_values(tree: exp.Expr, ctx: Context) -> Iterator[Violation]:
+    """Every PIVOT column lists its values: DuckDB runs ``PIVOT t ON c`` as two statements."""
+    for node in tree.walk():
+        if not isinstance(node, exp.Pivot) or node.args.get("unpivot"):
+            continue
+        for column in node.expressions if isinstance(node.this, exp.Expr) else ():
+            if not isinstance(column, exp.In):
+                yield Violation(
+                    check="pivot_values",
+                    message=f"PIVOT ON {column.sql(dialect=DIALECT)}{_where(column)} has no IN "
+                    "list: DuckDB first creates an ENUM type of its values (a second "
+                    "statement); list the values: ON column IN (...)",
+                )
+
+
+def function_allowlist(tree: exp.Expr, ctx: Context) -> Iterator[Violation]:
+    """Every function call, anywhere, is on the allow-list generated from DuckDB's catalog."""
     for node in tree.walk():
         if isinstance(node, exp.Func):
-            denied = [n for n in _function_names(node) if _is_denied(n)]
-            if denied:
+            refused = _call_refusal(node)
+            if refused is not None:
+                name, why = refused
                 yield Violation(
-                    check="denied_functions",
-                    message=f"function {denied[0]}(){_where(node)} reaches outside the "
-                    "database and is on the deny-list",
+                    check="function_allowlist",
+                    message=f"function {name}(){_where(node)} {why}",
                 )
+        elif (
+            isinstance(node, exp.Column)
+            and not node.table
+            and isinstance(node.this, exp.Identifier)
+            and not node.this.args.get("quoted")
+            and fold(node.name) in VALUE_FUNCTIONS
+        ):
+            yield Violation(
+                check="function_allowlist",
+                message=f"bare {fold(node.name)}{_where(node)} is DuckDB's "
+                f"{fold(node.name)}() unless a column has that name; qualify the column "
+                "(t.name) or quote it",
+            )
+
+
+def adjacent_literals(sql: str) -> tuple[tuple[Violation, ...], frozenset[int]]:
+    """Violations for string literals in a row, and the start offset of every string literal.
+
+    DuckDB joins ``'orders'`` and ``'.csv'`` across a line break (also with a line
+    comment between them) into one literal, a file name, where sqlglot reads the
+    second as an alias: the two parsers would judge different statements. Any two
+    string tokens in a row are refused, on one line too (DuckDB rejects those).
+    """
+    found: list[Violation] = []
+    starts: set[int] = set()
+    previous_was_string = False
+    for token in _TOKENIZER.tokenize(sql):
+        is_string = token.token_type in _STRING_TOKENS
+        if is_string:
+            starts.add(token.start)
+            if previous_was_string:
+                line = sql.count("\n", 0, token.start) + 1
+                col = token.start - sql.rfind("\n", 0, token.start)
+                found.append(
+                    Violation(
+                        check="adjacent_literals",
+                        message=f"two string literals in a row (line {line}, col {col}): "
+                        "DuckDB joins them into one literal across a line break; write one "
+                        "literal or join them with ||",
+                    )
+                )
+        previous_was_string = is_string
+    return tuple(found), frozenset(starts)
 
 
 CHECKS: tuple[Check, ...] = (
@@ -489,9 +574,10 @@ CHECKS: tuple[Check, ...] = (
     no_side_effects,
     known_constructs,
     table_functions,
+    pivot_values,
     file_references,
     table_references,
-    denied_functions,
+    function_allowlist,
 )
 
 
@@ -568,10 +654,12 @@ def _judge(sql: str, allowed: frozenset[str]) -> Verdict:
         )
         return Verdict(passed=False, violations=(violation,), ast_digest=None)
     tree = statements[0]
-    found: list[Violation] = []
+    adjacent, string_starts = adjacent_literals(sql)
+    found: list[Violation] = list(adjacent)
+    ctx = Context(tables=allowed, string_starts=string_starts)
     try:
         for check in CHECKS:
-            for violation in check(tree, allowed):
+            for violation in check(tree, ctx):
                 if violation not in found:
                     found.append(violation)
         digest = _digest(tree)

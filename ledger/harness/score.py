@@ -124,7 +124,9 @@ class Scorer:
             items["protocol"] = Fraction(self.points.protocol if strict else 0)
             if reference_sql is not None:
                 fields["sql_structural_match"] = structural_match(sql, reference_sql)
-            if not guarded.passed:
+            # The worker's own DuckDB parse check refused it: a guard failure, nothing ran.
+            refused = executed is not None and executed.error_kind == "refused"
+            if not guarded.passed or refused:
                 failure = "guard"
             else:
                 items["guard"] = Fraction(self.points.guard)
@@ -271,7 +273,7 @@ def _check_evidence(
             problems.append(f"execution ok={executed.ok} with error_kind {executed.error_kind}")
         elif executed.error_kind == "worker_crash":
             problems.append("a worker crash is an infrastructure cancellation, never a score")
-        elif executed.error_kind is not None and executed.error_kind not in EXECUTION_ERRORS:
+        elif executed.error_kind not in (None, "refused", *EXECUTION_ERRORS):
             problems.append(f"unknown execution error_kind {executed.error_kind!r}")
     if problems:
         raise ScoringError(f"case {case.id}: cannot score: " + "; ".join(problems))

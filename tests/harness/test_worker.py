@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import hashlib
+import importlib
+import json
 import multiprocessing
 import os
 import re
@@ -13,6 +15,7 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import duckdb
 import msgspec
@@ -27,12 +30,19 @@ from ledger.harness.worker import (
     ExecResult,
     WorkerPool,
     connect_sandboxed,
+    duckdb_refusals,
     execute_once,
+    shadow_denied_functions,
 )
 
 REPO = Path(__file__).resolve().parents[2]
 
 # ---------------------------------------------------------------- fixtures and helpers
+
+
+def _load_guard_corpora() -> Any:
+    """tests/harness/test_guard.py, for its corpora (HOSTILE, ADJACENT, LEGIT, LEGIT_RETAIL)."""
+    return importlib.import_module("test_guard")
 
 
 def _build_bank(path: Path) -> None:
@@ -223,12 +233,16 @@ def test_sql_error_is_data(pool: WorkerPool) -> None:
     assert result.columns == ()
 
 
-def test_temp_objects_do_not_leak_between_queries(pool: WorkerPool) -> None:
+def test_temp_objects_cannot_be_made(pool: WorkerPool) -> None:
+    # Only one SELECT runs, so no query leaves a temp object for the next one.
     made = pool.execute("CREATE TEMP TABLE scratch AS SELECT 1 AS a", max_rows=5)
-    assert made.ok  # temp tables live in memory only, in this query's own cursor
+    assert made.error_kind == "refused"
     later = pool.execute("SELECT * FROM scratch", max_rows=5)
-    assert later.error_kind == "sql_runtime"
-    assert "scratch" in (later.error_message or "")
+    assert later.error_kind == "refused"
+    assert later.error_message == (
+        "refused by the worker's DuckDB parse check: table 'scratch' is not a published "
+        "table or a CTE in scope"
+    )
 
 
 def test_negative_max_rows_is_a_caller_bug(pool: WorkerPool) -> None:
@@ -290,8 +304,9 @@ def test_hostile_sql_ends_as_error(
     before = hashlib.sha256(bank_db.read_bytes()).hexdigest()
     result = pool.execute(sql.format(out=tmp_path), max_rows=100)
     assert result.ok is False
-    assert result.error_kind == "sql_runtime"
-    assert fragment in (result.error_message or "")
+    # The worker's parse check refuses every one before DuckDB's settings are reached.
+    assert result.error_kind == "refused"
+    assert (result.error_message or "").startswith("refused by the worker's DuckDB parse check: ")
     assert result.rows == ()
     assert "root:" not in (result.error_message or "")
     assert list(tmp_path.iterdir()) == []  # nothing written, nothing created
@@ -312,16 +327,24 @@ def test_duckdb_settings_alone_refuse_hostile_sql(
     assert list(tmp_path.iterdir()) == []
 
 
-def test_settings_really_are_in_force(pool: WorkerPool) -> None:
-    result = pool.execute(
-        "SELECT current_setting('access_mode'), current_setting('enable_external_access'), "
-        "current_setting('threads'), current_setting('memory_limit'), "
-        "current_setting('TimeZone'), current_setting('lock_configuration'), "
-        "current_setting('autoload_known_extensions'), current_setting('temp_directory')",
-        max_rows=1,
-    )
-    # DuckDB reports 512MB as 488.2 MiB (512 * 10^6 bytes) and UTC by its canonical name.
-    assert result.rows == (("read_only", False, 1, "488.2 MiB", "Etc/UTC", True, False, ""),)
+def test_settings_really_are_in_force(bank_db: Path) -> None:
+    # current_setting() is denied to queries; read the settings the worker opens with here.
+    con = connect_sandboxed(bank_db)
+    try:
+        rows = con.execute(
+            "SELECT current_setting('access_mode'), current_setting('enable_external_access'), "
+            "current_setting('threads'), current_setting('memory_limit'), "
+            "current_setting('TimeZone'), current_setting('lock_configuration'), "
+            "current_setting('autoload_known_extensions'), current_setting('temp_directory'), "
+            "current_setting('secret_directory')"
+        ).fetchall()
+    finally:
+        con.close()
+    # DuckDB reports 512MB as 488.2 MiB (512 * 10^6 bytes); the secret directory no longer
+    # names the home directory.
+    assert rows == [
+        ("read_only", False, 1, "488.2 MiB", "UTC", True, False, "", "/nonexistent/caseledger")
+    ]
 
 
 # ---------------------------------------------------------------- runaway queries
@@ -491,3 +514,190 @@ def test_unreadable_database_is_a_sandbox_error(tmp_path: Path) -> None:
         WorkerPool(junk)
     assert info.value.hint
     assert _worker_children() <= before
+
+
+# ---------------------------------------------------------------- the worker's DuckDB parse check
+
+CORPUS = _load_guard_corpora()
+RETAIL = REPO / "ledger" / "banks" / "retail"
+
+
+@pytest.fixture(scope="module")
+def corpus_pool(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WorkerPool]:
+    """A worker over the guard corpora's tables (empty), as tests/harness/test_guard.py has them."""
+    path = tmp_path_factory.mktemp("corpus") / "corpus.duckdb"
+    with duckdb.connect(str(path)) as build:
+        build.execute(CORPUS.SCHEMA)
+    with WorkerPool(path) as p:
+        yield p
+
+
+@pytest.fixture(scope="module")
+def retail_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The built-in retail bank, built the way `bank publish` builds it."""
+    from ledger.bank.build import build_database
+    from ledger.bank.model import load_bank
+
+    path = tmp_path_factory.mktemp("retail") / "retail.duckdb"
+    build_database(load_bank(RETAIL), path)
+    return path
+
+
+GUARD_ONLY: dict[str, tuple[tuple[Any, ...], ...]] = {
+    "three adjacent literals in the select list": (("abc",),),
+    "a string literal in FROM is a file read even when it names a table": (),
+    "a string literal in a comma join": (),
+}
+
+
+def test_hostile_corpus_never_runs_with_the_guard_bypassed(
+    corpus_pool: WorkerPool, tmp_path: Path
+) -> None:
+    # Every hostile statement, sent straight to the worker: the parse check refuses it or
+    # DuckDB fails it; nothing runs, no row comes back, no path shows in a message.
+    entries = [*CORPUS.HOSTILE, *CORPUS.ADJACENT]
+    kinds: dict[str, int] = {}
+    for entry in entries:
+        result = corpus_pool.execute(entry.sql.replace("{out}", str(tmp_path)), max_rows=50)
+        if entry.title in GUARD_ONLY:
+            # The guard refuses these for being read differently; DuckDB reads a published
+            # (here empty) table or one literal, which is harmless.
+            assert (result.ok, result.rows) == (True, GUARD_ONLY[entry.title]), entry.title
+            continue
+        assert result.ok is False, entry.title
+        assert result.error_kind in ("refused", "sql_runtime"), (entry.title, result)
+        assert result.rows == () and result.columns == (), entry.title
+        message = result.error_message or ""
+        assert str(Path.home()) + "/" not in message and "/tmp/" not in message, entry.title
+        kinds[result.error_kind] = kinds.get(result.error_kind, 0) + 1
+    assert kinds == {"refused": len(entries) - len(GUARD_ONLY)}
+    assert len(entries) > 380
+
+
+def test_escape_examples_are_refused_by_the_worker(corpus_pool: WorkerPool) -> None:
+    cases = {
+        "SELECT json_serialize_plan('SELECT current_setting(''home_directory'')')": (
+            "function json_serialize_plan() is denied (sql_text: plans and runs the binder "
+            "on SQL text)"
+        ),
+        "SELECT * FROM 'orders'\r\n'.csv'": (
+            "table 'orders.csv' is not a published table or a CTE in scope"
+        ),
+        "SELECT path FROM duckdb_databases()": (
+            "table function duckdb_databases() is not allowed in FROM"
+        ),
+        "SELECT system.main.current_setting('home_directory')": (
+            "function current_setting() is qualified with a catalog or schema"
+        ),
+        "SELECT current_schema": "bare current_schema is DuckDB's current_schema() function",
+        "PIVOT orders ON status USING count(*)": (
+            "DuckDB cannot serialize it: Only SELECT statements can be serialized to json!"
+        ),
+        "SELECT 1; SELECT 2": "DuckDB parses 2 statements, expected exactly one SELECT",
+        "SELECT ?": "expression PARAMETER is not allowed (parameters and unknown constructs)",
+        "DESCRIBE orders": (
+            "table reference SHOW_REF is not allowed (DESCRIBE, SHOW, SUMMARIZE, ...)"
+        ),
+        "SELECT * FROM orders AT (VERSION => 1)": "time travel (AT ...) is not allowed",
+    }
+    for sql, why in cases.items():
+        result = corpus_pool.execute(sql, max_rows=5)
+        assert (result.error_kind, result.error_message) == (
+            "refused",
+            f"refused by the worker's DuckDB parse check: {why}",
+        ), sql
+
+
+@pytest.mark.parametrize(
+    ("sql", "ok"),
+    [
+        ("WITH a AS (SELECT 1 AS x), b AS (SELECT * FROM a) SELECT * FROM b", True),
+        ("WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r WHERE n < 3) "
+         "SELECT * FROM r", True),
+        ("WITH orders AS (SELECT * FROM orders) SELECT * FROM orders", True),
+        ("WITH a AS (SELECT * FROM b), b AS (SELECT 1) SELECT * FROM a", False),
+        ('WITH "x.csv" AS (SELECT * FROM "x.csv") SELECT * FROM "x.csv"', False),
+        ("WITH RECURSIVE a AS (SELECT * FROM a) SELECT * FROM a", False),
+        ("SELECT * FROM (WITH a AS (SELECT 1) SELECT * FROM a) JOIN a ON TRUE", False),
+        ("WITH a AS (SELECT 1) SELECT * FROM main.a", False),
+    ],
+)  # fmt: skip
+def test_worker_scopes_ctes_like_duckdb(sql: str, ok: bool) -> None:
+    with duckdb.connect() as con:
+        raw = con.execute("SELECT json_serialize_sql(?)", [sql]).fetchone()
+    assert raw is not None
+    tables = frozenset(CORPUS.TABLES)
+    assert (duckdb_refusals(json.loads(raw[0]), tables) == []) is ok
+
+
+def test_parse_check_walks_deep_trees_without_recursion() -> None:
+    # A deeply nested tree is walked with an explicit stack, not Python recursion.
+    tree: dict[str, object] = {"class": "CONSTANT", "type": "VALUE_CONSTANT"}
+    for _ in range(5000):
+        tree = {"class": "FUNCTION", "function_name": "abs", "schema": "", "children": [tree]}
+    node = {"type": "SELECT_NODE", "modifiers": [], "select_list": [tree],
+            "from_table": {"type": "EMPTY", "alias": "", "sample": None}}  # fmt: skip
+    assert duckdb_refusals({"error": False, "statements": [{"node": node}]}, frozenset()) == []
+
+
+@pytest.mark.slow
+def test_legit_corpora_pass_the_worker_check_and_execute(
+    corpus_pool: WorkerPool, retail_db: Path
+) -> None:
+    # 0 refused: the retail corpus executes on the real retail bank, the synthetic one on
+    # its (empty) tables.
+    failed = []
+    with WorkerPool(retail_db) as retail:
+        for entry in CORPUS.LEGIT_RETAIL:
+            result = retail.execute(entry.sql, max_rows=1000)
+            if not result.ok:
+                failed.append((entry.title, result.error_kind, result.error_message))
+    for entry in CORPUS.LEGIT:
+        result = corpus_pool.execute(entry.sql, max_rows=1000)
+        if not result.ok:
+            failed.append((entry.title, result.error_kind, result.error_message))
+    assert failed == []
+    assert len(CORPUS.LEGIT_RETAIL) >= 120
+
+
+def test_limit_percent_executes(retail_db: Path) -> None:
+    with WorkerPool(retail_db) as retail:
+        total = retail.execute("SELECT count(*) FROM orders", max_rows=1)
+        tenth = retail.execute("SELECT * FROM orders LIMIT 10%", max_rows=1000)
+        percent = retail.execute("SELECT * FROM orders LIMIT 10 PERCENT", max_rows=1000)
+    assert total.ok and tenth.ok and percent.ok
+    (n,) = total.rows[0]
+    assert tenth.row_count == percent.row_count == int(n) // 10
+
+
+def test_denied_functions_fail_on_the_query_connection_even_unchecked(bank_db: Path) -> None:
+    # Both checks bypassed: the shadows still stop unqualified and main-qualified calls.
+    con = connect_sandboxed(bank_db)
+    try:
+        query = con.cursor()
+        assert shadow_denied_functions(query) > 150
+        for sql in (
+            "SELECT current_setting('home_directory')",
+            "SELECT main.current_setting('home_directory')",
+            "SELECT * FROM duckdb_databases()",
+            "SELECT * FROM pragma_database_size()",
+            "SELECT json_serialize_plan('SELECT 1')",
+            "SELECT current_database()",
+            "SELECT now()",
+            "SELECT current_date",
+            "SELECT user",
+            "SELECT * FROM duckdb_settings()",
+            "SELECT version()",
+        ):
+            with pytest.raises(duckdb.Error, match=r"is disabled in the SQL worker"):
+                query.execute(sql).fetchall()
+        # The documented limit: DuckDB cannot disable a built-in, and a system-qualified call
+        # reaches it (both checks refuse it); the path it shows is the canonical one.
+        rows = query.execute(
+            "SELECT path FROM system.main.duckdb_databases() WHERE path IS NOT NULL"
+        ).fetchall()
+        assert rows == [(str(bank_db.resolve()),)]
+        # Allowed functions are untouched.
+        assert query.execute("SELECT lower('A'), range(2)").fetchall() == [("a", [0, 1])]
+    finally:
+        con.close()

@@ -301,7 +301,7 @@ EXECUTE p
 DEALLOCATE p
 -- ;;
 -- title: read_csv in FROM
--- expect: table_functions, denied_functions
+-- expect: table_functions, function_allowlist
 SELECT * FROM read_csv('/etc/passwd')
 -- ;;
 -- title: read_csv_auto
@@ -371,7 +371,7 @@ SELECT * FROM iceberg_scan('s3://b/t')
 SELECT * FROM delta_scan('s3://b/t')
 -- ;;
 -- title: duckdb_settings
--- expect: table_functions, denied_functions
+-- expect: table_functions, function_allowlist
 FROM duckdb_settings()
 -- ;;
 -- title: duckdb_tables
@@ -402,7 +402,7 @@ SELECT * FROM pragma_database_list()
 SELECT * FROM query('SELECT * FROM read_csv(''/etc/passwd'')')
 -- ;;
 -- title: query_table
--- expect: table_functions, denied_functions
+-- expect: table_functions, function_allowlist
 SELECT * FROM query_table('orders')
 -- ;;
 -- title: query_table with a list
@@ -427,7 +427,7 @@ SELECT * FROM repeat_row(1, num_rows = 1000000000)
 SELECT * FROM some_extension_reader('x')
 -- ;;
 -- title: table function in a comma join
--- expect: table_functions, denied_functions
+-- expect: table_functions, function_allowlist
 SELECT * FROM orders, read_text('x')
 -- ;;
 -- title: table function in an explicit join
@@ -527,7 +527,7 @@ SELECT * FROM (WITH "x.csv" AS (SELECT 1) SELECT * FROM "x.csv"), "x.csv"
 WITH x AS (SELECT 1) SELECT * FROM main.x
 -- ;;
 -- title: getenv
--- expect: denied_functions
+-- expect: function_allowlist
 SELECT getenv('HOME')
 -- ;;
 -- title: getenv upper case
@@ -561,7 +561,7 @@ VALUES (getenv('HOME'))
 SELECT * FROM orders QUALIFY getenv('A') = ''
 -- ;;
 -- title: current_setting
--- expect: denied_functions
+-- expect: function_allowlist
 SELECT current_setting('home_directory')
 -- ;;
 -- title: current_setting pg_catalog-qualified
@@ -804,3 +804,160 @@ SELECT 'HOME'.getenv()
 -- ;;
 -- title: FROM-first subquery reading a file in IN
 SELECT * FROM orders WHERE order_id IN (FROM read_csv('x.csv'))
+-- ;;
+-- title: adjacent literals across a newline name a file in FROM
+-- expect: adjacent_literals, file_references
+SELECT * FROM 'orders'
+'.csv'
+-- ;;
+-- title: adjacent literals across a line comment name a file in JOIN
+SELECT * FROM orders JOIN 'orders' -- joined by DuckDB
+'.csv' ON true
+-- ;;
+-- title: adjacent literals in a subquery
+SELECT * FROM (SELECT * FROM 'orders'
+'.csv') AS s
+-- ;;
+-- title: adjacent literals in a CTE body
+WITH c AS (SELECT * FROM 'orders'
+'.csv') SELECT * FROM c
+-- ;;
+-- title: adjacent literals in a PIVOT source
+PIVOT 'orders'
+'.csv' ON status IN ('paid') USING count(*)
+-- ;;
+-- title: adjacent literals in an UNPIVOT source
+UNPIVOT 'orders'
+'.csv' ON total INTO NAME k VALUE v
+-- ;;
+-- title: adjacent literals after UNION BY NAME
+SELECT * FROM orders UNION BY NAME SELECT * FROM 'orders'
+'.csv'
+-- ;;
+-- title: three adjacent literals in the select list
+-- expect: adjacent_literals
+SELECT 'a'
+'b'
+'c'
+-- ;;
+-- title: a string literal in FROM is a file read even when it names a table
+-- expect: file_references
+SELECT * FROM 'orders'
+-- ;;
+-- title: a string literal in a comma join
+SELECT * FROM customers, 'orders'
+-- ;;
+-- title: json_serialize_plan runs the binder on SQL text
+-- expect: function_allowlist
+SELECT json_serialize_plan('SELECT current_setting(''home_directory'')')
+-- ;;
+-- title: json_serialize_sql of a settings query
+SELECT json_serialize_sql('SELECT current_setting(''temp_directory'')')
+-- ;;
+-- title: json_deserialize_sql
+SELECT json_deserialize_sql(json_serialize_sql('SELECT 1'))
+-- ;;
+-- title: json_serialize_plan nested in a CASE
+SELECT CASE WHEN total > 0 THEN json_serialize_plan('SELECT * FROM duckdb_databases()') END FROM orders
+-- ;;
+-- title: query_table scalar position
+SELECT (SELECT count(*) FROM query_table('orders'))
+-- ;;
+-- title: current_setting of the secret directory
+SELECT current_setting('secret_directory')
+-- ;;
+-- title: current_setting main-qualified
+SELECT main.current_setting('home_directory')
+-- ;;
+-- title: current_schemas
+SELECT current_schemas(true)
+-- ;;
+-- title: current_catalog names the database file
+SELECT current_catalog()
+-- ;;
+-- title: bare current_catalog
+SELECT current_catalog
+-- ;;
+-- title: bare current_schema
+-- expect: function_allowlist
+SELECT current_schema
+-- ;;
+-- title: bare user
+SELECT user
+-- ;;
+-- title: bare current_role in WHERE
+SELECT * FROM orders WHERE current_role IS NOT NULL
+-- ;;
+-- title: current_query returns the statement
+SELECT current_query()
+-- ;;
+-- title: pg_typeof is catalog compatibility
+SELECT pg_typeof(1)
+-- ;;
+-- title: in_search_path
+SELECT in_search_path('memory', 'main')
+-- ;;
+-- title: write_log
+SELECT write_log('x')
+-- ;;
+-- title: duckdb_databases reveals the bank path
+SELECT path FROM duckdb_databases()
+-- ;;
+-- title: system-qualified duckdb_databases
+SELECT * FROM system.main.duckdb_databases()
+-- ;;
+-- title: inet_client_addr
+SELECT inet_client_addr()
+-- ;;
+-- title: now is a clock
+SELECT now()
+-- ;;
+-- title: current_timestamp is a clock
+SELECT current_timestamp
+-- ;;
+-- title: current_date is a clock
+SELECT * FROM orders WHERE ordered_at < current_date
+-- ;;
+-- title: today is a clock
+SELECT today()
+-- ;;
+-- title: get_current_timestamp
+SELECT get_current_timestamp()
+-- ;;
+-- title: transaction_timestamp
+SELECT transaction_timestamp()
+-- ;;
+-- title: localtimestamp
+SELECT localtimestamp
+-- ;;
+-- title: ago is now minus an interval
+SELECT ago(INTERVAL 1 DAY)
+-- ;;
+-- title: random
+SELECT random()
+-- ;;
+-- title: uuid
+SELECT uuid()
+-- ;;
+-- title: gen_random_uuid
+SELECT gen_random_uuid()
+-- ;;
+-- title: sleep_ms stalls the worker
+SELECT sleep_ms(100000)
+-- ;;
+-- title: random in ORDER BY
+SELECT * FROM orders ORDER BY random()
+-- ;;
+-- title: unknown function is refused
+-- expect: function_allowlist
+SELECT no_such_function(1)
+-- ;;
+-- title: PIVOT without an IN list runs a second statement
+-- expect: pivot_values
+PIVOT orders ON status USING count(*)
+-- ;;
+-- title: PIVOT subquery without an IN list
+SELECT * FROM (PIVOT orders ON status USING count(*))
+-- ;;
+-- title: function qualified with the system catalog
+SELECT system.main.current_setting('home_directory')
