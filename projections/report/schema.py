@@ -19,7 +19,7 @@ differing values, or null). Nested evidence copied from events (``Versions``,
 
 from __future__ import annotations
 
-from typing import Any, Final, Literal
+from typing import Annotated, Any, Final, Literal
 
 import msgspec
 
@@ -52,6 +52,15 @@ CONTRACT: Final = "caseledger-report/1"
 SCORECARD_CONTRACT: Final = "caseledger-scorecard/1"
 GATE_CONTRACT: Final = "caseledger-gate/1"
 
+#: A decimal string (every number that is not a count), e.g. ``"0.8500"``, ``"-0.05"``.
+Dec = Annotated[str, msgspec.Meta(pattern=r"^-?[0-9]+(\.[0-9]+)?$")]
+#: A count (>= 0).
+Count = Annotated[int, msgspec.Meta(ge=0)]
+#: A content hash ``sha256:<64 hex>``.
+Sha256 = Annotated[str, msgspec.Meta(pattern=r"^sha256:[0-9a-f]{64}$")]
+#: A gate tolerance: absolute ``0.02`` or relative ``0.10-r``.
+Tol = Annotated[str, msgspec.Meta(pattern=r"^[0-9]+(\.[0-9]+)?(-r)?$")]
+
 #: A value of a fairness control or disclosed variable: one value, a sorted list, or null.
 Recorded = Any
 #: One result cell (DuckDB value as stored: str, int, bool or null).
@@ -68,8 +77,8 @@ class _S(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
 class Checkpoint(_S, frozen=True, kw_only=True):
     """The tree the report was built from."""
 
-    tree_size: int
-    root_hash: str
+    tree_size: Count
+    root_hash: Sha256
 
 
 class ScorerView(_S, frozen=True, kw_only=True):
@@ -89,8 +98,8 @@ class Bank(_S, frozen=True, kw_only=True):
 
     id: str
     version: str
-    hash: str
-    published_seq: int
+    hash: Sha256
+    published_seq: Count
     gold_digest: str
 
 
@@ -100,7 +109,7 @@ class SectionCase(_S, frozen=True, kw_only=True):
     case: str
     dimension: str
     difficulty: str
-    weight: str
+    weight: Dec
     question: str
     question_en: str | None
     required_ast: list[str]
@@ -156,28 +165,28 @@ class Configured(_S, frozen=True, kw_only=True):
 class Quality(_S, frozen=True, kw_only=True):
     """Counts and rates over every planned attempt."""
 
-    total: int
-    evaluated: int
-    coverage: str | None
-    correct: int
-    wrong: int
-    unknown: int
-    unscored: int
-    result_correct_rate: str | None
-    format_ok_rate: str | None
-    sql_exec_success_rate: str | None
-    failures: dict[str, int]
-    failure_rates: dict[str, str | None]
-    cancelled: dict[str, int]
+    total: Count
+    evaluated: Count
+    coverage: Dec | None
+    correct: Count
+    wrong: Count
+    unknown: Count
+    unscored: Count
+    result_correct_rate: Dec | None
+    format_ok_rate: Dec | None
+    sql_exec_success_rate: Dec | None
+    failures: dict[str, Count]
+    failure_rates: dict[str, Dec | None]
+    cancelled: dict[str, Count]
 
 
 class Scores(_S, frozen=True, kw_only=True):
     """Weighted scores (auxiliary)."""
 
     auxiliary: bool
-    model_score: str | None
-    dimensions: dict[str, str | None]
-    difficulties: dict[str, str | None]
+    model_score: Dec | None
+    dimensions: dict[str, Dec | None]
+    difficulties: dict[str, Dec | None]
 
 
 class CaseScores(_S, frozen=True, kw_only=True):
@@ -186,64 +195,64 @@ class CaseScores(_S, frozen=True, kw_only=True):
     case: str
     dimension: str
     difficulty: str
-    weight: str
-    totals: list[str]
+    weight: Dec
+    totals: list[Dec]
     outcomes: list[str]
     result_correct: list[bool | None]
-    mean: str
-    nonzero_rate: str | None
-    stddev: str
+    mean: Dec
+    nonzero_rate: Dec | None
+    stddev: Dec
 
 
 class TokenParts(_S, frozen=True, kw_only=True):
     """Token counts summed over the attempts that have the figure."""
 
-    input: int
-    cache_read: int
-    cache_write: int
-    output: int
-    reasoning_output: int
+    input: Count
+    cache_read: Count
+    cache_write: Count
+    output: Count
+    reasoning_output: Count
 
 
 class Tokens(_S, frozen=True, kw_only=True):
     """Tokens of the run."""
 
-    total: int | None
+    total: Count | None
     parts: TokenParts | None
-    per_correct: str | None
-    coverage: str | None
+    per_correct: Dec | None
+    coverage: Dec | None
 
 
 class Cost(_S, frozen=True, kw_only=True):
     """Cost of the run (billed, else estimated)."""
 
-    total: str | None
+    total: Dec | None
     kind: Literal["billed", "estimate", "mixed"] | None
-    per_correct: str | None
-    coverage: str | None
+    per_correct: Dec | None
+    coverage: Dec | None
 
 
 class GenerationTime(_S, frozen=True, kw_only=True):
     """Generation time of the run, in ms."""
 
-    total: str | None
-    per_correct: str | None
-    p95: str | None
-    coverage: str | None
+    total: Dec | None
+    per_correct: Dec | None
+    p95: Dec | None
+    coverage: Dec | None
 
 
 class SqlExecTime(_S, frozen=True, kw_only=True):
     """SQL execution time of the run, in ms."""
 
-    p95: str | None
-    coverage: str | None
+    p95: Dec | None
+    coverage: Dec | None
 
 
 class Efficiency(_S, frozen=True, kw_only=True):
     """The efficiency-v2 block of one run."""
 
     version: str
-    correct: int
+    correct: Count
     tokens: Tokens
     cost: Cost
     generation_ms: GenerationTime
@@ -254,11 +263,11 @@ class VariantDiagnostics(_S, frozen=True, kw_only=True):
     """Variant diagnostics of one run (never part of a score)."""
 
     diagnostic_only: bool
-    total: int
-    checked: int
-    coverage: str | None
-    flagged: int
-    flags: dict[str, int]
+    total: Count
+    checked: Count
+    coverage: Dec | None
+    flagged: Count
+    flags: dict[str, Count]
     calibration_sha256: list[str]
 
 
@@ -359,10 +368,10 @@ class Calibration(_S, frozen=True, kw_only=True):
     finished: bool
     calibration_sha256: str | None
     scorer_version: str | None
-    kill_rate: str | None
+    kill_rate: Dec | None
     counts: MutantCounts
-    applicable: int
-    judged_events: int
+    applicable: Count
+    judged_events: Count
     positive_controls: PositiveControls
     passed: bool | None
     survivors: list[Mutant]
@@ -414,7 +423,7 @@ class Fairness(_S, frozen=True, kw_only=True):
     controls: dict[str, Controls]
     differing_controls: list[str]
     missing_invocation_evidence: list[str]
-    invocation_coverage: dict[str, str | None]
+    invocation_coverage: dict[str, Dec | None]
     disclosed: dict[str, Disclosed]
     disclosed_differences: list[str]
 
@@ -484,14 +493,14 @@ class Diff(_S, frozen=True, kw_only=True):
     """The result diff against gold."""
 
     alignment: str
-    expected_rows: int
-    actual_rows: int
-    matched: int
-    missing_rows: int
-    extra_rows: int
-    precision: str
-    recall: str
-    f1: str
+    expected_rows: Count
+    actual_rows: Count
+    matched: Count
+    missing_rows: Count
+    extra_rows: Count
+    precision: Dec
+    recall: Dec
+    f1: Dec
     order_ok: bool
     non_finite: bool
 
@@ -500,7 +509,7 @@ class Score(_S, frozen=True, kw_only=True):
     """The score under the viewed scorer version."""
 
     scorer_version: str
-    total: str
+    total: Dec
     items: ScoreItems
     ast_rules: list[AstRule]
     result_correct: bool | None
@@ -602,24 +611,24 @@ class ScorecardBank(_S, frozen=True, kw_only=True):
 
     id: str
     version: str
-    hash: str
+    hash: Sha256
 
 
 class Completeness(_S, frozen=True, kw_only=True):
     """Whether every planned attempt has a terminal event and none was cancelled."""
 
     status: str | None
-    planned: int
-    unscored: int
-    cancelled: dict[str, int]
+    planned: Count
+    unscored: Count
+    cancelled: dict[str, Count]
     complete: bool
 
 
 class InvocationControls(_S, frozen=True, kw_only=True):
     """The invocation controls recorded per attempt."""
 
-    attempts: int
-    with_invocation: int
+    attempts: Count
+    with_invocation: Count
     values: dict[str, list[Recorded]]
 
 
@@ -636,8 +645,8 @@ class Scorecard(_S, frozen=True, kw_only=True):
     attempts_per_case: int | None
     completeness: Completeness
     controls: InvocationControls
-    denominators: dict[str, int | None]
-    metrics: dict[str, str | None]
+    denominators: dict[str, Count | None]
+    metrics: dict[str, Dec | None]
 
 
 class GateSide(_S, frozen=True, kw_only=True):
@@ -645,21 +654,21 @@ class GateSide(_S, frozen=True, kw_only=True):
 
     run: str
     profile: str | None
-    bank_hash: str
+    bank_hash: Sha256
     scorer_version: str
     complete: bool
-    n: int | None
-    judged: int | None
+    n: Count | None
+    judged: Count | None
     source: str | msgspec.UnsetType = msgspec.UNSET
 
 
 class Drift(_S, frozen=True, kw_only=True):
     """The judged-count drift between the sides."""
 
-    judged_baseline: int | None
-    judged_current: int | None
-    change: str | None
-    threshold: str
+    judged_baseline: Count | None
+    judged_current: Count | None
+    change: Dec | None
+    threshold: Dec
     warn: bool
 
 
@@ -668,11 +677,11 @@ class MetricRow(_S, frozen=True, kw_only=True):
 
     metric: str
     direction: Literal["higher", "lower"] | None
-    tolerance: str | None
-    baseline: str | None
-    current: str | None
-    delta: str | None
-    allowed: str | None
+    tolerance: Tol | None
+    baseline: Dec | None
+    current: Dec | None
+    delta: Dec | None
+    allowed: Dec | None
     verdict: Literal["pass", "regression", "incomparable", "unpaired", "ignored"]
     note: str | None
 
@@ -687,7 +696,7 @@ class GateVerdict(_S, frozen=True, kw_only=True):
     current: GateSide
     comparable: bool
     problems: list[str]
-    min_n: int | None
+    min_n: Count | None
     drift: Drift
     warnings: list[str]
     metrics: list[MetricRow]
