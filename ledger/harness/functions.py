@@ -11,19 +11,25 @@ Table functions are allowed only in FROM and only ``unnest``, ``range`` and
 ``generate_series`` (``ALLOWED_FROM``); PRAGMA functions never. Scalar,
 aggregate, window and macro functions are allowed unless a rule denies them.
 docs/protocol-and-guard.md lists the rules with their reasons.
+``sqlglot_call_refusal`` maps a sqlglot function node to DuckDB's names for it
+and judges it (the guard's ``function_allowlist`` check).
 """
 
 from __future__ import annotations
 
+import contextlib
 import fnmatch
 import functools
 import json
+import re
 import string
-from collections.abc import Iterable, Mapping
+from collections.abc import Hashable, Iterable, Mapping
 from importlib import resources
 from typing import Any
 
 import msgspec
+from sqlglot import exp
+from sqlglot.errors import SqlglotError
 
 __all__ = [
     "ALLOWED_FROM",
@@ -37,7 +43,11 @@ __all__ = [
     "FunctionEntry",
     "build_entries",
     "catalog",
+    "document",
     "judge_entry",
+    "render",
+    "sqlglot_call_refusal",
+    "sqlglot_names",
 ]
 
 DUCKDB_VERSION = "1.5.5"
@@ -308,3 +318,83 @@ def catalog() -> Catalog:
     """The checked-in catalog, loaded once."""
     text = resources.files("ledger.harness").joinpath(DATA_FILE).read_text(encoding="utf-8")
     return Catalog(json.loads(text))
+
+
+# ------------------------------------------------------- sqlglot nodes -> DuckDB names
+
+_CALL_NAME = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\s*\(")
+_STUB = exp.column("x")
+
+
+def _stub(value: object) -> object:
+    if isinstance(value, exp.Expr):
+        return _STUB
+    if isinstance(value, list):
+        return [_STUB if isinstance(v, exp.Expr) else v for v in value]
+    return value
+
+
+def _shape(value: object) -> Hashable:
+    if isinstance(value, exp.Expr):
+        return "expr"
+    if isinstance(value, list):
+        return tuple(_shape(v) for v in value)
+    return value if isinstance(value, Hashable) else repr(value)
+
+
+def sqlglot_names(node: exp.Func) -> tuple[str, ...]:
+    """Every name a function node may stand for, the DuckDB spelling first.
+
+    An unknown function keeps the name as written. A known one is regenerated as
+    DuckDB SQL with its arguments replaced by a stub (so one node costs the same
+    whatever its subtree) and the called name taken; sqlglot's own names for the
+    class follow, so that a name written under any of them is judged.
+    """
+    if isinstance(node, exp.Anonymous):
+        return (fold(node.name),)
+    names: list[str] = []
+    rendered = _render(node)
+    if rendered is not None:
+        names.append(rendered)
+    # Abstract function classes have no SQL name.
+    with contextlib.suppress(NotImplementedError):
+        names.extend(fold(n) for n in type(node).sql_names())
+    return tuple(dict.fromkeys(names))
+
+
+def _render(node: exp.Func) -> str | None:
+    key = (type(node), tuple((k, _shape(v)) for k, v in node.args.items()))
+    found = _RENDERED.get(key, _MISSING)
+    if found is _MISSING:
+        found = None
+        try:
+            text = type(node)(**{k: _stub(v) for k, v in node.args.items()}).sql(dialect="duckdb")
+        except (SqlglotError, ValueError, TypeError, KeyError, AttributeError):
+            text = ""  # the name then comes from the class alone
+        match = _CALL_NAME.match(text)
+        if match:
+            found = fold(match.group(1))
+        if len(_RENDERED) < 4096:
+            _RENDERED[key] = found
+    return found if isinstance(found, str) else None
+
+
+_MISSING = object()
+_RENDERED: dict[Hashable, object] = {}
+
+
+def sqlglot_call_refusal(node: exp.Func) -> tuple[str, str] | None:
+    """(name, why) when the allow-list refuses this call; None when it is allowed."""
+    cat = catalog()
+    names = sqlglot_names(node)
+    if isinstance(node, exp.Binary | exp.Unary) and _render(node) is None:
+        return None  # an operator (AND, ||, ->>, ...), not a call
+    for name in names:
+        if name in cat.denied and name not in cat.calls:
+            why = cat.call_refusal(name)
+            assert why is not None
+            return name, why
+    if any(n in cat.calls or n in SYNTAX_CALLS for n in names):
+        return None
+    shown = names[0] if names else type(node).__name__.lower()
+    return shown, cat.call_refusal(shown) or "is not on the allow-list"

@@ -32,11 +32,10 @@ Rules, in the order reported (docs/protocol-and-guard.md explains each one):
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import re
 import string
-from collections.abc import Callable, Collection, Hashable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from typing import NamedTuple
 
 import msgspec
@@ -85,6 +84,9 @@ _STRING_TOKENS = frozenset(
     }
 )
 _TOKENIZER = DuckDB().tokenizer_class()
+# The end of a string literal, whitespace or comments, and the start of another (with an
+# E/X/B/N/U& prefix): matches every real adjacency and, rarely, more.
+_MAYBE_ADJACENT = re.compile(r"['$](?:\s|--[^\n]*|/\*.*?\*/)+[A-Za-z&]*['$]", re.DOTALL)
 
 # Statement-level nodes: writes, DDL, transactions, session and utility
 # commands. Forbidden anywhere, which covers `WITH x AS (DELETE ... RETURNING *)`.
@@ -160,8 +162,6 @@ _READ_ONLY_ROOTS = (exp.Select, exp.SetOperation, exp.Values, exp.Pivot, exp.Sub
 # A FROM name that looks like a path, glob or URL (DuckDB would scan the file).
 _FILE_LIKE = re.compile(r"[./\\:*?~\[\]{}]")
 _ASCII_LOWER = str.maketrans(string.ascii_uppercase, string.ascii_lowercase)
-_CALL_NAME = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\s*\(")
-_STUB = exp.column("x")
 
 
 class Verdict(msgspec.Struct, frozen=True, kw_only=True):
@@ -178,11 +178,10 @@ class Verdict(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class Context(NamedTuple):
-    """What a check may read besides the tree: the published tables and the SQL's tokens."""
+    """What a check may read besides the tree: the published tables and the SQL text."""
 
     tables: frozenset[str]
-    #: Start offsets of the string-literal tokens of the SQL text.
-    string_starts: frozenset[int]
+    sql: str
 
 
 Check = Callable[[exp.Expr, Context], Iterator[Violation]]
@@ -206,80 +205,6 @@ def _where(node: exp.Expr) -> str:
             col = meta["col"] - (meta["end"] - meta["start"])
             return f" (line {meta['line']}, col {col})"
     return ""
-
-
-def _stub(value: object) -> object:
-    if isinstance(value, exp.Expr):
-        return _STUB
-    if isinstance(value, list):
-        return [_STUB if isinstance(v, exp.Expr) else v for v in value]
-    return value
-
-
-def _shape(value: object) -> Hashable:
-    if isinstance(value, exp.Expr):
-        return "expr"
-    if isinstance(value, list):
-        return tuple(_shape(v) for v in value)
-    return value if isinstance(value, Hashable) else repr(value)
-
-
-def _function_names(node: exp.Func) -> tuple[str, ...]:
-    """Every name a function node may stand for, the DuckDB spelling first.
-
-    An unknown function keeps the name as written. A known one is regenerated as
-    DuckDB SQL with its arguments replaced by a stub (so one node costs the same
-    whatever its subtree) and the called name taken; sqlglot's own names for the
-    class follow, so that a name written under any of them is judged.
-    """
-    if isinstance(node, exp.Anonymous):
-        return (fold(node.name),)
-    names: list[str] = []
-    rendered = _render(node)
-    if rendered is not None:
-        names.append(rendered)
-    # Abstract function classes have no SQL name.
-    with contextlib.suppress(NotImplementedError):
-        names.extend(fold(n) for n in type(node).sql_names())
-    return tuple(dict.fromkeys(names))
-
-
-def _render(node: exp.Func) -> str | None:
-    key = (type(node), tuple((k, _shape(v)) for k, v in node.args.items()))
-    found = _RENDERED.get(key, _MISSING)
-    if found is _MISSING:
-        found = None
-        try:
-            text = type(node)(**{k: _stub(v) for k, v in node.args.items()}).sql(dialect=DIALECT)
-        except (SqlglotError, ValueError, TypeError, KeyError, AttributeError):
-            text = ""  # the name then comes from the class alone
-        match = _CALL_NAME.match(text)
-        if match:
-            found = fold(match.group(1))
-        if len(_RENDERED) < 4096:
-            _RENDERED[key] = found
-    return found if isinstance(found, str) else None
-
-
-_MISSING = object()
-_RENDERED: dict[Hashable, object] = {}
-
-
-def _call_refusal(node: exp.Func) -> tuple[str, str] | None:
-    """(name, why) when the allow-list refuses this call; None when it is allowed."""
-    catalog = functions.catalog()
-    names = _function_names(node)
-    if isinstance(node, exp.Binary | exp.Unary) and _render(node) is None:
-        return None  # an operator (AND, ||, ->>, ...), not a call
-    for name in names:
-        if name in catalog.denied and name not in catalog.calls:
-            why = catalog.call_refusal(name)
-            assert why is not None
-            return name, why
-    if any(n in catalog.calls or n in functions.SYNTAX_CALLS for n in names):
-        return None
-    shown = names[0] if names else type(node).__name__.lower()
-    return shown, catalog.call_refusal(shown) or "is not on the allow-list"
 
 
 # ------------------------------------------------------------------------- checks
@@ -342,7 +267,7 @@ def table_functions(tree: exp.Expr, ctx: Context) -> Iterator[Violation]:
         qualified = isinstance(item, exp.Table) and bool(item.args.get("db"))
         if isinstance(call, exp.Unnest) and not qualified:
             continue
-        names = _function_names(call) if isinstance(call, exp.Func) else ()
+        names = functions.sqlglot_names(call) if isinstance(call, exp.Func) else ()
         if (
             isinstance(call, exp.GenerateSeries)
             and not qualified
@@ -453,7 +378,7 @@ def _literal_part(table: exp.Table, ctx: Context) -> exp.Identifier | None:
         if (
             isinstance(part, exp.Identifier)
             and part.args.get("quoted")
-            and part.meta.get("start") in ctx.string_starts
+            and ctx.sql[part.meta.get("start", 0) : part.meta.get("start", 0) + 1] == "'"
         ):
             return part
     return None
@@ -517,7 +442,7 @@ def function_allowlist(tree: exp.Expr, ctx: Context) -> Iterator[Violation]:
     """Every function call, anywhere, is on the allow-list generated from DuckDB's catalog."""
     for node in tree.walk():
         if isinstance(node, exp.Func):
-            refused = _call_refusal(node)
+            refused = functions.sqlglot_call_refusal(node)
             if refused is not None:
                 name, why = refused
                 yield Violation(
@@ -539,34 +464,35 @@ def function_allowlist(tree: exp.Expr, ctx: Context) -> Iterator[Violation]:
             )
 
 
-def adjacent_literals(sql: str) -> tuple[tuple[Violation, ...], frozenset[int]]:
-    """Violations for string literals in a row, and the start offset of every string literal.
+def adjacent_literals(sql: str) -> tuple[Violation, ...]:
+    """Violations for string literals in a row (separated only by whitespace or comments).
 
     DuckDB joins ``'orders'`` and ``'.csv'`` across a line break (also with a line
     comment between them) into one literal, a file name, where sqlglot reads the
     second as an alias: the two parsers would judge different statements. Any two
     string tokens in a row are refused, on one line too (DuckDB rejects those).
+    The text is tokenized only when a cheap scan finds a quote, whitespace or a
+    comment, and a quote in a row (a superset of the real cases).
     """
+    if not _MAYBE_ADJACENT.search(sql):
+        return ()
     found: list[Violation] = []
-    starts: set[int] = set()
     previous_was_string = False
     for token in _TOKENIZER.tokenize(sql):
         is_string = token.token_type in _STRING_TOKENS
-        if is_string:
-            starts.add(token.start)
-            if previous_was_string:
-                line = sql.count("\n", 0, token.start) + 1
-                col = token.start - sql.rfind("\n", 0, token.start)
-                found.append(
-                    Violation(
-                        check="adjacent_literals",
-                        message=f"two string literals in a row (line {line}, col {col}): "
-                        "DuckDB joins them into one literal across a line break; write one "
-                        "literal or join them with ||",
-                    )
+        if is_string and previous_was_string:
+            line = sql.count("\n", 0, token.start) + 1
+            col = token.start - sql.rfind("\n", 0, token.start)
+            found.append(
+                Violation(
+                    check="adjacent_literals",
+                    message=f"two string literals in a row (line {line}, col {col}): "
+                    "DuckDB joins them into one literal across a line break; write one "
+                    "literal or join them with ||",
                 )
+            )
         previous_was_string = is_string
-    return tuple(found), frozenset(starts)
+    return tuple(found)
 
 
 CHECKS: tuple[Check, ...] = (
@@ -654,9 +580,8 @@ def _judge(sql: str, allowed: frozenset[str]) -> Verdict:
         )
         return Verdict(passed=False, violations=(violation,), ast_digest=None)
     tree = statements[0]
-    adjacent, string_starts = adjacent_literals(sql)
-    found: list[Violation] = list(adjacent)
-    ctx = Context(tables=allowed, string_starts=string_starts)
+    found: list[Violation] = list(adjacent_literals(sql))
+    ctx = Context(tables=allowed, sql=sql)
     try:
         for check in CHECKS:
             for violation in check(tree, ctx):
