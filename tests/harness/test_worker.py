@@ -701,3 +701,19 @@ def test_denied_functions_fail_on_the_query_connection_even_unchecked(bank_db: P
         assert query.execute("SELECT lower('A'), range(2)").fetchall() == [("a", [0, 1])]
     finally:
         con.close()
+
+
+def test_a_worker_refusal_is_scored_as_a_guard_failure() -> None:
+    # The worker's refusal is recorded as SqlExecuted(error_kind="refused"): the scorer
+    # counts it in the guard stage (protocol points only), never as an execution error.
+    from test_score import make_case, make_executed, run
+
+    refused = run(executed=make_executed(error_kind="refused"))
+    assert refused["failure_kind"] == "guard"
+    assert refused["result_correct"] is None
+    items = refused["items"]
+    assert (items.protocol, items.guard, items.executed, items.ast) == (5, 0, 0, 0)
+    assert refused["total"] == 5
+    runtime = run(case=make_case(), executed=make_executed(error_kind="sql_runtime"))
+    assert runtime["failure_kind"] == "execution"
+    assert runtime["total"] == 5 + 5 + 15  # protocol, guard, AST kept after a runtime error
