@@ -25,7 +25,6 @@ Triggers refuse UPDATE and DELETE.
 from __future__ import annotations
 
 import datetime as _dt
-import hashlib
 import sqlite3
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -302,7 +301,7 @@ class Ledger:
             f"SELECT {_COLUMNS}, stream, stream_seq, type FROM events WHERE seq < ? ORDER BY seq",
             (limit,),
         )
-        sha256 = hashlib.sha256
+        chain_hash = codec.chain_hash
         prev = GENESIS_CHAIN
         expected = 0
         try:
@@ -317,7 +316,7 @@ class Ledger:
                     if type(chain) is not bytes:
                         raise ChainBrokenError(f"seq {seq}: chain is not a blob", seq=seq)
                     _check_leaf(seq, body, leaf)
-                    prev = sha256(prev + leaf).digest()
+                    prev = chain_hash(prev, leaf)
                     if prev != chain:
                         raise ChainBrokenError(
                             f"seq {seq}: chain is {link_of(chain)}, expected {link_of(prev)} "

@@ -20,7 +20,6 @@ Verification fails closed.
 from __future__ import annotations
 
 import base64
-import hashlib
 import multiprocessing
 import os
 from collections import deque
@@ -518,16 +517,15 @@ def verify_chain(source: Path | Ledger) -> VerifyResult:
     For benchmarks and quick integrity checks; never a substitute for verify_ledger.
     """
     ledger, owned = _open(source)
-    sha256 = hashlib.sha256
     prev = GENESIS_CHAIN
     expected = 0
     try:
         for seq, body, leaf, chain in ledger.iter_chain_rows():
             if seq != expected:
                 raise _fail(ChainBrokenError, expected, f"missing (next stored row is seq {seq})")
-            if sha256(b"\x00" + body).digest() != leaf:
+            if codec.leaf_hash(body) != leaf:
                 raise _fail(ChainBrokenError, seq, "body does not hash to the stored leaf hash")
-            prev = sha256(prev + leaf).digest()
+            prev = codec.chain_hash(prev, leaf)
             if prev != chain:
                 raise _fail(ChainBrokenError, seq, "chain hash does not match")
             expected += 1
