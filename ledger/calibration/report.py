@@ -1,19 +1,20 @@
 """The calibration report: one deterministic JSON object, and a short text view of it.
 
 No path, clock, run id or float appears in it: two calibrations of the same
-bank and calibration.yaml give the same bytes. ``kill_rate`` is written as a
-JSON number with 4 decimals (this printed report is never hashed into an
-event as a number; events carry it as a decimal string).
+bank and calibration.yaml give the same bytes. It is written by the one
+canonical encoder (``ledger.codec.canonical_json``), so ``kill_rate`` is a
+decimal string with 4 places (``"1.0000"``), as in reports and events
+(DESIGN: ratios are decimal strings).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from ledger.bank.source import canonical_text
 from ledger.calibration.calibrate import CalibrationResult, MutantRecord, pattern_of
 from ledger.calibration.operators import OPERATORS
 from ledger.calibration.variants import BASE
+from ledger.codec import canonical_json
 
 __all__ = ["DEFINITIONS", "format_text", "report_dict", "to_json"]
 
@@ -41,7 +42,7 @@ def _mutant(rec: MutantRecord) -> dict[str, Any]:
 
 
 def report_dict(result: CalibrationResult) -> dict[str, Any]:
-    """The report as a plain tree (Decimals stay Decimals; canonical_text writes them)."""
+    """The report as a plain tree (``kill_rate`` a decimal string or None)."""
     counts = {s: result.count(s) for s in ("killed", "survived", "equivalent", "blocked")}
     applicable = sum(counts.values())
     operators = []
@@ -79,7 +80,7 @@ def report_dict(result: CalibrationResult) -> dict[str, Any]:
         "calibration_sha256": cal.sha256 if cal else None,
         "scorer_version": result.scorer_version,
         "definitions": DEFINITIONS,
-        "kill_rate": result.kill_rate,
+        "kill_rate": None if result.kill_rate is None else str(result.kill_rate),
         **counts,
         "applicable": applicable,
         "unsupported": result.count("unsupported"),
@@ -113,8 +114,8 @@ def report_dict(result: CalibrationResult) -> dict[str, Any]:
 
 
 def to_json(result: CalibrationResult) -> str:
-    """The report as canonical JSON (sorted keys, no whitespace), one line."""
-    return canonical_text(report_dict(result))
+    """The report as canonical JSON (sorted keys, no whitespace, no floats), one line."""
+    return canonical_json(report_dict(result)).decode("utf-8")
 
 
 def format_text(result: CalibrationResult) -> str:
