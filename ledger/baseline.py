@@ -42,6 +42,8 @@ import msgspec
 from ledger import codec
 from ledger.errors import (
     ChainBrokenError,
+    InternalError,
+    LedgerError,
     SignatureError,
     StoreError,
     UsageError,
@@ -203,6 +205,25 @@ def freeze(ledger: Ledger, run_id: str, out_dir: Path) -> dict[str, Any]:
     rows.sort(key=lambda r: r.seq)
     data = b"".join(_line(r, _prev_chain(ledger, r.seq)) for r in rows)
     out_dir.mkdir(parents=True, exist_ok=True)
+    written = [out_dir / n for n in (EVENTS_FILE, MANIFEST_FILE, SCORECARD_FILE)]
+    try:
+        return _write(ledger, run_id, started, rows, stream, data, out_dir)
+    except BaseException:
+        # Half a baseline is worse than none: remove what this call wrote.
+        for path in written:
+            path.unlink(missing_ok=True)
+        raise
+
+
+def _write(
+    ledger: Ledger,
+    run_id: str,
+    started: RunStarted,
+    rows: list[StoredEvent],
+    stream: list[StoredEvent],
+    data: bytes,
+    out_dir: Path,
+) -> dict[str, Any]:
     (out_dir / EVENTS_FILE).write_bytes(data)
     manifest = {
         "format": FORMAT,
@@ -460,6 +481,15 @@ def rescored_state(
             event = AttemptCancelled(**envelope, reason="infrastructure", message=exc.message)
             if failures is not None:
                 failures.append(f"{case_id}#{attempt}: {exc.message}")
+        except LedgerError:
+            raise
+        except Exception as exc:
+            # A scorer bug is never turned into a cancellation (or into any number).
+            raise InternalError(
+                exc,
+                where=f"re-scoring case {case_id} attempt {attempt} of run {run_id} failed; "
+                "nothing was written",
+            ) from exc
         extra.append((seq, codec.leaf_hash(codec.encode(event)), event))
         seq += 1
     return replay(extra, state)

@@ -26,7 +26,7 @@ from ledger.baseline import (
     stale_fields,
     verify_bundle,
 )
-from ledger.errors import LedgerError, UsageError
+from ledger.errors import InternalError, LedgerError, UsageError
 from ledger.events import BankPublished, RunStarted, ScoreComputed
 from ledger.harness import score as score_mod
 from projections.caseruns import ATTEMPT_EVENTS, attempts_of_run
@@ -190,6 +190,8 @@ def check_baseline(
     try:
         failures: list[str] = []
         recomputed = recompute_scorecard(bundle, failures)
+    except InternalError:
+        raise  # a caseledger bug, not a finding about the baseline
     except LedgerError as exc:
         result.errors.append(f"metrics are not computable: {exc.message}")
         return result

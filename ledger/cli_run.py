@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import click
+import msgspec
 
 from ledger import codec
 from ledger.adapters.base import build_adapter
@@ -21,6 +22,7 @@ from ledger.bank.registry import find_published
 from ledger.bounds import MAX_ATTEMPTS, MAX_CONCURRENCY, MAX_RETRIES
 from ledger.errors import UsageError
 from ledger.harness import prompt as prompt_mod
+from ledger.harness.limits import BOUNDS, DEFAULT_LIMITS, validate
 from ledger.harness.runner import BankContext, Progress, RunPlan, RunSummary, run
 from ledger.keys import load_default_signer
 from ledger.store import Ledger
@@ -123,6 +125,36 @@ def summary_text(s: RunSummary, ledger_path: Path) -> str:
     is_flag=True,
     help="Skip the variant diagnostics (running each SQL on the bank's calibration variants).",
 )
+@click.option(
+    "--max-output-bytes",
+    type=click.IntRange(*BOUNDS["max_output_bytes"]),
+    help=f"Cap on an answer as stored (default {DEFAULT_LIMITS.max_output_bytes}).",
+)
+@click.option(
+    "--max-sql-bytes",
+    type=click.IntRange(*BOUNDS["max_sql_bytes"]),
+    help=f"Cap on the SQL text (default {DEFAULT_LIMITS.max_sql_bytes}).",
+)
+@click.option(
+    "--max-nesting",
+    type=click.IntRange(*BOUNDS["max_nesting"]),
+    help=f"Cap on SQL nesting depth (default {DEFAULT_LIMITS.max_nesting}).",
+)
+@click.option(
+    "--max-result-bytes",
+    type=click.IntRange(*BOUNDS["max_result_bytes"]),
+    help=f"Cap on one result as stored (default {DEFAULT_LIMITS.max_result_bytes}).",
+)
+@click.option(
+    "--max-cell-bytes",
+    type=click.IntRange(*BOUNDS["max_cell_bytes"]),
+    help=f"Cells over this are cut (default {DEFAULT_LIMITS.max_cell_bytes}).",
+)
+@click.option(
+    "--judge-budget-ms",
+    type=click.IntRange(*BOUNDS["judge_budget_ms"]),
+    help=f"CPU ms to judge one answer (default {DEFAULT_LIMITS.judge_budget_ms}).",
+)
 @click.pass_obj
 def run_cmd(obj: Any, bank_ref: str, kind: str, **options: Any) -> None:
     """Run KIND on a published bank; every step becomes a signed event."""
@@ -141,6 +173,10 @@ def run_cmd(obj: Any, bank_ref: str, kind: str, **options: Any) -> None:
     )
     if resume and run_id and resume != run_id:
         raise UsageError(f"--resume {resume} and --run-id {run_id} name different runs")
+    caps = {name: options.pop(name) for name in BOUNDS}
+    given = {name: value for name, value in caps.items() if value is not None}
+    # None: the defaults, or on --resume the original run's caps.
+    limits = validate(msgspec.structs.replace(DEFAULT_LIMITS, **given)) if given else None
     with Ledger.open(ledger_path) as ledger:
         published = find_published(ledger, obj.home, bank_ref)
         ctx = bank_context(published, ledger_path, Path.cwd())
@@ -164,6 +200,7 @@ def run_cmd(obj: Any, bank_ref: str, kind: str, **options: Any) -> None:
                 concurrency=concurrency,
                 retries=retries,
                 resume=resume is not None,
+                limits=limits,
             )
             signer = load_default_signer(obj.home)
             try:

@@ -13,6 +13,10 @@ microseconds, a claim of the writer; order is by sequence number only).
 
 Money, ratios, tolerances and scores are ``Decimal`` (encoded as strings);
 durations are integer microseconds; there are no floats anywhere.
+
+A field added to a shipped shape defaults to ``msgspec.UNSET``: it is left out
+of the canonical bytes until it is set, so events that do not use it keep the
+bytes they always had and old bodies decode unchanged.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from decimal import Decimal
 from typing import Any, Literal
 
 import msgspec
+from msgspec import UNSET, UnsetType
 
 __all__ = [
     "LEDGER_STREAM",
@@ -42,6 +47,7 @@ __all__ = [
     "GenerationParams",
     "GoldResult",
     "Invocation",
+    "Limits",
     "ModelResponded",
     "OutputParsed",
     "Plan",
@@ -159,6 +165,26 @@ class Versions(_Part, frozen=True, kw_only=True):
     sqlglot: str
     output_contract: str
     report_contract: str
+
+
+class Limits(_Part, frozen=True, kw_only=True):
+    """The caps that bound what one attempt may cost (docs/running.md "Limits").
+
+    ``max_output_bytes``: the raw output plus the plan, SQL, summary and
+    assumptions extracted from it, as stored (UTF-8 JSON strings);
+    ``max_sql_bytes``: the SQL text (UTF-8); ``max_nesting``: bracket and
+    CASE depth of the SQL; ``max_result_bytes``: one execution's columns and
+    rows as stored; ``max_cell_bytes``: one result cell as stored (longer
+    cells are truncated); ``judge_budget_ms``: CPU time for parsing the
+    output, guarding the SQL and checking its AST rules.
+    """
+
+    max_output_bytes: int
+    max_sql_bytes: int
+    max_nesting: int
+    max_result_bytes: int
+    max_cell_bytes: int
+    judge_budget_ms: int
 
 
 class Invocation(_Part, frozen=True, kw_only=True):
@@ -318,6 +344,8 @@ class RunStarted(EventBase, tag="run.started.v1", frozen=True, kw_only=True):
     price_snapshot_digest: str | None = None
     replay_file_sha256: str | None = None
     versions: Versions
+    # Unset in runs recorded before caps existed.
+    limits: Limits | UnsetType = UNSET
 
 
 class PromptSent(EventBase, tag="prompt.sent.v1", frozen=True, kw_only=True):
@@ -330,7 +358,12 @@ class PromptSent(EventBase, tag="prompt.sent.v1", frozen=True, kw_only=True):
 
 
 class ModelResponded(EventBase, tag="model.responded.v1", frozen=True, kw_only=True):
-    """The raw output of one attempt, verbatim, with what was sent and what it cost."""
+    """The raw output of one attempt, verbatim, with what was sent and what it cost.
+
+    An output over the run's ``max_output_bytes`` is stored as a prefix:
+    ``raw_output_bytes`` and ``raw_output_sha256`` then give the whole output's
+    UTF-8 length and SHA-256 (both unset when ``raw_output`` is the whole output).
+    """
 
     case_id: str
     attempt: int
@@ -343,11 +376,14 @@ class ModelResponded(EventBase, tag="model.responded.v1", frozen=True, kw_only=T
     cost: Decimal | None = None
     estimated_cost: Decimal | None = None
     generation_us: int | None
+    raw_output_bytes: int | UnsetType = UNSET
+    raw_output_sha256: str | UnsetType = UNSET
 
 
 class ProviderFailed(EventBase, tag="provider.failed.v1", frozen=True, kw_only=True):
     """The adapter got no usable answer. ``kind`` is timeout, rate_limited,
-    server_error, bad_request, auth, policy_refusal, command_failed, ..."""
+    server_error, bad_request, auth, policy_refusal, command_failed, ...
+    A ``raw_output`` over the output cap is a prefix, as in ModelResponded."""
 
     case_id: str
     attempt: int
@@ -359,6 +395,8 @@ class ProviderFailed(EventBase, tag="provider.failed.v1", frozen=True, kw_only=T
     raw_output: str | None = None
     usage: Usage | None = None
     generation_us: int | None = None
+    raw_output_bytes: int | UnsetType = UNSET
+    raw_output_sha256: str | UnsetType = UNSET
 
 
 class OutputParsed(EventBase, tag="output.parsed.v1", frozen=True, kw_only=True):
@@ -387,7 +425,8 @@ class SqlGuarded(EventBase, tag="sql.guarded.v1", frozen=True, kw_only=True):
 
 class SqlExecuted(EventBase, tag="sql.executed.v1", frozen=True, kw_only=True):
     """One execution in the sandboxed worker. ``error_kind`` is None when ok, else
-    timeout, memory, sql_runtime or worker_crash."""
+    timeout, memory, sql_runtime, result_too_large or worker_crash.
+    ``cells_truncated`` counts cells cut to the run's ``max_cell_bytes`` (unset: none)."""
 
     case_id: str
     attempt: int
@@ -400,10 +439,16 @@ class SqlExecuted(EventBase, tag="sql.executed.v1", frozen=True, kw_only=True):
     truncated: bool
     sql_us: int
     worker_try: int = 1
+    cells_truncated: int | UnsetType = UNSET
 
 
 class ScoreComputed(EventBase, tag="score.computed.v1", frozen=True, kw_only=True):
-    """One attempt's score breakdown under a named scorer version."""
+    """One attempt's score breakdown under a named scorer version.
+
+    ``failure_kind`` is the stage (protocol, guard, execution, ...);
+    ``failure_detail`` names a cap that stopped the attempt inside its stage
+    (output_too_large, sql_too_large, too_complex, result_too_large), else unset.
+    """
 
     case_id: str
     attempt: int
@@ -427,6 +472,7 @@ class ScoreComputed(EventBase, tag="score.computed.v1", frozen=True, kw_only=Tru
     format_ok: bool
     failure_kind: str
     sql_structural_match: bool | None
+    failure_detail: str | UnsetType = UNSET
 
 
 class AttemptCancelled(EventBase, tag="attempt.cancelled.v1", frozen=True, kw_only=True):

@@ -24,7 +24,7 @@ import msgspec
 
 from ledger.audit import published_references
 from ledger.bank.registry import PublishedBank, bank_paths
-from ledger.errors import BankError, UsageError, VerificationError
+from ledger.errors import BankError, InternalError, LedgerError, UsageError, VerificationError
 from ledger.events import (
     BankPublished,
     EventBase,
@@ -212,6 +212,15 @@ def _rescore_run(
             except score_mod.ScoringError:
                 summary.skip("scoring_failed")
                 continue
+            except LedgerError:
+                raise
+            except Exception as exc:
+                # A scorer bug: this run's batch is dropped whole (runs before it stay).
+                raise InternalError(
+                    exc,
+                    where=f"nothing was recorded for run {run_id}; it stopped at case "
+                    f"{caserun.case_id} attempt {caserun.attempt}",
+                ) from exc
             event, _ = stream.make(
                 ScoreComputed,
                 case_id=caserun.case_id,
@@ -326,6 +335,14 @@ def _check_score(
         )
     except score_mod.ScoringError as exc:
         raise fail(f"the recorded score cannot be re-derived from its evidence: {exc}") from None
+    except LedgerError:
+        raise
+    except Exception as exc:
+        raise InternalError(
+            exc,
+            where=f"verify stopped at seq {seq}, the score of {event.stream} case "
+            f"{event.case_id} attempt {event.attempt}",
+        ) from exc
     recomputed = msgspec.to_builtins(fields, order="sorted", builtin_types=())
     recorded = _recorded(event)
     differ = sorted(

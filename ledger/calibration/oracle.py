@@ -18,6 +18,7 @@ from typing import Any
 
 from ledger.bank.model import CaseDef
 from ledger.codec import digest
+from ledger.errors import InternalError, LedgerError
 from ledger.events import (
     CaseSpec,
     GoldResult,
@@ -151,8 +152,15 @@ class Oracle:
                 reference_sql=None,
                 version=self.scorer_version,
             )
-        except ScoringError as exc:
+        except ScoringError as exc:  # a named refusal: evidence that does not fit
             return Judged(database, None, "scoring", exc.message, None, result)
+        except LedgerError:
+            raise
+        except Exception as exc:
+            # A scorer bug is never a verdict: the calibration (or attempt) records nothing.
+            raise InternalError(
+                exc, where=f"nothing was recorded for case {case.id} on database {database}"
+            ) from exc
         body = {"columns": result.columns, "rows": result.rows, "truncated": result.truncated}
         return Judged(
             database, fields["result_correct"], None, None, digest(body), result, fields["total"]

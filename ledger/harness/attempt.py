@@ -3,20 +3,29 @@
 ``AttemptWriter.events_for`` turns one adapter answer into the attempt's
 batch (PromptSent, ModelResponded | ProviderFailed, OutputParsed, SqlGuarded,
 SqlExecuted, ScoreComputed | AttemptCancelled), each event complete and linked
-on the run's ``Stream``. Pure but for the SQL worker: no clock (the stream's),
-no ledger access.
+on the run's ``Stream``, under the run's caps (``ledger.harness.limits``): an
+output over the cap is stored as a prefix and not parsed, SQL over a cap is
+rejected before sqlglot sees it, results are bounded by the worker. Pure but
+for the SQL worker and the CPU-time reading of the judge budget: no wall
+clock (the stream's), no ledger access.
+
+Only named refusals become events here: a ScoringError (evidence that does not
+fit) cancels the attempt as ``infrastructure``. Any other exception is a
+caseledger bug and goes on to the runner, which records nothing for the attempt.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ledger import codec, events
 from ledger.adapters.base import Failure, Reply
-from ledger.harness import guard as guard_mod
+from ledger.harness import limits as limits_mod
 from ledger.harness import protocol, score
-from ledger.harness.worker import WorkerPool
+from ledger.harness.cells import stored_size
+from ledger.harness.worker import ExecResult, WorkerPool
 from ledger.store import StoredEvent, link_of
 
 if TYPE_CHECKING:
@@ -58,12 +67,21 @@ class AttemptWriter:
     """Turns one model answer into the attempt's events (pure but for the worker)."""
 
     def __init__(
-        self, bank: BankContext, pool: WorkerPool, invocation: events.Invocation, version: str
+        self,
+        bank: BankContext,
+        pool: WorkerPool,
+        invocation: events.Invocation,
+        version: str,
+        limits: events.Limits = limits_mod.DEFAULT_LIMITS,
+        cpu_clock: Callable[[], int] = time.thread_time_ns,
     ) -> None:
         self.bank = bank
         self.pool = pool
         self.invocation = invocation
         self.version = version
+        self.limits = limits
+        # CPU time of this thread (ns): what the judge budget counts, immune to machine load.
+        self.cpu_clock = cpu_clock
         self.cases = {c.id: c for c in bank.event.cases}
         self.gold = {g.case_id: g for g in bank.event.gold}
         self.tables = frozenset(t.name for t in bank.event.tables)
@@ -91,15 +109,25 @@ class AttemptWriter:
         executed: events.SqlExecuted | None = None
         failed: events.ProviderFailed | None = None
         if isinstance(answer, Failure):
-            failed = add(
-                events.ProviderFailed, invocation=self.invocation, **_struct_fields(answer)
-            )
+            fields = _struct_fields(answer)
+            if answer.raw_output is not None:
+                fields.update(self._bounded(answer.raw_output))
+            failed = add(events.ProviderFailed, invocation=self.invocation, **fields)
         else:
-            add(events.ModelResponded, invocation=self.invocation, **_struct_fields(answer))
-            verdict_p = protocol.parse_output(answer.raw_output)
+            started = self.cpu_clock()
+            stored, verdict_p = self._read_output(answer.raw_output)
+            fields = {**_struct_fields(answer), **stored}
+            add(events.ModelResponded, invocation=self.invocation, **fields)
             parsed = add(events.OutputParsed, **_struct_fields(verdict_p))
             if parsed.sql is not None:
-                verdict = guard_mod.guard(parsed.sql, self.tables)
+                verdict = limits_mod.judge_sql(
+                    parsed.sql,
+                    self.tables,
+                    rules=case.required_ast,
+                    reference_sql=self.bank.reference_sql.get(case_id),
+                    limits=self.limits,
+                    spent_ns=lambda: self.cpu_clock() - started,
+                )
                 guarded = add(
                     events.SqlGuarded,
                     passed=verdict.passed,
@@ -107,10 +135,10 @@ class AttemptWriter:
                     ast_digest=verdict.ast_digest,
                 )
                 if verdict.passed:
-                    result = self.pool.execute(parsed.sql, max_rows=case.max_rows)
+                    result = self._execute(parsed.sql, case.max_rows)
                     executed = add(events.SqlExecuted, **_struct_fields(result), worker_try=1)
                     if result.error_kind == "worker_crash":
-                        result = self.pool.execute(parsed.sql, max_rows=case.max_rows)
+                        result = self._execute(parsed.sql, case.max_rows)
                         executed = add(events.SqlExecuted, **_struct_fields(result), worker_try=2)
                         if result.error_kind == "worker_crash":
                             add(
@@ -144,6 +172,53 @@ class AttemptWriter:
             )
             out.append(variant)
         return out
+
+    def _bounded(self, raw: str) -> dict[str, Any]:
+        """The raw output fields to store: the text itself, or a prefix, its length and hash."""
+        bounded = limits_mod.bound_text(raw, self.limits.max_output_bytes)
+        if bounded.full_bytes is None:
+            return {}
+        return {
+            "raw_output": bounded.text,
+            "raw_output_bytes": bounded.full_bytes,
+            "raw_output_sha256": bounded.full_sha256,
+        }
+
+    def _read_output(self, raw: str) -> tuple[dict[str, Any], protocol.Parsed]:
+        """(ModelResponded fields to override, the parse verdict) under the output cap.
+
+        An output whose raw text alone is over the cap is stored as a prefix and not
+        parsed. Otherwise it is parsed, and the raw text plus every string extracted
+        from it must fit the cap too (they are all stored), else nothing is extracted.
+        """
+        cap = self.limits.max_output_bytes
+        stored = self._bounded(raw)
+        if stored:
+            full = stored["raw_output_bytes"]
+            detail = (
+                f"the raw output is {full} bytes, over the {cap}-byte cap"
+                if full > cap
+                else f"the raw output takes {stored_size(raw)} bytes as stored (JSON escapes "
+                f"included), over the {cap}-byte cap"
+            )
+            return stored, protocol.too_large(detail)
+        verdict = protocol.parse_output(raw)
+        size = stored_size(raw) + sum(map(stored_size, protocol.extracted_texts(verdict)))
+        if size > cap:
+            detail = (
+                f"the output and the fields extracted from it take {size} bytes as stored, "
+                f"over the {cap}-byte cap"
+            )
+            return {}, protocol.too_large(detail)
+        return {}, verdict
+
+    def _execute(self, sql: str, max_rows: int) -> ExecResult:
+        return self.pool.execute(
+            sql,
+            max_rows=max_rows,
+            max_result_bytes=self.limits.max_result_bytes,
+            max_cell_bytes=self.limits.max_cell_bytes,
+        )
 
 
 def _struct_fields(value: Any) -> dict[str, Any]:

@@ -27,6 +27,12 @@ anything else         ``str(value)``
 Comparison never reads Python values straight from DuckDB: gold and actual
 results both pass through this encoding first, so a rescore from recorded
 events sees exactly what the live comparison saw.
+
+Result caps (docs/running.md "Limits"), applied by the SQL worker while it
+reads rows: a cell whose stored size (its JSON form, UTF-8) is over
+``max_cell_bytes`` is cut to a string prefix (:func:`truncate_cell`; counted in
+``SqlExecuted.cells_truncated``), and :class:`ResultBudget` stops reading once
+the columns and rows read so far are over ``max_result_bytes``.
 """
 
 from __future__ import annotations
@@ -38,14 +44,25 @@ import uuid
 from decimal import Decimal
 from typing import Any
 
+import msgspec
+
 __all__ = [
+    "DEFAULT_MAX_CELL_BYTES",
+    "DEFAULT_MAX_RESULT_BYTES",
     "INTEGER_TYPES",
     "NON_FINITE",
+    "ResultBudget",
     "encode_cell",
     "encode_row",
     "is_integer_type",
+    "stored_size",
+    "truncate_cell",
     "type_class",
 ]
+
+DEFAULT_MAX_RESULT_BYTES = 16 * 1024 * 1024
+DEFAULT_MAX_CELL_BYTES = 64 * 1024
+_JSON = msgspec.json.Encoder()
 
 _SAFE_INT = 2**53
 NON_FINITE = frozenset({"NaN", "Infinity", "-Infinity"})
@@ -179,3 +196,109 @@ def encode_cell(value: Any) -> Any:
 def encode_row(row: tuple[Any, ...] | list[Any]) -> list[Any]:
     """Encode every cell of one row."""
     return [encode_cell(v) for v in row]
+
+
+def stored_size(text: str) -> int:
+    """UTF-8 bytes of ``text`` as the ledger stores it: a JSON string, escapes included,
+    without its two quotes.
+
+    >>> stored_size("abc"), stored_size('say "hi"'), stored_size("\\x00"), stored_size("é")
+    (3, 10, 6, 2)
+    """
+    try:
+        return len(_JSON.encode(text)) - 2
+    except UnicodeEncodeError:  # a lone surrogate has no UTF-8 form: count it as escaped
+        return len(text.encode("utf-8", "surrogatepass")) * 6
+
+
+def prefix_within(text: str, limit: int) -> str:
+    """The longest prefix of ``text`` whose stored size is at most ``limit``.
+
+    >>> prefix_within("abcdef", 4), prefix_within("a\\tbc", 3)
+    ('abcd', 'a\\t')
+    """
+    # Each character takes 1 to 6 stored bytes: bisect.
+    low, high = 0, min(len(text), limit)
+    while low < high:
+        mid = (low + high + 1) // 2
+        if stored_size(text[:mid]) <= limit:
+            low = mid
+        else:
+            high = mid - 1
+    return text[:low]
+
+
+def _cell_size(cell: Any) -> int:
+    try:
+        return len(_JSON.encode(cell))
+    except UnicodeEncodeError:
+        return stored_size(str(cell)) + 2
+
+
+def truncate_cell(cell: Any, cap: int) -> tuple[Any, int, bool]:
+    """(cell, its stored size, truncated?) for an encoded cell and a per-cell cap.
+
+    A cell within ``cap`` stored bytes is kept. Any other becomes the longest
+    prefix of its text (a string cell's own text, else its JSON) that fits:
+    a string, so it can never equal a gold cell of another type, and a
+    truncated result is never result_correct.
+
+    >>> truncate_cell("x" * 10, 8)
+    ('xxxxxx', 8, True)
+    >>> truncate_cell([1, 2, 3], 6)
+    ('[1,2', 6, True)
+    >>> truncate_cell(12, 8)
+    (12, 2, False)
+    """
+    if isinstance(cell, str):
+        if len(cell) * 6 + 2 <= cap:  # fits whatever it escapes
+            return cell, stored_size(cell) + 2, False
+        if len(cell) + 2 <= cap:
+            size = stored_size(cell) + 2
+            if size <= cap:
+                return cell, size, False
+        text = cell
+    else:
+        size = _cell_size(cell)
+        if size <= cap:
+            return cell, size, False
+        text = _JSON.encode(cell).decode("utf-8")
+    cut = prefix_within(text, cap - 2)
+    return cut, stored_size(cut) + 2, True
+
+
+class ResultBudget:
+    """Counts a result's stored bytes while the worker reads it.
+
+    Columns count as their names and types, rows as their encoded cells after
+    truncation (JSON commas and brackets included). ``over`` turns true once
+    the total passes ``max_result_bytes``; the reader then stops.
+    """
+
+    def __init__(self, max_result_bytes: int, max_cell_bytes: int) -> None:
+        self.max_result_bytes = max_result_bytes
+        self.max_cell_bytes = max_cell_bytes
+        self.used = 0
+        self.cells_truncated = 0
+
+    @property
+    def over(self) -> bool:
+        """True once more than ``max_result_bytes`` were counted."""
+        return self.used > self.max_result_bytes
+
+    def add_columns(self, columns: list[tuple[str, str]]) -> None:
+        """Count the column names and type names."""
+        for name, type_name in columns:
+            self.used += stored_size(name) + stored_size(type_name) + 22  # {"name":..,"type":..},
+
+    def add_row(self, row: tuple[Any, ...] | list[Any]) -> list[Any]:
+        """Encode one DuckDB row, truncating cells over the cap, and count it."""
+        out = []
+        size = 1 + max(len(row), 1)  # brackets and commas
+        for value in row:
+            cell, cell_size, cut = truncate_cell(encode_cell(value), self.max_cell_bytes)
+            self.cells_truncated += cut
+            size += cell_size
+            out.append(cell)
+        self.used += size
+        return out

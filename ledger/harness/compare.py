@@ -9,7 +9,7 @@ Steps (DESIGN.md "Comparison" and "Fine print"):
 1. Non-finite scan. A ``NaN`` / ``Infinity`` / ``-Infinity`` cell in a
    numeric column (or inside a list of floats) of the *actual* result marks
    it ``non_finite``: no row can match and order fails, on every path. Gold
-   may never contain one (publishing refuses it); here it is a ``ValueError``.
+   may never contain one (publishing refuses it); here it is a ``MalformedResult``.
 2. Column alignment (:mod:`ledger.harness.align`): names -> exact
    fingerprint -> type- and tolerance-constrained bipartite graph.
 3. Rows as multisets. With no tolerance column the rows become tuples of
@@ -53,6 +53,7 @@ from ledger.harness.matching import max_matching
 __all__ = [
     "RATIO_PLACES",
     "Comparison",
+    "MalformedResult",
     "compare",
     "f1_fraction",
     "fraction_to_decimal",
@@ -62,6 +63,11 @@ __all__ = [
 RATIO_PLACES = Decimal("1e-10")
 # Window bounds round up (a wider window only costs an extra exact check); no Inexact trap.
 _CEILING = Context(prec=40, rounding=ROUND_CEILING)
+
+
+class MalformedResult(ValueError):
+    """The input cannot be compared (a row of the wrong width, a non-finite gold cell, a
+    negative tolerance): evidence that does not fit, never a model's wrong answer."""
 
 
 @dataclass(frozen=True)
@@ -165,7 +171,7 @@ def compare(
     """Compare an actual result with gold under a case's tolerances and order contract.
 
     Raises:
-        ValueError: malformed input (a row of the wrong width, a non-finite gold
+        MalformedResult: malformed input (a row of the wrong width, a non-finite gold
             cell, a negative tolerance). The scorer turns it into a ScoringError.
 
     Example:
@@ -177,7 +183,9 @@ def compare(
         (2, Decimal('0.6666666667'), Decimal('0.6666666667'), False)
     """
     if abs_tolerance < 0 or rel_tolerance < 0:
-        raise ValueError(f"tolerances must be >= 0, got abs {abs_tolerance}, rel {rel_tolerance}")
+        raise MalformedResult(
+            f"tolerances must be >= 0, got abs {abs_tolerance}, rel {rel_tolerance}"
+        )
     gold_rows = _as_tuples(gold_rows, len(gold_columns), "gold")
     actual_rows = _as_tuples(actual_rows, len(actual_columns), "actual")
     n_gold, n_actual = len(gold_rows), len(actual_rows)
@@ -185,7 +193,7 @@ def compare(
     actual_info = [column_info(c, actual_rows, i) for i, c in enumerate(actual_columns)]
     bad = [i.column.name for i in gold_info if i.non_finite]
     if bad:
-        raise ValueError(f"gold result has a non-finite cell in column(s) {bad}")
+        raise MalformedResult(f"gold result has a non-finite cell in column(s) {bad}")
     non_finite = any(i.non_finite for i in actual_info)
     count_ok = len(gold_columns) == len(actual_columns)
     names_ok = count_ok and [i.name for i in gold_info] == [i.name for i in actual_info]
@@ -228,7 +236,9 @@ def _as_tuples(rows: Sequence[Sequence[Any]], width: int, side: str) -> Sequence
     tuples = rows if _all_tuples(rows) else [tuple(r) for r in rows]
     if tuples and set(map(len, tuples)) != {width}:
         widths = sorted(set(map(len, tuples)))
-        raise ValueError(f"{side} rows must have {width} cells (one per column), found {widths}")
+        raise MalformedResult(
+            f"{side} rows must have {width} cells (one per column), found {widths}"
+        )
     return tuples
 
 

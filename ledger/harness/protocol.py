@@ -11,6 +11,10 @@ The verdict is one of three (DESIGN.md, fine print "Output"):
 - anything else is an output_contract_error: ``error`` holds the reason and
   nothing is extracted (plan, sql, summary and assumptions are None).
 
+An answer over the run's output cap (``ledger.harness.limits``) is not parsed:
+its error is ``output too large: ...`` (see :func:`too_large`), which the
+scorer reads as ``failure_detail`` ``output_too_large``.
+
 The reasons, checked in this order: ``empty output``, ``several fences``,
 ``unclosed fence``, ``text before the fence``, ``text after the fence``,
 ``fence is not opened by a ```json line``, ``empty fence``, ``text before the
@@ -28,7 +32,15 @@ import msgspec
 
 from ledger.events import Plan
 
-__all__ = ["ANSWER_FIELDS", "PLAN_FIELDS", "Parsed", "parse_output"]
+__all__ = [
+    "ANSWER_FIELDS",
+    "OUTPUT_TOO_LARGE",
+    "PLAN_FIELDS",
+    "Parsed",
+    "extracted_texts",
+    "parse_output",
+    "too_large",
+]
 
 # The one field list of query-plan-v1 (the prompt module owns the JSON Schema
 # text; keep the two in step). Kinds: "string", "strings" (array of strings),
@@ -48,6 +60,9 @@ ANSWER_FIELDS: tuple[tuple[str, str], ...] = (
     ("summary", "string"),
     ("assumptions", "strings"),
 )
+
+# The start of the error of an answer over the output cap.
+OUTPUT_TOO_LARGE = "output too large"
 
 FENCE = "```"
 _OPENER = "```json"
@@ -259,3 +274,32 @@ def parse_output(raw: str) -> Parsed:
         return _answer(_strict(text), strict=True)
     except _ContractError as reason:
         return _contract_error(str(reason))
+
+
+def too_large(detail: str) -> Parsed:
+    """The verdict on an answer over the output cap: a contract error, nothing extracted.
+
+    >>> too_large("2000 bytes, over the 1024-byte cap").error
+    'output too large: 2000 bytes, over the 1024-byte cap'
+    """
+    return _contract_error(f"{OUTPUT_TOO_LARGE}: {detail}")
+
+
+def extracted_texts(parsed: Parsed) -> list[str]:
+    """Every string a parse extracted (plan fields, SQL, summary, assumptions), to size them.
+
+    >>> plan = Plan(grain="g", sources=("s",), joins=(), filters=(), metrics=(), steps=(),
+    ...             risks=())
+    >>> extracted_texts(Parsed(protocol_strict=True, recovered_from_fence=False, plan=plan,
+    ...                        sql="SELECT 1", summary="sum", assumptions=("a",), error=None))
+    ['g', 's', 'SELECT 1', 'sum', 'a']
+    """
+    texts: list[str] = []
+    if parsed.plan is not None:
+        plan = parsed.plan
+        texts.append(plan.grain)
+        for items in (plan.sources, plan.joins, plan.filters, plan.metrics, plan.steps, plan.risks):
+            texts.extend(items)
+    texts.extend(t for t in (parsed.sql, parsed.summary) if t is not None)
+    texts.extend(parsed.assumptions or ())
+    return texts

@@ -19,9 +19,17 @@ How a run ends (docs/running.md):
   RunFinished(cancelled), and the KeyboardInterrupt goes on to the caller;
 - a prompt that leaks: AttemptCancelled(prompt_leak) for the attempts of each
   leaking case, RunFinished(failed), BankError (nothing is sent to the model);
-- the adapter or the harness raises: the answers already received are still
-  recorded, unfinished attempts stay without a terminal event (a resume
-  finishes them), RunFinished(failed), and the exception goes on unchanged.
+- the adapter raises: the answers already received are still recorded,
+  unfinished attempts stay without a terminal event (a resume finishes them),
+  RunFinished(failed), and the exception goes on unchanged;
+- the harness raises anything but a LedgerError (a caseledger bug, for example
+  in the scorer): nothing is recorded for the attempt being built (its batch is
+  dropped whole; earlier attempts stay), RunFinished(failed), and an
+  InternalError (exit 1) goes on to the caller. A bug is never signed as an
+  infrastructure cancellation.
+
+Every attempt runs under the run's caps (``RunPlan.limits``, recorded in
+RunStarted ``limits``; docs/running.md "Limits").
 
 A resume (``RunPlan.resume``) finishes the planned attempts that have no
 terminal event or were cancelled as interrupted, and never repeats another.
@@ -53,9 +61,10 @@ from ledger.adapters.base import (
     Request,
     adapter_secrets,
 )
-from ledger.errors import BankError, LedgerError, UsageError
+from ledger.errors import BankError, InternalError, LedgerError, UsageError
 from ledger.harness import score
 from ledger.harness.attempt import AttemptWriter, Stream
+from ledger.harness.limits import DEFAULT_LIMITS, validate
 from ledger.harness.worker import WorkerPool
 from ledger.keys import Signer
 from ledger.store import Ledger, StoredEvent
@@ -107,7 +116,8 @@ class BankContext:
 @dataclass(frozen=True)
 class RunPlan:
     """What to run. ``attempts`` None: the original run's (on resume), else the
-    adapter's default (a replay file's largest attempt), else 1."""
+    adapter's default (a replay file's largest attempt), else 1. ``limits`` None:
+    the original run's (on resume), else the defaults."""
 
     run_id: str
     profile: str
@@ -115,6 +125,7 @@ class RunPlan:
     concurrency: int = 1
     retries: int = 0
     resume: bool = False
+    limits: events.Limits | None = None
 
 
 @dataclass
@@ -219,7 +230,7 @@ def _versions() -> events.Versions:
 
 
 def _run_started(
-    bank: BankContext, adapter: Adapter, plan: RunPlan, attempts: int
+    bank: BankContext, adapter: Adapter, plan: RunPlan, attempts: int, limits: events.Limits
 ) -> dict[str, Any]:
     ident = adapter.identity
     published = bank.event
@@ -251,6 +262,7 @@ def _run_started(
         "price_snapshot_digest": ident.price_snapshot_digest,
         "replay_file_sha256": ident.replay_file_sha256,
         "versions": _versions(),
+        "limits": limits,
     }
 
 
@@ -273,13 +285,37 @@ _RESUME_FIELDS = (
 )
 
 
+def _limits(plan: RunPlan, started: events.RunStarted | None) -> events.Limits:
+    """The caps of this run: the plan's, else the original run's (resume), else the defaults.
+
+    A run recorded before caps existed is resumed under the defaults (its RunStarted
+    has no ``limits``); the resumed attempts' evidence shows what they met.
+    """
+    if plan.limits is not None:
+        return validate(plan.limits)
+    if started is not None and isinstance(started.limits, events.Limits):
+        return started.limits
+    return DEFAULT_LIMITS
+
+
 def _check_resume(started: events.RunStarted, fresh: dict[str, Any]) -> None:
-    differ = [f for f in _RESUME_FIELDS if getattr(started, f) != fresh[f]]
+    differ = [
+        f"{f} was {getattr(started, f)!r}, now {fresh[f]!r}"
+        for f in _RESUME_FIELDS
+        if getattr(started, f) != fresh[f]
+    ]
+    if isinstance(started.limits, events.Limits):
+        was, now = started.limits, fresh["limits"]
+        differ += [
+            f"limits.{f} was {getattr(was, f)}, now {getattr(now, f)}"
+            for f in was.__struct_fields__
+            if getattr(was, f) != getattr(now, f)
+        ]
     if differ:
         raise UsageError(
-            f"cannot resume run {started.run_id}: "
-            + ", ".join(f"{f} was {getattr(started, f)!r}, now {fresh[f]!r}" for f in differ),
-            hint="resume with the same bank, adapter options and --attempts as the original run",
+            f"cannot resume run {started.run_id}: " + ", ".join(differ),
+            hint="resume with the same bank, adapter options, --attempts and caps as the "
+            "original run (a resume keeps the original caps unless you give others)",
         )
 
 
@@ -444,7 +480,16 @@ class _Session:
         if isinstance(outcome, MissingRecording):
             return self.cancel(key, "missing_recording", outcome.message)
         assert not isinstance(outcome, Exception)
-        batch = self.append(lambda s: writer.events_for(s, key, request.prompt, outcome))
+        try:
+            batch = self.append(lambda s: writer.events_for(s, key, request.prompt, outcome))
+        except LedgerError:
+            raise
+        except Exception as exc:
+            # A caseledger bug (in the scorer, the guard, ...): the batch was not appended,
+            # so nothing is recorded for this attempt; never an infrastructure cancellation.
+            raise InternalError(
+                exc, where=f"nothing was recorded for case {key[0]} attempt {key[1]}"
+            ) from exc
         return next(e for e in reversed(batch) if isinstance(e, TERMINAL))
 
 
@@ -480,7 +525,8 @@ def run(
         or adapter.identity.default_attempts
         or 1
     )
-    fresh = _run_started(bank, adapter, plan, attempts)
+    limits = _limits(plan, started)
+    fresh = _run_started(bank, adapter, plan, attempts, limits)
     if started is not None:
         _check_resume(started, fresh)
     adapter.validate_cases(c.id for c in published.cases)
@@ -500,7 +546,7 @@ def run(
         if started is None:
             session.one(events.RunStarted, **fresh)
         invocation = adapter.invocation(bank.prompt_contract_digest, plan.retries)
-        writer = AttemptWriter(bank, pool, invocation, score.SCORER_VERSION)
+        writer = AttemptWriter(bank, pool, invocation, score.SCORER_VERSION, limits)
         requests = [Request(cid, n, prompts[cid]) for cid, n in todo]
         progress = _progress(summarise(existing, planned))
         _drive(session, writer, _Calls(adapter, plan.retries, plan.concurrency, requests),
@@ -577,9 +623,10 @@ def _drive(
     except BaseException as exc:
         calls.stop()
         # A harness or ledger fault: try to close the run; the original error wins.
+        cause = exc.error if isinstance(exc, InternalError) else exc
         with contextlib.suppress(LedgerError):
             session.resync()
-            session.finish("failed", f"harness fault: {type(exc).__name__}")
+            session.finish("failed", f"harness fault: {type(cause).__name__}")
         raise
 
 

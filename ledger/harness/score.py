@@ -11,6 +11,18 @@ dropped (``Decimal('12.8571428571')``, ``Decimal('5')``), so the shown items
 may differ from the total by rounding only. docs/scoring.md has the table,
 the boundary rules and worked examples.
 
+Caps (``ledger.harness.limits``): an attempt stopped by a cap is scored in
+its stage like any other failure of that stage, and ``failure_detail`` names
+the cap: ``output_too_large`` (protocol: 0 points), ``sql_too_large`` and
+``too_complex`` (guard: protocol points only), ``result_too_large``
+(execution: protocol, guard and AST points). A result with truncated cells is
+scored like a result with truncated rows. Evidence recorded before caps existed
+has none of these markers, so its scores are unchanged.
+
+Errors: a ScoringError is a named refusal (the evidence does not fit together,
+a malformed result, an unknown AST rule); any other exception is a bug and
+propagates unchanged, so it can never be recorded as a score or a cancellation.
+
 Versions: ``SCORERS`` maps a version string to a :class:`Scorer`. A later
 version subclasses it and overrides the one method whose rule changes; a
 rescore appends new ScoreComputed events under the new version and leaves the
@@ -24,7 +36,7 @@ from decimal import Decimal
 from fractions import Fraction
 from typing import Any
 
-from ledger.errors import LedgerError, UsageError
+from ledger.errors import BankError, LedgerError, UsageError
 from ledger.events import (
     AstRule,
     CaseSpec,
@@ -38,10 +50,12 @@ from ledger.events import (
 from ledger.harness.ast_rules import check_rules, structural_match
 from ledger.harness.compare import (
     Comparison,
+    MalformedResult,
     compare,
     fraction_to_decimal,
     tidy,
 )
+from ledger.harness.protocol import OUTPUT_TOO_LARGE
 
 __all__ = [
     "ITEM_PLACES",
@@ -57,12 +71,15 @@ __all__ = [
 SCORER_VERSION = "2.0.0"
 ITEM_PLACES = Decimal("1e-10")
 TOTAL_PLACES = Decimal("0.01")
-EXECUTION_ERRORS = frozenset({"sql_runtime", "timeout", "memory"})
+EXECUTION_ERRORS = frozenset({"sql_runtime", "timeout", "memory", "result_too_large"})
+# Guard violations of a cap (ledger.harness.limits.LIMIT_CHECKS), in the order they win.
+_GUARD_LIMITS = ("sql_too_large", "too_complex")
 
 
 class ScoringError(LedgerError):
-    """Comparison or scoring failed: no score is recorded, the attempt is cancelled
-    as an infrastructure failure with this message."""
+    """The evidence cannot be scored (it does not fit together, a malformed result, an
+    unknown AST rule): no score is recorded; the runner cancels the attempt as an
+    infrastructure failure with this message."""
 
 
 @dataclass(frozen=True)
@@ -113,32 +130,46 @@ class Scorer:
         }
         comparison: Comparison | None = None
         truncated = False
+        detail: str | None = None
         if provider_failure is not None:
             failure = self.provider_failure_kind(provider_failure)
         elif parsed is None or parsed.error is not None or not parsed.sql:
             failure = "protocol"  # an output_contract_error extracts no SQL: every item 0
+            if parsed is not None and (parsed.error or "").startswith(OUTPUT_TOO_LARGE):
+                detail = "output_too_large"
         else:
             assert guarded is not None  # _check_evidence
             sql = parsed.sql
             strict = parsed.protocol_strict
             items["protocol"] = Fraction(self.points.protocol if strict else 0)
-            if reference_sql is not None:
-                fields["sql_structural_match"] = structural_match(sql, reference_sql)
+            detail = _guard_limit(guarded)
+            try:
+                # SQL refused by a cap is never handed to sqlglot.
+                if reference_sql is not None and detail is None:
+                    fields["sql_structural_match"] = structural_match(sql, reference_sql)
+                rules = check_rules(sql, case.required_ast) if guarded.passed else ()
+            except RecursionError:
+                fields["sql_structural_match"] = None
+                detail, rules = "too_complex", ()
+            except BankError as exc:
+                raise ScoringError(f"case {case.id}: {exc.message}") from exc
             # The worker's own DuckDB parse check refused it: a guard failure, nothing ran.
             refused = executed is not None and executed.error_kind == "refused"
-            if not guarded.passed or refused:
+            if not guarded.passed or detail is not None or refused:
                 failure = "guard"
             else:
                 items["guard"] = Fraction(self.points.guard)
-                rules = check_rules(sql, case.required_ast)
                 fields["ast_rules"] = rules
                 items["ast"] = self.ast_points(rules)
                 assert executed is not None  # _check_evidence
                 if not executed.ok:
                     failure = "execution"
+                    if executed.error_kind == "result_too_large":
+                        detail = "result_too_large"
                 else:
                     failure = "none"
-                    truncated = executed.truncated
+                    # Cells cut to the cell cap count as truncation, as rows beyond max_rows do.
+                    truncated = executed.truncated or bool(executed.cells_truncated)
                     comparison = self.compare(case, gold, executed)
                     self.result_items(items, comparison, truncated)
                     fields["result_correct"] = self.result_correct(comparison, truncated)
@@ -149,7 +180,7 @@ class Scorer:
         total = sum(items.values(), Fraction(0))
         if not 0 <= total <= 100:
             raise ScoringError(f"case {case.id}: total {total} outside [0, 100]")
-        return {
+        out = {
             "scorer_version": self.version,
             "gold_digest": gold.digest,
             **fields,
@@ -157,6 +188,9 @@ class Scorer:
             "total": fraction_to_decimal(total, TOTAL_PLACES),
             "failure_kind": failure,
         }
+        if detail is not None:  # absent otherwise: scores without a cap keep their bytes
+            out["failure_detail"] = detail
+        return out
 
     def provider_failure_kind(self, failure: ProviderFailed) -> str:
         """policy_refusal when the provider refused or filtered, else provider."""
@@ -169,16 +203,23 @@ class Scorer:
         return Fraction(self.points.ast * sum(r.passed for r in rules), len(rules))
 
     def compare(self, case: CaseSpec, gold: GoldResult, executed: SqlExecuted) -> Comparison:
-        """Compare the executed result (the rows read) with gold under the case's contract."""
-        return compare(
-            gold.columns,
-            gold.rows,
-            executed.columns,
-            executed.rows,
-            abs_tolerance=case.abs_tolerance,
-            rel_tolerance=case.rel_tolerance,
-            order_significant=case.row_order_significant,
-        )
+        """Compare the executed result (the rows read) with gold under the case's contract.
+
+        Raises:
+            ScoringError: the recorded result or gold is malformed.
+        """
+        try:
+            return compare(
+                gold.columns,
+                gold.rows,
+                executed.columns,
+                executed.rows,
+                abs_tolerance=case.abs_tolerance,
+                rel_tolerance=case.rel_tolerance,
+                order_significant=case.row_order_significant,
+            )
+        except MalformedResult as exc:
+            raise ScoringError(f"case {case.id}: cannot compare: {exc}") from exc
 
     def result_items(self, items: dict[str, Fraction], c: Comparison, truncated: bool) -> None:
         """Fill the executed, count, names, rows and order items of an executed answer."""
@@ -199,6 +240,12 @@ class Scorer:
             and not c.non_finite
             and c.mapped
         )
+
+
+def _guard_limit(guarded: SqlGuarded) -> str | None:
+    """The cap that rejected the SQL (a guard violation named after it), if any."""
+    checks = {v.check for v in guarded.violations}
+    return next((c for c in _GUARD_LIMITS if c in checks), None)
 
 
 def _item(value: Fraction) -> Decimal:
@@ -311,27 +358,18 @@ def score_attempt(
 
     Raises:
         UsageError: unknown scorer version.
-        ScoringError: anything went wrong inside comparison or scoring; the
-            runner cancels the attempt (reason infrastructure) and records the message.
+        ScoringError: the evidence cannot be scored (a named refusal); the runner
+            cancels the attempt (reason infrastructure) and records the message.
+        Exception: anything else is a caseledger bug and propagates unchanged
+            (the runner, rescore and baselines then record nothing for the attempt).
     """
     scorer = get_scorer(version)
-    try:
-        return scorer.score(
-            case=case,
-            gold=gold,
-            parsed=parsed,
-            guarded=guarded,
-            executed=executed,
-            provider_failure=provider_failure,
-            reference_sql=reference_sql,
-        )
-    except ScoringError:
-        raise
-    except Exception as exc:
-        # Deliberately broad: any fault here must cancel the attempt, never yield a
-        # score. Nothing is hidden: the type and message travel in the error, the
-        # cause is chained, and the runner records them in AttemptCancelled.
-        raise ScoringError(
-            f"case {case.id}: scoring failed: {type(exc).__name__}: {exc}",
-            hint="this is a harness fault; the attempt is cancelled as infrastructure",
-        ) from exc
+    return scorer.score(
+        case=case,
+        gold=gold,
+        parsed=parsed,
+        guarded=guarded,
+        executed=executed,
+        provider_failure=provider_failure,
+        reference_sql=reference_sql,
+    )

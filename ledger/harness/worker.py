@@ -6,8 +6,11 @@ and the configuration locked.  The parent talks to it over a pipe in msgpack
 (never pickle: a child that ran hostile SQL is not trusted to hand us objects).
 A query that runs past its timeout is interrupted inside the worker; if it
 does not stop within a short grace the parent kills the process with SIGKILL
-and starts a fresh one.  Failures are data (:class:`ExecResult`), classified as
-``timeout``, ``memory``, ``sql_runtime`` or ``worker_crash``; only a broken
+and starts a fresh one.  Rows are read one at a time under the result caps
+(cells over ``max_cell_bytes`` truncated, reading stopped once the result is
+over ``max_result_bytes``: see ``ledger.harness.cells``).  Failures are data
+(:class:`ExecResult`), classified as ``timeout``, ``memory``, ``sql_runtime``,
+``result_too_large`` or ``worker_crash``; only a broken
 harness (unreadable database, a bug in the worker) raises ``SandboxError``.
 Before running anything the worker parses the statement with DuckDB itself
 (``json_serialize_sql``) and refuses (``refused``) what is not one SELECT over
@@ -35,6 +38,7 @@ from types import TracebackType
 from typing import Any
 
 import msgspec
+from msgspec import UNSET, UnsetType
 
 from ledger import events
 from ledger.errors import SandboxError
@@ -52,7 +56,9 @@ __all__ = [
 
 # ``refused``: the worker's own DuckDB parse check refused the statement (a guard-class
 # failure, scored as one); nothing ran.
-ERROR_KINDS = ("timeout", "memory", "sql_runtime", "worker_crash", "refused")
+ERROR_KINDS = (
+    "timeout", "memory", "sql_runtime", "result_too_large", "worker_crash", "refused",
+)  # fmt: skip
 
 # How long a worker may take to stop after DuckDB was asked to interrupt it.
 KILL_GRACE_S = 1.0
@@ -69,6 +75,7 @@ class ExecResult(msgspec.Struct, frozen=True, kw_only=True):
     ``row_count`` is the number of rows kept (at most ``max_rows``) and
     ``truncated`` says that more existed.  ``sql_us`` is measured inside the
     worker around execute + fetch (for a kill or crash: the parent's wait).
+    ``cells_truncated`` counts cells cut to the cell cap (unset when none).
     """
 
     ok: bool
@@ -79,12 +86,15 @@ class ExecResult(msgspec.Struct, frozen=True, kw_only=True):
     row_count: int
     truncated: bool
     sql_us: int
+    cells_truncated: int | UnsetType = UNSET
 
 
 class _Request(msgspec.Struct, frozen=True):
     sql: str
     max_rows: int
     timeout_s: float
+    max_result_bytes: int = cells.DEFAULT_MAX_RESULT_BYTES
+    max_cell_bytes: int = cells.DEFAULT_MAX_CELL_BYTES
 
 
 class _Reply(msgspec.Struct, frozen=True):
@@ -204,10 +214,28 @@ def _run_query(sandbox: _Sandbox, watchdog: _Watchdog, req: _Request) -> ExecRes
     start = time.perf_counter_ns()
     watchdog.arm(cursor, req.timeout_s)
     failure: tuple[str, str] | None = None
+    budget = cells.ResultBudget(req.max_result_bytes, req.max_cell_bytes)
+    kept: list[list[Any]] = []
+    truncated = False
     try:
         cursor.execute(req.sql)
         description = cursor.description or []
-        fetched = cursor.fetchmany(req.max_rows + 1) if description else []
+        budget.add_columns([(str(d[0]), str(d[1])) for d in description])
+        # One row at a time, so a result over the cap is never read whole.
+        while description and not budget.over:
+            row = cursor.fetchone()
+            if row is None:
+                break
+            if len(kept) == req.max_rows:
+                truncated = True  # one row more than max_rows exists; it is not kept
+                break
+            kept.append(budget.add_row(row))
+        if budget.over:
+            failure = (
+                "result_too_large",
+                f"the result is over the {req.max_result_bytes}-byte cap "
+                f"(stopped reading after {len(kept)} rows of {len(description)} columns)",
+            )
     except duckdb.InterruptException:
         failure = ("timeout", f"query interrupted after {req.timeout_s:g} s")
     except (duckdb.OutOfMemoryException, MemoryError) as exc:
@@ -223,10 +251,8 @@ def _run_query(sandbox: _Sandbox, watchdog: _Watchdog, req: _Request) -> ExecRes
             # The interrupt may surface as another error type mid-operator.
             kind, message = "timeout", f"query interrupted after {req.timeout_s:g} s: {message}"
         return _failure(kind, message, sql_us)
-    truncated = len(fetched) > req.max_rows
-    kept = fetched[: req.max_rows]
     columns = tuple(events.Column(name=str(d[0]), type=str(d[1])) for d in description)
-    rows = tuple(tuple(cells.encode_row(row)) for row in kept)
+    rows = tuple(tuple(row) for row in kept)
     return ExecResult(
         ok=True,
         error_kind=None,
@@ -236,6 +262,7 @@ def _run_query(sandbox: _Sandbox, watchdog: _Watchdog, req: _Request) -> ExecRes
         row_count=len(rows),
         truncated=truncated,
         sql_us=sql_us,
+        cells_truncated=budget.cells_truncated or UNSET,
     )
 
 
@@ -634,18 +661,28 @@ class WorkerPool:
         with self._lock:
             return tuple(w.process.pid for w in self._all if w.process.pid is not None)
 
-    def execute(self, sql: str, *, max_rows: int) -> ExecResult:
+    def execute(
+        self,
+        sql: str,
+        *,
+        max_rows: int,
+        max_result_bytes: int = cells.DEFAULT_MAX_RESULT_BYTES,
+        max_cell_bytes: int = cells.DEFAULT_MAX_CELL_BYTES,
+    ) -> ExecResult:
         """Run one query in a worker and return its result or classified failure.
 
         Fetches at most ``max_rows + 1`` rows; ``truncated`` is True when more
-        than ``max_rows`` existed.  Never retries.
+        than ``max_rows`` existed.  Cells over ``max_cell_bytes`` are truncated;
+        a result over ``max_result_bytes`` is a ``result_too_large`` failure.
+        Never retries.
         """
         if max_rows < 0:
             raise ValueError(f"max_rows must be >= 0, got {max_rows}")
+        request = _Request(sql, max_rows, self._timeout_s, max_result_bytes, max_cell_bytes)
         worker = self._take()
         usable = False
         try:
-            result, usable = worker.run(_Request(sql, max_rows, self._timeout_s), KILL_GRACE_S)
+            result, usable = worker.run(request, KILL_GRACE_S)
         finally:
             self._give_back(worker, usable)
         return result

@@ -3,6 +3,7 @@ the runner's stops: prompt leak, adapter fault, missing recordings, resume)."""
 
 from __future__ import annotations
 
+import hashlib
 import threading
 from collections.abc import Iterator
 from decimal import Decimal
@@ -356,3 +357,60 @@ def test_retries_call_again_and_record_the_last_answer(
     chains = check_attempts(ledger.stream_events("flaky"), plan_keys(bank.event.cases, 1))
     assert all(isinstance(c[1], events.ModelResponded) for c in chains.values())
     assert all(c[1].invocation.retries == 1 for c in chains.values())  # type: ignore[union-attr]
+
+
+# ---------------------------------------------------------------- caps (issue 13 section 2)
+
+
+def test_caps_are_recorded_applied_and_kept_on_resume(
+    home: Path, ledger: Ledger, tmp_path: Path
+) -> None:
+    bank = published(ledger, home, "retail")
+    ctx = bank_context(bank, ledger.path, tmp_path)
+    caps = events.Limits(
+        max_output_bytes=1024 * 1024, max_sql_bytes=65536, max_nesting=32,
+        max_result_bytes=4096, max_cell_bytes=1024, judge_budget_ms=5000,
+    )  # fmt: skip
+    two_wide = "SELECT repeat('y', 900) AS a, repeat('z', 900) AS b FROM range(3)"
+    replay = write_replay(tmp_path / "caps.jsonl", [
+        {"case": "basic-01", "attempt": 1, "output": answer("SELECT repeat('x', 5000) AS x")},
+        {"case": "basic-02", "attempt": 1, "output": answer(two_wide)},
+        {"case": "basic-03", "attempt": 1, "output": "e" * 2_000_000,
+         "error": {"kind": "server_error", "message": "HTTP 500"}},
+    ])  # fmt: skip
+    adapter = build_adapter("replay", {"replay_file": str(replay)})
+    go(ledger, home, ctx, adapter, run_id="caps", limits=caps)
+    stored = [s.event() for s in ledger.stream_events("caps")]
+    assert isinstance(stored[0], events.RunStarted) and stored[0].limits == caps
+    by_key = {}
+    for e in stored:
+        if hasattr(e, "case_id"):
+            by_key.setdefault((e.case_id, e.attempt), []).append(e)
+
+    # A 5,000-byte cell under a 1,024-byte cap: 1,022 x's and two quotes, counted.
+    cell = next(e for e in by_key[("basic-01", 1)] if isinstance(e, events.SqlExecuted))
+    assert (cell.ok, cell.rows, cell.cells_truncated) == (True, (("x" * 1022,),), 1)
+    # Columns take 2 x (1 + 7 + 22) = 60 bytes, each row 3 + 2 x 902 = 1,807: the third row
+    # brings the result to 5,481 bytes, over 4,096.
+    wide = next(e for e in by_key[("basic-02", 1)] if isinstance(e, events.SqlExecuted))
+    assert (wide.ok, wide.error_kind, wide.rows) == (False, "result_too_large", ())
+    assert wide.error_message == (
+        "the result is over the 4096-byte cap (stopped reading after 3 rows of 2 columns)"
+    )
+    score = by_key[("basic-02", 1)][-1]
+    assert isinstance(score, events.ScoreComputed)
+    assert (score.failure_kind, score.failure_detail) == ("execution", "result_too_large")
+    # A provider failure's raw output over the output cap: its first 16 KiB, length, hash.
+    failed = next(e for e in by_key[("basic-03", 1)] if isinstance(e, events.ProviderFailed))
+    assert failed.raw_output == "e" * 16384
+    assert failed.raw_output_bytes == 2_000_000
+    assert failed.raw_output_sha256 == "sha256:" + hashlib.sha256(b"e" * 2_000_000).hexdigest()
+
+    # A resume keeps the recorded caps; other caps are another experiment.
+    again = build_adapter("replay", {"replay_file": str(replay)})
+    go(ledger, home, ctx, again, run_id="caps", resume=True)
+    before = head(home)
+    other = msgspec.structs.replace(caps, max_cell_bytes=2048)
+    with pytest.raises(UsageError, match=r"limits\.max_cell_bytes was 1024, now 2048"):
+        go(ledger, home, ctx, again, run_id="caps", resume=True, limits=other)
+    assert head(home) == before

@@ -5,6 +5,7 @@ from __future__ import annotations
 from decimal import Decimal
 from fractions import Fraction
 
+import msgspec
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -21,6 +22,7 @@ from ledger.events import (
     ScoreComputed,
     SqlExecuted,
     SqlGuarded,
+    Violation,
 )
 from ledger.harness.score import (
     SCORER_VERSION,
@@ -563,3 +565,102 @@ def test_rows_item_is_exact_before_rounding():
     )
     assert fields["items"].rows == 30
     assert Fraction(45) * Fraction(2, 3) == 30
+
+
+# ---------------------------------------------------------------- caps (issue 13 section 2)
+
+
+def _limit_guard(check: str) -> SqlGuarded:
+    violation = Violation(check=check, message="over the cap")
+    return SqlGuarded(
+        **ENV, case_id="c1", attempt=1, passed=False, violations=(violation,), ast_digest=None
+    )
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "total", "kind", "detail"),
+    [
+        # protocol stage: nothing extracted, every item 0
+        (
+            {"parsed": make_parsed(error="output too large: the raw output is 2000 bytes, over "
+                                   "the 1024-byte cap"), "guarded": None, "executed": None},
+            "0.00", "protocol", "output_too_large",
+        ),
+        # guard stage: the 5 protocol points only
+        ({"guarded": _limit_guard("sql_too_large"), "executed": None}, "5.00", "guard",
+         "sql_too_large"),
+        ({"guarded": _limit_guard("too_complex"), "executed": None}, "5.00", "guard",
+         "too_complex"),
+        # execution stage: protocol 5 + guard 5 + AST 15 (the case has no rules)
+        ({"executed": make_executed(error_kind="result_too_large")}, "25.00", "execution",
+         "result_too_large"),
+        # the same stages without a cap have no detail
+        ({"parsed": make_parsed(error="prose"), "guarded": None, "executed": None}, "0.00",
+         "protocol", None),
+        ({"executed": make_executed(error_kind="timeout")}, "25.00", "execution", None),
+    ],
+    ids=["output too large", "sql too large", "too complex", "result too large",
+         "contract error", "timeout"],
+)  # fmt: skip
+def test_a_cap_is_scored_in_its_stage_with_a_detail(kwargs, total, kind, detail):
+    fields = run(reference_sql=SQL, **kwargs)
+    assert fields["total"] == Decimal(total)
+    assert fields["failure_kind"] == kind
+    assert fields.get("failure_detail") == detail
+    assert fields["result_correct"] is None
+    event = ScoreComputed(**ENV, case_id="c1", attempt=1, evidence=("sha256:e",), **fields)
+    assert decode(encode(event)) == event
+    # the detail is in the bytes only when there is one: older scores keep their bytes
+    assert (b'"failure_detail"' in encode(event)) == (detail is not None)
+
+
+def test_sql_refused_by_a_cap_is_never_parsed_for_the_structural_match():
+    # 10,000 nested parentheses would exhaust sqlglot's recursion; a cap refused it first.
+    deep = "SELECT " + "(" * 10_000 + "1" + ")" * 10_000
+    fields = run(parsed=make_parsed(sql=deep), guarded=_limit_guard("too_complex"),
+                 executed=None, reference_sql=SQL)  # fmt: skip
+    assert fields["sql_structural_match"] is None
+    assert fields["failure_detail"] == "too_complex"
+
+
+def test_recursion_in_the_scorers_sql_work_is_too_complex(monkeypatch):
+    # The guard passed and the SQL ran, but the scorer's own parse runs out of recursion
+    # (another machine, a deeper stack): a guard-stage failure, never a crash or a cancel.
+    def deep(*args, **kwargs):
+        raise RecursionError("maximum recursion depth exceeded")
+
+    monkeypatch.setattr("ledger.harness.score.structural_match", deep)
+    fields = run(reference_sql=SQL)
+    assert (fields["failure_kind"], fields["failure_detail"]) == ("guard", "too_complex")
+    assert fields["total"] == Decimal("5.00")
+    assert fields["sql_structural_match"] is None
+    assert fields["result_correct"] is None
+
+
+def test_truncated_cells_are_scored_like_truncated_rows():
+    # Every row matches; one cell was cut to the cell cap: order 0 and never result_correct.
+    executed = msgspec.structs.replace(make_executed(), cells_truncated=1)
+    fields = run(executed=executed)
+    assert fields["items"].order == 0
+    assert fields["total"] == Decimal("90.00")  # 100 - order 10
+    assert fields["result_correct"] is False
+    assert fields["order_ok"] is False
+    assert "failure_detail" not in fields
+
+
+# ---------------------------------------------------------------- bugs are not refusals (s3)
+
+
+def test_a_bug_in_the_comparator_propagates_unchanged(monkeypatch):
+    def broken(*args, **kwargs):
+        raise TypeError("deliberate fault")
+
+    monkeypatch.setattr("ledger.harness.score.compare", broken)
+    with pytest.raises(TypeError, match="deliberate fault"):
+        run()
+
+
+def test_named_refusals_stay_scoring_errors():
+    # malformed result: a row of the wrong width
+    with pytest.raises(ScoringError, match="actual rows must have 2 cells"):
+        run(executed=make_executed(rows=[("n",)]))

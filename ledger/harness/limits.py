@@ -1,0 +1,238 @@
+"""The caps that bound what one attempt may cost, and the checks that apply them.
+
+A run records its caps in ``RunStarted.limits`` (docs/running.md "Limits").
+Going over one is the model's failure, recorded as evidence and scored in its
+stage, never an infrastructure fault:
+
+==================  ============================  ==========  ===================
+cap                 what it bounds                stage       failure_detail
+==================  ============================  ==========  ===================
+max_output_bytes    the answer as stored           protocol    output_too_large
+max_sql_bytes       the SQL text (UTF-8)          guard       sql_too_large
+max_nesting         bracket and CASE depth        guard       too_complex
+judge_budget_ms     CPU for parse, guard, rules   guard       too_complex
+max_result_bytes    one execution as stored       execution   result_too_large
+max_cell_bytes      one result cell as stored     (truncated, never result_correct)
+==================  ============================  ==========  ===================
+
+The SQL checks run before sqlglot sees the text: a size check, then a linear
+scan of its nesting depth, so a hostile text is refused in milliseconds.
+What remains (parse, guard, AST rules and the structural match, all done
+before the SQL runs) is bounded by those two caps; its CPU time is measured
+and a judge that went over the budget rejects the SQL as ``too_complex``.
+A ``RecursionError`` anywhere in that work also means ``too_complex``.
+Result caps are enforced inside the SQL worker (``ledger.harness.cells``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Callable, Collection, Sequence
+from dataclasses import dataclass
+
+from ledger.errors import UsageError
+from ledger.events import Limits, Violation
+from ledger.harness import cells
+from ledger.harness import guard as guard_mod
+from ledger.harness.ast_rules import check_rules, structural_match
+from ledger.harness.cells import prefix_within, stored_size
+
+__all__ = [
+    "BOUNDS",
+    "DEFAULT_LIMITS",
+    "LIMIT_CHECKS",
+    "PREFIX_BYTES",
+    "BoundedText",
+    "Judged",
+    "bound_text",
+    "judge_sql",
+    "nesting_depth",
+    "stored_size",
+    "validate",
+]
+
+DEFAULT_LIMITS = Limits(
+    max_output_bytes=1024 * 1024,
+    max_sql_bytes=64 * 1024,
+    max_nesting=32,
+    max_result_bytes=cells.DEFAULT_MAX_RESULT_BYTES,
+    max_cell_bytes=cells.DEFAULT_MAX_CELL_BYTES,
+    judge_budget_ms=5000,
+)
+
+# Accepted range of each cap (inclusive): a cap is a promise about cost, so no 10**30.
+BOUNDS: dict[str, tuple[int, int]] = {
+    "max_output_bytes": (1024, 64 * 1024 * 1024),
+    "max_sql_bytes": (256, 1024 * 1024),
+    # sqlglot recurses about 20 frames per level: deeper than this it cannot parse anyway.
+    "max_nesting": (1, 40),
+    "max_result_bytes": (1024, 256 * 1024 * 1024),
+    "max_cell_bytes": (1024, 16 * 1024 * 1024),
+    "judge_budget_ms": (100, 60_000),
+}
+
+# How much of an output over the cap is stored (UTF-8 JSON string bytes, escapes included).
+PREFIX_BYTES = 16 * 1024
+
+# Guard violations a cap produces; the scorer reads them as failure_detail.
+LIMIT_CHECKS = ("sql_too_large", "too_complex")
+
+
+def validate(limits: Limits) -> Limits:
+    """The limits, if every cap is within :data:`BOUNDS` (and a cell fits the result).
+
+    Raises:
+        UsageError: naming the option (``--max-cell-bytes``) and its accepted range.
+    """
+    for name, (low, high) in BOUNDS.items():
+        value = getattr(limits, name)
+        if not low <= value <= high:
+            raise UsageError(
+                f"--{name.replace('_', '-')} {value} is out of range",
+                hint=f"use a value from {low} to {high} (default {getattr(DEFAULT_LIMITS, name)})",
+            )
+    if limits.max_cell_bytes > limits.max_result_bytes:
+        raise UsageError(
+            f"--max-cell-bytes {limits.max_cell_bytes} is larger than "
+            f"--max-result-bytes {limits.max_result_bytes}",
+            hint="a cell must fit in a result",
+        )
+    return limits
+
+
+@dataclass(frozen=True)
+class BoundedText:
+    """A text to store, and when it is a prefix, the whole text's UTF-8 length and SHA-256."""
+
+    text: str
+    full_bytes: int | None = None
+    full_sha256: str | None = None
+
+
+def bound_text(text: str, cap: int, prefix_bytes: int = PREFIX_BYTES) -> BoundedText:
+    """``text`` itself when its stored size is within ``cap``, else its longest prefix whose
+    stored size is within ``min(cap, prefix_bytes)`` plus the whole text's length and hash.
+
+    >>> bound_text("abc", 10).text
+    'abc'
+    >>> b = bound_text("x" * 50, 10, prefix_bytes=4)
+    >>> (b.text, b.full_bytes, b.full_sha256 == "sha256:" + hashlib.sha256(b"x" * 50).hexdigest())
+    ('xxxx', 50, True)
+    """
+    if len(text) <= cap and stored_size(text) <= cap:
+        return BoundedText(text)
+    data = text.encode("utf-8", "surrogatepass")
+    return BoundedText(
+        prefix_within(text, min(cap, prefix_bytes)),
+        full_bytes=len(data),
+        full_sha256="sha256:" + hashlib.sha256(data).hexdigest(),
+    )
+
+
+# Strings, quoted identifiers, comments and dollar-quoted strings are skipped whole;
+# brackets and the words CASE / END are what nest.
+_NESTING_TOKENS = re.compile(
+    r"""'(?:[^']|'')*'?"""
+    r"""|"(?:[^"]|"")*"?"""
+    r"""|--[^\n]*"""
+    r"""|/\*.*?(?:\*/|\Z)"""
+    r"""|\$(?P<tag>[A-Za-z_][A-Za-z0-9_]*)?\$.*?(?:\$(?P=tag)\$|\Z)"""
+    r"""|[(\[{]|[)\]}]"""
+    r"""|\b(?:case|end)\b""",
+    re.DOTALL | re.IGNORECASE,
+)
+_OPEN = frozenset("([{")
+_CLOSE = frozenset(")]}")
+
+
+def nesting_depth(sql: str) -> int:
+    """The deepest nesting of brackets ``( [ {`` and ``CASE ... END`` in ``sql``, outside
+    strings, quoted identifiers and comments (linear; no parser involved).
+
+    >>> nesting_depth("SELECT ((1))"), nesting_depth("SELECT CASE WHEN (a) THEN 1 END")
+    (2, 2)
+    >>> nesting_depth("SELECT '((((' AS s -- ((((")
+    0
+    """
+    depth = brackets = cases = 0
+    for match in _NESTING_TOKENS.finditer(sql):
+        token = match.group()
+        if token in _OPEN:
+            brackets += 1
+        elif token in _CLOSE:
+            brackets = max(0, brackets - 1)
+        elif token[0] in "'\"-/$":
+            continue
+        elif token.lower() == "case":
+            cases += 1
+        else:  # END closes a CASE (a stray END is harmless here: the guard judges it)
+            cases = max(0, cases - 1)
+        depth = max(depth, brackets + cases)
+    return depth
+
+
+@dataclass(frozen=True)
+class Judged:
+    """The guard stage of one attempt: the guard's verdict, or a cap's rejection."""
+
+    passed: bool
+    violations: tuple[Violation, ...]
+    ast_digest: str | None
+
+
+def _rejected(check: str, message: str) -> Judged:
+    return Judged(False, (Violation(check=check, message=message),), None)
+
+
+def _too_deep(violations: Sequence[Violation]) -> bool:
+    # The guard turns its own RecursionError into these two verdicts.
+    return any(v.check == "nesting" or "nested too deeply" in v.message for v in violations)
+
+
+def judge_sql(
+    sql: str,
+    tables: Collection[str],
+    *,
+    rules: Sequence[str],
+    reference_sql: str | None,
+    limits: Limits,
+    spent_ns: Callable[[], int],
+) -> Judged:
+    """Judge one model SQL under the caps: size, nesting, then the guard, AST rules and the
+    structural match within the CPU budget; ``spent_ns()`` is the CPU time (ns) the
+    attempt's judging has used so far (output parse included).
+
+    Rejections: ``sql_too_large`` or ``too_complex`` (see the module doc), else the guard's
+    own verdict. The AST rules and the structural match are computed here only so that
+    their cost counts against the budget; the scorer recomputes them (from caches).
+    """
+    size = len(sql.encode("utf-8", "surrogatepass"))
+    if size > limits.max_sql_bytes:
+        return _rejected(
+            "sql_too_large", f"the SQL is {size} bytes, over the {limits.max_sql_bytes}-byte cap"
+        )
+    depth = nesting_depth(sql)
+    if depth > limits.max_nesting:
+        return _rejected(
+            "too_complex", f"nesting depth {depth} is over the cap of {limits.max_nesting}"
+        )
+    try:
+        verdict = guard_mod.guard(sql, tables)
+        if _too_deep(verdict.violations):
+            return _rejected("too_complex", "nested too deeply for the SQL parser")
+        # The scorer reads the rules of SQL that passed, and the structural match of any.
+        if verdict.passed:
+            check_rules(sql, rules)
+        if reference_sql is not None:
+            structural_match(sql, reference_sql)
+    except RecursionError:
+        return _rejected("too_complex", "nested too deeply for the SQL parser")
+    if spent_ns() > limits.judge_budget_ms * 1_000_000:
+        over = Violation(
+            check="too_complex",
+            message=f"parsing, guarding and checking the SQL took over the "
+            f"{limits.judge_budget_ms} ms CPU budget",
+        )
+        return Judged(False, (*verdict.violations, over), verdict.ast_digest)
+    return Judged(verdict.passed, verdict.violations, verdict.ast_digest)
