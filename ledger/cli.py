@@ -146,4 +146,8 @@ def _register() -> None:
         module.register(main)
 
 
-_register()
+try:
+    _register()
+except KeyboardInterrupt:
+    # Ctrl-C while the command modules are still being imported (before main() runs).
+    _fail("\n" + INTERRUPTED, 2)

@@ -6,7 +6,9 @@ can be imported on its own without importing the group that registers it.
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -16,7 +18,7 @@ import click
 
 from ledger.errors import LedgerError
 
-__all__ = ["DEFAULT_LEDGER", "Context", "handle_errors", "pass_ctx"]
+__all__ = ["DEFAULT_LEDGER", "Context", "handle_errors", "pass_ctx", "write_atomic"]
 
 DEFAULT_LEDGER = Path(".caseledger") / "ledger.db"
 F = TypeVar("F", bound=Callable[..., Any])
@@ -49,3 +51,23 @@ def handle_errors(func: F) -> F:
             sys.exit(exc.exit_code)
 
     return wrapper  # type: ignore[return-value]
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` through a temporary file renamed into place.
+
+    Ctrl-C or a full disk leaves either the old file or the whole new one, never a
+    half-written one. An error names ``path`` (not the temporary file).
+    """
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        tmp.write_bytes(data)
+        os.replace(tmp, path)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise type(exc)(exc.errno, exc.strerror, str(path)) from None
+    except BaseException:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise

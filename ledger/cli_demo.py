@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import os
+import shutil
+import signal
+import tempfile
 from pathlib import Path
 from typing import Any
 
 import click
 
-from ledger.demo import REPORT_FORMATS, run_demo
+from ledger.demo import DEMO_FILES, REPORT_FORMATS, run_demo
+from ledger.errors import UsageError
 
 __all__ = ["register", "report_commands"]
 
@@ -19,6 +24,25 @@ def report_commands(ledger_path: Path, out_dir: Path, tree_size: int) -> list[st
         f"| cmp - {out_dir / ('report.' + fmt)}"
         for fmt in REPORT_FORMATS
     ]
+
+
+def _move_into_place(work: Path, out_dir: Path) -> None:
+    """Move the finished demo from ``work`` to ``out_dir`` (Ctrl-C held off meanwhile)."""
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        if not out_dir.exists() or (out_dir.is_dir() and not any(out_dir.iterdir())):
+            os.replace(work, out_dir)
+            return
+        # A folder with other files (or a demo replaced with --force): entry by entry.
+        for stale in ("ledger.db-wal", "ledger.db-shm"):
+            (out_dir / stale).unlink(missing_ok=True)
+        for entry in sorted(work.iterdir()):
+            target = out_dir / entry.name
+            if target.is_dir() and not target.is_symlink():
+                shutil.rmtree(target)
+            os.replace(entry, target)
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
 
 def _write_reports(ledger_path: Path, out_dir: Path, tree_size: int) -> None:
@@ -44,14 +68,30 @@ def demo(out_dir: Path, force: bool) -> None:
     """Publish the built-in banks, run the self-test and three recorded models, report."""
     from ledger.cli_run import bank_context, with_variants
 
-    result = run_demo(
-        out_dir,
-        force=force,
-        bank_context=bank_context,
-        with_variants=with_variants,
-        write_reports=_write_reports,
-        echo=lambda line: click.echo(line, err=True),
-    )
+    present = [name for name in DEMO_FILES if (out_dir / name).exists()]
+    if present and not force:
+        raise UsageError(
+            f"{out_dir} already holds a demo ({', '.join(present)})",
+            hint="pass --force to replace it, or -o another folder",
+        )
+    # Built in a hidden folder beside the target and moved into place only when
+    # complete: Ctrl-C or an error leaves no half-built demo (nor a changed old one).
+    parent = out_dir.absolute().parent
+    if not parent.exists():
+        parent.mkdir(parents=True)
+    work = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", suffix=".partial", dir=parent))
+    try:
+        result = run_demo(
+            work,
+            force=True,
+            bank_context=bank_context,
+            with_variants=with_variants,
+            write_reports=_write_reports,
+            echo=lambda line: click.echo(line, err=True),
+        )
+        _move_into_place(work, out_dir)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
     ledger_path = out_dir / "ledger.db"
     click.echo("")
     click.echo(f"The demo is in {out_dir}/:")

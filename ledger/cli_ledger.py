@@ -12,7 +12,7 @@ import msgspec
 
 from ledger.bounds import MAX_WORKERS
 from ledger.checkpoint import check_note_format
-from ledger.cli_common import Context, handle_errors, pass_ctx
+from ledger.cli_common import Context, handle_errors, pass_ctx, write_atomic
 from ledger.errors import UsageError, VerificationError
 from ledger.events import EVENT_TYPES, EventBase, tag_of
 from ledger.keys import KeyEntry, Signer, load_default_signer
@@ -49,7 +49,13 @@ def _event_of(row: StoredEvent) -> EventBase:
             raise TypeError("the body is not a blob")
         row.body.decode("utf-8")
         return row.event()
-    except (msgspec.DecodeError, msgspec.ValidationError, TypeError, UnicodeDecodeError) as exc:
+    except (
+        msgspec.DecodeError,
+        msgspec.ValidationError,
+        TypeError,
+        UnicodeDecodeError,
+        RecursionError,
+    ) as exc:
         raise VerificationError(
             f"seq {row.seq}: the stored body is not a caseledger event ({exc})",
             seq=row.seq,
@@ -213,7 +219,7 @@ def checkpoint(ctx: Context, output: Path | None) -> None:
     if output is None:
         click.echo(note, nl=False)
     else:
-        output.write_text(note, encoding="utf-8")
+        write_atomic(output, note.encode("utf-8"))
         click.echo(f"wrote {output}")
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from ledger.cli_common import Context, handle_errors, pass_ctx
+from ledger.cli_common import Context, handle_errors, pass_ctx, write_atomic
 from ledger.codec import format_time
 from ledger.keys import load_default_signer
 from ledger.reporting import report_bytes
@@ -55,7 +55,7 @@ def report(
     if output is None:
         click.echo(data.decode("utf-8"), nl=False)
     else:
-        output.write_bytes(data)
+        write_atomic(output, data)
 
 
 @click.command()

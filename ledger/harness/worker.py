@@ -294,7 +294,10 @@ def _worker_main(conn: Connection, db_path: str, memory_limit: str, parent_pid: 
         except Exception:
             # A bug in the worker, not a model failure: hand the traceback to the parent.
             reply = _Reply(kind="fault", message=traceback.format_exc())
-        conn.send_bytes(encoder.encode(reply))
+        try:
+            conn.send_bytes(encoder.encode(reply))
+        except OSError:
+            break  # the parent went away mid-query (Ctrl-C): nobody to answer
     con.close()
 
 

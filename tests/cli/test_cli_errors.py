@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import os
+import shutil
+import signal
 import subprocess
 import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -54,3 +59,143 @@ def test_each_command_module_imports_first_in_a_fresh_process(module: str) -> No
     assert done.returncode == 0, done.stderr
     # As many commands as when ledger.cli is imported first (areas may add commands).
     assert int(done.stdout) == len(main.commands)
+
+
+# ----------------------------------------------------------------- Ctrl-C (issue 13 section 4)
+
+CLI = str(Path(sys.executable).with_name("caseledger"))
+
+
+def _cpu_seconds(pid: int) -> float:
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _interrupt_when(proc: subprocess.Popen[str], ready: Callable[[], bool]) -> tuple[int, str]:
+    """Send SIGINT once ``ready()`` (the command is mid-work), then collect its exit."""
+    deadline = time.monotonic() + 300
+    while not ready() and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert proc.poll() is None, "the command finished before it could be interrupted"
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    return proc.returncode, err
+
+
+def _assert_interrupted(code: int, err: str) -> None:
+    assert code == 2, err
+    assert "Traceback" not in err
+    assert "Aborted!" not in err
+    assert "interrupted" in err.splitlines()[-1]
+
+
+@pytest.fixture(scope="module")
+def published(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A ledger with the retail bank published."""
+    ledger = tmp_path_factory.mktemp("sigint") / "ledger.db"
+    for args in (["init"], ["bank", "publish", "retail"]):
+        done = subprocess.run(
+            [CLI, "--ledger", str(ledger), *args], capture_output=True, text=True, check=False
+        )
+        assert done.returncode == 0, done.stderr
+    return ledger
+
+
+def _verifies(ledger: Path) -> bool:
+    done = subprocess.run(
+        [CLI, "--ledger", str(ledger), "verify"], capture_output=True, text=True, check=False
+    )
+    return done.returncode == 0
+
+
+@pytest.mark.slow
+def test_ctrl_c_in_demo_leaves_no_folder(tmp_path: Path) -> None:
+    out = tmp_path / "demo"
+    proc = subprocess.Popen(
+        [CLI, "demo", "-o", str(out)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stderr is not None
+    # Wait for the first progress line: the demo is building.
+    first = proc.stderr.readline()
+    assert first.startswith("published bank"), first
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    _assert_interrupted(proc.returncode, first + err)
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
+@pytest.mark.slow
+def test_ctrl_c_in_calibrate_exits_2_and_keeps_the_ledger(published: Path) -> None:
+    proc = subprocess.Popen(
+        [CLI, "--ledger", str(published), "calibrate", "--bank", "retail"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    code, err = _interrupt_when(proc, lambda: _cpu_seconds(proc.pid) > 4.0)
+    _assert_interrupted(code, err)
+    assert _verifies(published)
+
+
+def test_ctrl_c_in_bank_publish_exits_2_and_publishes_nothing(tmp_path: Path) -> None:
+    ledger = tmp_path / "ledger.db"
+    assert subprocess.run([CLI, "--ledger", str(ledger), "init"], check=False).returncode == 0
+    banks = tmp_path / "banks"
+    proc = subprocess.Popen(
+        [CLI, "--ledger", str(ledger), "bank", "publish", "retail"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    # The bank database is being built while its hidden .build-* folder exists.
+    code, err = _interrupt_when(
+        proc, lambda: banks.is_dir() and any(p.name.startswith(".") for p in banks.iterdir())
+    )
+    _assert_interrupted(code, err)
+    log = subprocess.run(
+        [CLI, "--ledger", str(ledger), "log"], capture_output=True, text=True, check=False
+    )
+    assert log.returncode == 0
+    assert "bank.published" not in log.stdout
+    assert not (banks / "retail").exists()
+    assert _verifies(ledger)
+
+
+@pytest.mark.slow
+def test_ctrl_c_in_verify_recompute_exits_2(published: Path, tmp_path: Path) -> None:
+    ledger = tmp_path / "ledger.db"
+    shutil.copytree(published.parent, tmp_path, dirs_exist_ok=True)
+    run = subprocess.run(
+        [
+            CLI,
+            "--ledger",
+            str(ledger),
+            "run",
+            "--bank",
+            "retail",
+            "--adapter",
+            "reference",
+            "--no-variants",
+            "--attempts",
+            "20",
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert run.returncode == 0, run.stderr
+    proc = subprocess.Popen(
+        [CLI, "--ledger", str(ledger), "verify", "--recompute"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    # Past the imports (about 1.2 s of CPU), before the end (about 2.4 s).
+    code, err = _interrupt_when(proc, lambda: _cpu_seconds(proc.pid) > 1.8)
+    _assert_interrupted(code, err)
