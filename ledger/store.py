@@ -285,22 +285,22 @@ class Ledger:
     def scan_rows(self, stop: int | None = None) -> Iterator[tuple[Any, ...]]:
         """Every row from seq 0 (up to ``stop``) with its query columns, checked first.
 
-        Yields (seq, body, leaf hash, chain, key id, sig, stream, stream_seq, type) as
-        stored, once these hold: seq runs 0, 1, 2, ... with no gap; body, leaf hash and
-        chain are blobs; the body hashes to its leaf hash; the chain equals SHA-256 of
-        the previous chain and this leaf. The query columns are NOT checked here (the
-        caller derives what it needs from the body; ``verify`` compares them).
-        Signatures are not checked (``verify`` does).
+        Yields (seq, body, leaf hash, chain, key id, sig, stream, stream_seq, type,
+        envelope) once these hold: seq runs 0, 1, 2, ... with no gap; body, leaf hash
+        and chain are blobs; the body hashes to its leaf hash; the chain equals SHA-256
+        of the previous chain and this leaf; the body has an event envelope, and the
+        query columns (stream, stream_seq, type) equal it. Signatures are not checked
+        (``verify`` does).
 
         Raises:
-            ChainBrokenError: naming the first bad seq (exit 1), also when rows end
-                before ``stop``.
+            ChainBrokenError / VerificationError: naming the first bad seq (exit 1), also
+                when rows end before ``stop``.
         """
-        limit = (1 << 62) if stop is None else stop
-        cursor = self._conn.execute(
-            f"SELECT {_COLUMNS}, stream, stream_seq, type FROM events WHERE seq < ? ORDER BY seq",
-            (limit,),
-        )
+        select = f"SELECT {_COLUMNS}, stream, stream_seq, type FROM events"
+        if stop is None:
+            cursor = self._conn.execute(f"{select} ORDER BY seq")
+        else:
+            cursor = self._conn.execute(f"{select} WHERE seq < ? ORDER BY seq", (stop,))
         chain_hash = codec.chain_hash
         prev = GENESIS_CHAIN
         expected = 0
@@ -323,8 +323,16 @@ class Ledger:
                             "(SHA-256 of the previous chain and this leaf)",
                             seq=seq,
                         )
+                    head = envelope_of(seq, body)
+                    if (row[6], row[7], row[8]) != (head.stream, head.stream_seq, head.type):
+                        raise ChainBrokenError(
+                            f"seq {seq}: the row's columns say stream {row[6]!r}, stream_seq "
+                            f"{row[7]!r}, type {row[8]!r}; its body says {head.stream!r}, "
+                            f"{head.stream_seq}, {head.type!r} (the columns were edited)",
+                            seq=seq,
+                        )
                     expected += 1
-                    yield row
+                    yield (*row, head)
         finally:
             cursor.close()
         if stop is not None and expected != stop:
@@ -376,7 +384,7 @@ class Ledger:
         found: list[StoredEvent] = []
         prev: str | None = None
         for row in self.scan_rows():
-            head = envelope_of(row[0], row[1])
+            head = row[9]
             if head.stream != stream:
                 continue
             if head.stream_seq != len(found) or head.stream_prev != prev:
@@ -387,39 +395,20 @@ class Ledger:
                 )
             found.append(StoredEvent._make(row[:6]))
             prev = link_of(row[2])
-        self._check_columns_agree(stream, found)
         return found
-
-    def _check_columns_agree(self, stream: str, found: list[StoredEvent]) -> None:
-        """The rows the ``stream`` column files under a stream must be the checked ones.
-
-        A writer continues a stream from the indexed head (:meth:`_stream_head`); if the
-        columns were edited, stop before anything is appended on a false head.
-        """
-        sql = "SELECT seq FROM events WHERE stream = ? ORDER BY seq"
-        indexed = [int(r[0]) for r in self._conn.execute(sql, (stream,))]
-        checked = [row.seq for row in found]
-        if indexed != checked:
-            bad = min(set(indexed).symmetric_difference(checked) or {0})
-            raise ChainBrokenError(
-                f"seq {bad}: the stream column does not match the bodies of stream {stream} "
-                "(the query columns were edited)",
-                seq=bad,
-                hint="run `caseledger verify` and restore the ledger from a good copy",
-            )
 
     def events_of_type(self, *classes: type[EventBase]) -> Iterator[StoredEvent]:
         """Rows whose body is one of these event classes, in order, read by :meth:`scan`."""
         tags = frozenset(tag_of(c) for c in classes)
         for row in self.scan_rows():
-            if envelope_of(row[0], row[1]).type in tags:
+            if row[9].type in tags:
                 yield StoredEvent._make(row[:6])
 
     def streams(self) -> list[str]:
         """Every stream name, in order of first appearance, read by :meth:`scan`."""
         seen: dict[str, None] = {}
         for row in self.scan_rows():
-            seen.setdefault(envelope_of(row[0], row[1]).stream, None)
+            seen.setdefault(row[9].stream, None)
         return list(seen)
 
     def stored_checkpoints(self) -> list[tuple[int, str]]:

@@ -537,18 +537,6 @@ def test_a_file_that_is_not_a_ledger_exits_2(
     assert_clean(result, {2})
 
 
-# Gaps of the ledger read paths (ledger/store.py, verify.py, reporting.py), which another
-# change is rewriting: kept visible here as expected failures until it lands.
-_COLUMNS = "a row's type/stream_seq column disagrees with its body; the read path trusts it"
-_READ_PATH_GAPS: dict[tuple[str, str], str] = {
-    ("huge-seq", "verify"): "a gap in seq numbers after the last stored checkpoint verifies",
-    ("huge-seq", "bank list"): "a gap in seq numbers is not noticed",
-    **{
-        (label, command): _COLUMNS
-        for label in ("wrong-type-column", "bogus-type-column", "text-stream-seq")
-        for command in ("report", "runs", "bank list")
-    },
-}
 BAD_CONTENT_CASES = [
     pytest.param(
         label,
@@ -556,9 +544,6 @@ BAD_CONTENT_CASES = [
         code,
         command,
         id=f"{' '.join(command)}:{label}",
-        marks=[pytest.mark.xfail(reason=why, strict=False)]
-        if (why := _READ_PATH_GAPS.get((label, " ".join(command))))
-        else [],
     )
     for label, script, code in BAD_CONTENT
     for command in READ_COMMANDS

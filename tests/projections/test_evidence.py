@@ -295,10 +295,12 @@ def test_resume_never_trusts_edited_columns(copy: Path) -> None:
         "--resume",
         "model-b",
     )
-    assert code == 1 and f"seq {tail[0]}: the stream column does not match" in err, err
+    edited = f"seq {tail[0]}: the row's columns say stream 'elsewhere'"
+    assert code == 1 and edited in err, err
     assert len(rows(copy)) == len(all_rows)  # nothing appended
-    code, _, _ = cli(copy, "runs")
-    assert code == 0  # the runs listing reads bodies, so it is not fooled (nor stopped)
+    for command in (["runs"], ["report"], ["bank", "list"]):
+        code, _, err = cli(copy, *command)
+        assert code == 1 and edited in err, (command, err)
 
 
 def test_cut_tail_caught_by_the_stored_checkpoint_or_an_exported_one(copy: Path) -> None:
