@@ -1,49 +1,50 @@
-"""Built-in banks built once per session with the real build code, opened read-only."""
+"""Built-in banks built once per session with the real build code, opened read-only.
+
+A query is judged the way a model's answer is: ``BuiltBank.judge`` hands it to the
+calibration ``Oracle`` (the real guard, the sandboxed worker with the case's max_rows and
+the scorer's own ``result_correct`` against the frozen gold). Nothing here decides
+correctness itself; the tests state by hand what each verdict must be.
+"""
 
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
-from decimal import Decimal
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import duckdb
 import pytest
 
-from ledger.bank.build import build_database, open_bank_db
+from ledger.bank.build import build_database, freeze_gold, open_bank_db
 from ledger.bank.model import Bank, CaseDef, load_bank
 from ledger.bank.registry import builtin_banks
-from ledger.events import Column
-from ledger.harness.cells import encode_row
-from ledger.harness.compare import compare
+from ledger.calibration.oracle import Judged, Oracle
+from ledger.events import Column, GoldResult
 
 
 @dataclass(frozen=True)
 class Result:
-    """A query result as the worker would see it: columns, raw rows, encoded rows."""
+    """A query result read directly from DuckDB: columns and raw Python rows."""
 
     columns: tuple[Column, ...]
     rows: list[tuple[Any, ...]]
-
-    @property
-    def encoded(self) -> list[list[Any]]:
-        """Rows through the one cell encoding (what gold and comparison use)."""
-        return [encode_row(r) for r in self.rows]
 
     def multiset(self) -> Counter[tuple[Any, ...]]:
         """Rows as a multiset (Decimal 600.00 == int 600, so numbers compare by value)."""
         return Counter(self.rows)
 
 
-@dataclass(frozen=True)
+@dataclass
 class BuiltBank:
     """A built-in bank, its database (read-only connection) and its cases by id."""
 
     bank: Bank
     con: duckdb.DuckDBPyConnection
     path: Path
+    _oracle: Oracle | None = field(default=None, repr=False)
+    _gold: dict[str, GoldResult] = field(default_factory=dict, repr=False)
 
     @property
     def cases(self) -> dict[str, CaseDef]:
@@ -62,19 +63,20 @@ class BuiltBank:
         """The reference result of a case."""
         return self.run(self.cases[case_id].reference_sql)
 
-    def judged_correct(self, case_id: str, actual: Result) -> bool:
-        """What the real comparison says: column count, all rows (F1 = 1) and order."""
-        case, gold = self.cases[case_id], self.gold(case_id)
-        verdict = compare(
-            gold.columns,
-            gold.encoded,
-            actual.columns,
-            actual.encoded,
-            abs_tolerance=case.abs_tolerance,
-            rel_tolerance=case.rel_tolerance,
-            order_significant=case.row_order_significant,
-        )
-        return verdict.column_count_ok and verdict.f1 == Decimal(1) and verdict.order_ok
+    def judge(self, case_id: str, sql: str) -> Judged:
+        """Guard, execute and score ``sql`` as a strict answer to ``case_id`` (the real path)."""
+        if self._oracle is None:
+            self._gold = {g.case_id: g for g in freeze_gold(self.con, self.bank)}
+            rows = self.con.execute("SELECT table_name FROM duckdb_tables()").fetchall()
+            tables = frozenset(t for (t,) in rows)
+            self._oracle = Oracle({"base": self.path}, tables)
+        return self._oracle.judge(self.cases[case_id], sql, "base", self._gold[case_id])
+
+    def close(self) -> None:
+        """Stop the worker and close the connection."""
+        if self._oracle is not None:
+            self._oracle.close()
+        self.con.close()
 
 
 @pytest.fixture(scope="session")
@@ -92,4 +94,4 @@ def built_bank(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[[s
 
     yield get
     for built in cache.values():
-        built.con.close()
+        built.close()
