@@ -8,12 +8,12 @@ shows it.
 
 from __future__ import annotations
 
-import importlib.metadata
 from typing import Any
 
 import duckdb
 import sqlglot
 
+from ledger import __version__
 from ledger.bank.registry import PublishedBank
 from ledger.calibration.calibrate import CalibrationResult, pattern_of
 from ledger.calibration.oracle import Judged
@@ -30,9 +30,10 @@ from ledger.events import (
     VariantSummary,
     Versions,
 )
-from ledger.harness.runner import OUTPUT_CONTRACT, REPORT_CONTRACT
+from ledger.harness.protocol import OUTPUT_CONTRACT
 from ledger.keys import Signer
 from ledger.store import Draft, Ledger
+from projections.report.schema import CONTRACT as REPORT_CONTRACT
 
 __all__ = ["ADAPTER_KIND", "next_run_id", "record_calibration"]
 
@@ -93,7 +94,7 @@ def _started(result: CalibrationResult, published: PublishedBank, run_id: str) -
         "attempts": 1,
         "case_ids": tuple(c.id for c in event.cases),
         "versions": Versions(
-            app=importlib.metadata.version("caseledger"),
+            app=__version__,
             scorer=result.scorer_version,
             duckdb=duckdb.__version__,
             sqlglot=sqlglot.__version__,

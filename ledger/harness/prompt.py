@@ -2,7 +2,8 @@
 
 Blind prompt contract (DESIGN.md): the model receives DuckDB dialect notes,
 the published schema snapshot, the semantic layer, the question and the
-query-plan-v1 JSON Schema. ``render_prompt`` reads exactly those fields of
+query-plan-v1 JSON Schema (derived from ``protocol.Answer``, the struct the
+parser checks against). ``render_prompt`` reads exactly those fields of
 the published bank and case (``prompt_template``, ``schema_sql``,
 ``semantic_json``, ``question``) and nothing else: never reference SQL, gold,
 required_ast, weights or a path.
@@ -11,12 +12,12 @@ required_ast, weights or a path.
 from __future__ import annotations
 
 import re
-from typing import Any
 
 import msgspec
 
 from ledger.codec import canonical_json, digest
 from ledger.events import BankPublished, CaseSpec
+from ledger.harness.protocol import OUTPUT_CONTRACT, QUERY_PLAN_V1_SCHEMA
 
 __all__ = [
     "DIALECT_NOTES",
@@ -27,40 +28,6 @@ __all__ = [
     "render_prompt",
 ]
 
-OUTPUT_CONTRACT = "query-plan-v1"
-
-
-def _strings(description: str) -> dict[str, Any]:
-    return {"type": "array", "items": {"type": "string"}, "description": description}
-
-
-QUERY_PLAN_V1_SCHEMA: dict[str, Any] = {
-    "$schema": "https://json-schema.org/draft/2020-12/schema",
-    "title": OUTPUT_CONTRACT,
-    "description": "Answer with exactly one JSON object of this shape and nothing else.",
-    "type": "object",
-    "additionalProperties": False,
-    "required": ["plan", "sql", "summary", "assumptions"],
-    "properties": {
-        "plan": {
-            "type": "object",
-            "additionalProperties": False,
-            "required": ["grain", "sources", "joins", "filters", "metrics", "steps", "risks"],
-            "properties": {
-                "grain": {"type": "string", "description": "What one result row stands for."},
-                "sources": _strings("Tables the query reads."),
-                "joins": _strings("Each join with its keys and type."),
-                "filters": _strings("Each filter, with time boundaries stated exactly."),
-                "metrics": _strings("Each computed measure and its business definition."),
-                "steps": _strings("The query's steps in order."),
-                "risks": _strings("What could make the answer wrong (grain, NULLs, ties...)."),
-            },
-        },
-        "sql": {"type": "string", "description": "One read-only DuckDB query answering it."},
-        "summary": {"type": "string", "description": "One or two sentences on the approach."},
-        "assumptions": _strings("Assumptions made where the question is ambiguous."),
-    },
-}
 # The canonical text (sorted keys, compact) is what digests cover.
 QUERY_PLAN_V1_SCHEMA_TEXT: str = canonical_json(QUERY_PLAN_V1_SCHEMA).decode("utf-8")
 

@@ -26,7 +26,7 @@ object``, ``text after the object``, ``NaN/Infinity is not JSON``, ``not JSON: .
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Annotated, Any, Final
 
 import msgspec
 
@@ -34,32 +34,136 @@ from ledger.events import Plan
 
 __all__ = [
     "ANSWER_FIELDS",
+    "OUTPUT_CONTRACT",
     "OUTPUT_TOO_LARGE",
     "PLAN_FIELDS",
+    "QUERY_PLAN_V1_SCHEMA",
+    "Answer",
     "Parsed",
     "extracted_texts",
+    "output_schema",
     "parse_output",
     "too_large",
 ]
 
-# The one field list of query-plan-v1 (the prompt module owns the JSON Schema
-# text; keep the two in step). Kinds: "string", "strings" (array of strings),
-# "object" (the plan).
-PLAN_FIELDS: tuple[tuple[str, str], ...] = (
-    ("grain", "string"),
-    ("sources", "strings"),
-    ("joins", "strings"),
-    ("filters", "strings"),
-    ("metrics", "strings"),
-    ("steps", "strings"),
-    ("risks", "strings"),
-)
-ANSWER_FIELDS: tuple[tuple[str, str], ...] = (
-    ("plan", "object"),
-    ("sql", "string"),
-    ("summary", "string"),
-    ("assumptions", "strings"),
-)
+OUTPUT_CONTRACT: Final = "query-plan-v1"
+
+
+class Answer(msgspec.Struct, frozen=True, kw_only=True):
+    """query-plan-v1: the one definition of the answer object (``plan`` is ``events.Plan``).
+
+    The protocol's field checks (``ANSWER_FIELDS``, ``PLAN_FIELDS``) and the JSON
+    Schema shown to the model (``QUERY_PLAN_V1_SCHEMA``) are both derived from
+    this struct and ``events.Plan``; the descriptions are the schema's text.
+    """
+
+    plan: Plan
+    sql: Annotated[str, msgspec.Meta(description="One read-only DuckDB query answering it.")]
+    summary: Annotated[str, msgspec.Meta(description="One or two sentences on the approach.")]
+    assumptions: Annotated[
+        tuple[str, ...],
+        msgspec.Meta(description="Assumptions made where the question is ambiguous."),
+    ]
+
+
+# Descriptions of the plan's fields in the schema shown to the model. Plan is an
+# event part (its JSON Schema is in docs/report.schema.json), so its prompt text
+# lives here; output_schema() refuses a Plan field without one, or one too many.
+PLAN_DESCRIPTIONS: dict[str, str] = {
+    "grain": "What one result row stands for.",
+    "sources": "Tables the query reads.",
+    "joins": "Each join with its keys and type.",
+    "filters": "Each filter, with time boundaries stated exactly.",
+    "metrics": "Each computed measure and its business definition.",
+    "steps": "The query's steps in order.",
+    "risks": "What could make the answer wrong (grain, NULLs, ties...).",
+}
+
+
+def _unwrap(tp: msgspec.inspect.Type) -> tuple[msgspec.inspect.Type, str | None]:
+    """A field's type without its ``Annotated`` metadata, and its description (or None)."""
+    if isinstance(tp, msgspec.inspect.Metadata):
+        return tp.type, (tp.extra_json_schema or {}).get("description")
+    return tp, None
+
+
+def _kind(tp: msgspec.inspect.Type) -> str:
+    """The check kind of a field type: "string", "strings" (array of strings) or "object"."""
+    tp = _unwrap(tp)[0]
+    if isinstance(tp, msgspec.inspect.StrType):
+        return "string"
+    if isinstance(tp, msgspec.inspect.VarTupleType) and isinstance(
+        tp.item_type, msgspec.inspect.StrType
+    ):
+        return "strings"
+    if isinstance(tp, msgspec.inspect.StructType) and tp.cls is Plan:
+        return "object"
+    raise TypeError(f"query-plan-v1 has no field kind for {tp!r}")
+
+
+def _struct_fields(cls: type[msgspec.Struct]) -> tuple[msgspec.inspect.Field, ...]:
+    info = msgspec.inspect.type_info(cls)
+    assert isinstance(info, msgspec.inspect.StructType)
+    return info.fields
+
+
+def _field_kinds(cls: type[msgspec.Struct]) -> tuple[tuple[str, str], ...]:
+    return tuple((f.name, _kind(f.type)) for f in _struct_fields(cls))
+
+
+# The field lists the parser checks, in struct order (which is also the order
+# of "missing field(s)" and "extra field(s)" reasons).
+PLAN_FIELDS: tuple[tuple[str, str], ...] = _field_kinds(Plan)
+ANSWER_FIELDS: tuple[tuple[str, str], ...] = _field_kinds(Answer)
+
+
+def _property(tp: msgspec.inspect.Type, description: str | None) -> dict[str, Any]:
+    kind = _kind(tp)
+    if kind == "object":
+        return _object_schema(Plan, PLAN_DESCRIPTIONS)
+    prop: dict[str, Any] = (
+        {"type": "string"} if kind == "string" else {"type": "array", "items": {"type": "string"}}
+    )
+    if description is not None:
+        prop["description"] = description
+    return prop
+
+
+def _object_schema(
+    cls: type[msgspec.Struct], descriptions: dict[str, str] | None = None
+) -> dict[str, Any]:
+    fields = _struct_fields(cls)
+    if descriptions is not None and set(descriptions) != {f.name for f in fields}:
+        raise TypeError(f"descriptions of {cls.__name__} do not match its fields")
+    props: dict[str, Any] = {}
+    for f in fields:
+        tp, description = _unwrap(f.type)
+        if descriptions is not None:
+            description = descriptions[f.name]
+        props[f.name] = _property(tp, description)
+    return {
+        "type": "object",
+        "additionalProperties": False,
+        "required": [f.name for f in fields],
+        "properties": props,
+    }
+
+
+def output_schema() -> dict[str, Any]:
+    """The query-plan-v1 JSON Schema (draft 2020-12) derived from ``Answer`` and ``events.Plan``.
+
+    >>> output_schema()["required"]
+    ['plan', 'sql', 'summary', 'assumptions']
+    """
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": OUTPUT_CONTRACT,
+        "description": "Answer with exactly one JSON object of this shape and nothing else.",
+        **_object_schema(Answer),
+    }
+
+
+QUERY_PLAN_V1_SCHEMA: Final[dict[str, Any]] = output_schema()
 
 # The start of the error of an answer over the output cap.
 OUTPUT_TOO_LARGE = "output too large"
@@ -92,7 +196,7 @@ class _ContractError(Exception):
     """A reason the output breaks the contract (internal; becomes ``Parsed.error``)."""
 
 
-def _kind(value: Any) -> str:
+def _json_kind(value: Any) -> str:
     """The JSON type name of a decoded value."""
     if isinstance(value, bool):
         return "boolean"
@@ -165,18 +269,18 @@ def _check_object(value: dict[str, Any], fields: tuple[tuple[str, str], ...], pa
 def _check_value(value: Any, kind: str, path: str) -> None:
     if kind == "object":
         if not isinstance(value, dict):
-            raise _ContractError(f"wrong type for {path}: expected object, got {_kind(value)}")
+            raise _ContractError(f"wrong type for {path}: expected object, got {_json_kind(value)}")
         _check_object(value, PLAN_FIELDS, f"{path}.")
     elif kind == "string":
         if not isinstance(value, str):
-            raise _ContractError(f"wrong type for {path}: expected string, got {_kind(value)}")
+            raise _ContractError(f"wrong type for {path}: expected string, got {_json_kind(value)}")
     elif not isinstance(value, list):
-        raise _ContractError(f"wrong type for {path}: expected array, got {_kind(value)}")
+        raise _ContractError(f"wrong type for {path}: expected array, got {_json_kind(value)}")
     else:
         for index, item in enumerate(value):
             if not isinstance(item, str):
                 raise _ContractError(
-                    f"wrong type for {path}[{index}]: expected string, got {_kind(item)}"
+                    f"wrong type for {path}[{index}]: expected string, got {_json_kind(item)}"
                 )
 
 
@@ -191,8 +295,8 @@ def _strict(text: str) -> dict[str, Any]:
             if text.startswith(("NaN", "Infinity", "-Infinity")):
                 raise _ContractError("NaN/Infinity is not JSON") from None
             raise _ContractError("not JSON") from None
-        raise _ContractError(f"not an object: got {_kind(value)}")
-    value = _decode(text)
+        raise _ContractError(f"not an object: got {_json_kind(value)}")
+    value: dict[str, Any] = _decode(text)
     _check_object(value, ANSWER_FIELDS, "")
     return value
 

@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import collections
 import contextlib
-import importlib.metadata
 import queue
 import re
 import threading
@@ -52,7 +51,7 @@ from typing import Any
 import duckdb
 import sqlglot
 
-from ledger import events
+from ledger import __version__, events
 from ledger.adapters.base import (
     Adapter,
     Failure,
@@ -65,9 +64,11 @@ from ledger.errors import BankError, InternalError, LedgerError, UsageError
 from ledger.harness import score
 from ledger.harness.attempt import AttemptWriter, Stream
 from ledger.harness.limits import DEFAULT_LIMITS, validate
+from ledger.harness.protocol import OUTPUT_CONTRACT
 from ledger.harness.worker import WorkerPool
 from ledger.keys import Signer
 from ledger.store import Ledger, StoredEvent
+from projections.report.schema import CONTRACT as REPORT_CONTRACT
 
 __all__ = [
     "OUTPUT_CONTRACT",
@@ -85,8 +86,6 @@ __all__ = [
     "summarise",
 ]
 
-OUTPUT_CONTRACT = "query-plan-v1"
-REPORT_CONTRACT = "caseledger-report/1"
 # Cancellation reasons after which resume tries the attempt again.
 _RETRYABLE_CANCEL = frozenset({"interrupted"})
 TERMINAL = (events.ScoreComputed, events.AttemptCancelled)
@@ -220,7 +219,7 @@ def summarise(stored: Sequence[StoredEvent], planned: Sequence[AttemptKey]) -> R
 
 def _versions() -> events.Versions:
     return events.Versions(
-        app=importlib.metadata.version("caseledger"),
+        app=__version__,
         scorer=score.SCORER_VERSION,
         duckdb=duckdb.__version__,
         sqlglot=sqlglot.__version__,

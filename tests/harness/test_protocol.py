@@ -4,13 +4,22 @@ from __future__ import annotations
 
 import json
 
+import jsonschema
 import msgspec
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from ledger.codec import canonical_json
 from ledger.events import OutputParsed, Plan
-from ledger.harness.protocol import ANSWER_FIELDS, PLAN_FIELDS, Parsed, parse_output
+from ledger.harness.protocol import (
+    ANSWER_FIELDS,
+    OUTPUT_CONTRACT,
+    PLAN_FIELDS,
+    QUERY_PLAN_V1_SCHEMA,
+    Parsed,
+    parse_output,
+)
 
 PLAN = (
     '{"grain": "one row per store", "sources": ["stores", "sales"], "joins": ["sales.store_id"],'
@@ -258,6 +267,90 @@ def test_parsed_becomes_an_output_parsed_event() -> None:
 def test_field_lists_match_the_event_shapes() -> None:
     assert tuple(n for n, _ in PLAN_FIELDS) == Plan.__struct_fields__
     assert tuple(n for n, _ in ANSWER_FIELDS) == ("plan", "sql", "summary", "assumptions")
+
+
+def test_field_checks_derived_from_the_struct() -> None:
+    # The kinds the parser checks, as DESIGN's fine print "Output" lists them.
+    assert PLAN_FIELDS == (
+        ("grain", "string"),
+        ("sources", "strings"),
+        ("joins", "strings"),
+        ("filters", "strings"),
+        ("metrics", "strings"),
+        ("steps", "strings"),
+        ("risks", "strings"),
+    )
+    assert ANSWER_FIELDS == (
+        ("plan", "object"),
+        ("sql", "string"),
+        ("summary", "string"),
+        ("assumptions", "strings"),
+    )
+    assert OUTPUT_CONTRACT == "query-plan-v1"
+
+
+# The schema text every prompt of every bank has carried since the first release
+# (checked in by hand): the schema derived from the struct must stay these bytes,
+# or every PromptSent event and pinned baseline would change.
+SCHEMA_TEXT = (
+    '{"$schema":"https://json-schema.org/draft/2020-12/schema","additionalProperties":false,'
+    '"description":"Answer with exactly one JSON object of this shape and nothing else.",'
+    '"properties":{"assumptions":{"description":"Assumptions made where the question is '
+    'ambiguous.","items":{"type":"string"},"type":"array"},"plan":{"additionalProperties":'
+    'false,"properties":{"filters":{"description":"Each filter, with time boundaries stated '
+    'exactly.","items":{"type":"string"},"type":"array"},"grain":{"description":"What one '
+    'result row stands for.","type":"string"},"joins":{"description":"Each join with its '
+    'keys and type.","items":{"type":"string"},"type":"array"},"metrics":{"description":'
+    '"Each computed measure and its business definition.","items":{"type":"string"},"type":'
+    '"array"},"risks":{"description":"What could make the answer wrong (grain, NULLs, '
+    'ties...).","items":{"type":"string"},"type":"array"},"sources":{"description":"Tables '
+    'the query reads.","items":{"type":"string"},"type":"array"},"steps":{"description":'
+    '"The query\'s steps in order.","items":{"type":"string"},"type":"array"}},"required":'
+    '["grain","sources","joins","filters","metrics","steps","risks"],"type":"object"},'
+    '"sql":{"description":"One read-only DuckDB query answering it.","type":"string"},'
+    '"summary":{"description":"One or two sentences on the approach.","type":"string"}},'
+    '"required":["plan","sql","summary","assumptions"],"title":"query-plan-v1","type":'
+    '"object"}'
+)
+
+
+def test_schema_derived_from_the_struct_is_the_published_text() -> None:
+    from ledger.harness.prompt import QUERY_PLAN_V1_SCHEMA_TEXT
+
+    assert canonical_json(QUERY_PLAN_V1_SCHEMA).decode("utf-8") == SCHEMA_TEXT
+    assert QUERY_PLAN_V1_SCHEMA_TEXT == SCHEMA_TEXT
+
+
+_SCHEMA = jsonschema.Draft202012Validator(QUERY_PLAN_V1_SCHEMA)
+_json = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=3),
+    lambda inner: (
+        st.lists(inner, max_size=2) | st.dictionaries(st.text(max_size=3), inner, max_size=2)
+    ),
+    max_leaves=4,
+)
+_PLAN_OK = json.loads(PLAN)
+
+
+@given(
+    answer_drop=st.sets(st.sampled_from([n for n, _ in ANSWER_FIELDS]), max_size=1),
+    plan_drop=st.sets(st.sampled_from([n for n, _ in PLAN_FIELDS]), max_size=1),
+    answer_swap=st.dictionaries(st.sampled_from([n for n, _ in ANSWER_FIELDS]), _json, max_size=1),
+    plan_swap=st.dictionaries(st.sampled_from([n for n, _ in PLAN_FIELDS]), _json, max_size=1),
+    extra=st.dictionaries(st.sampled_from(["note", "sql2", "Plan"]), _json, max_size=1),
+)
+def test_the_parser_and_the_schema_agree(
+    answer_drop: set[str],
+    plan_drop: set[str],
+    answer_swap: dict[str, object],
+    plan_swap: dict[str, object],
+    extra: dict[str, object],
+) -> None:
+    """Both come from one struct: an object is strict exactly when the schema accepts it."""
+    plan_obj = {k: v for k, v in {**_PLAN_OK, **plan_swap}.items() if k not in plan_drop}
+    obj = {"plan": plan_obj, "sql": "SELECT 1", "summary": "s", "assumptions": [], **extra}
+    obj = {k: v for k, v in {**obj, **answer_swap}.items() if k not in answer_drop}
+    assert parse_output(json.dumps(obj)).protocol_strict == _SCHEMA.is_valid(obj)
 
 
 def test_nesting_bomb_is_a_contract_error() -> None:
