@@ -22,8 +22,9 @@ no longer read (and may be deleted).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import TypeVar
 
 import msgspec
 
@@ -38,6 +39,7 @@ from projections.replay import paused_gc
 
 __all__ = ["Snapshot", "read_state"]
 
+T = TypeVar("T")
 _ATTEMPT_TAGS = frozenset(tag_of(cls) for cls in ATTEMPT_EVENTS)
 
 
@@ -97,24 +99,14 @@ def read_state(
         for row in ledger.scan_rows(stop):
             seq, body, leaf = row[0], row[1], row[2]
             tree.append(leaf)
-            try:
-                head = envelope(body)
-            except (msgspec.ValidationError, msgspec.DecodeError) as exc:
-                raise VerificationError(
-                    f"seq {seq}: body is not a known event: {exc}", seq=seq
-                ) from None
+            head = _decoded(seq, envelope, body)
             _check_stream(seq, head, heads)
             heads[head.stream] = (head.stream_seq, leaf)
             if head.type in attempt_tags and wanted is not None and head.stream not in wanted:
                 touch(state, head.stream, head.at)
                 state.size = seq + 1
                 continue
-            try:
-                event = decode(body)
-            except (msgspec.ValidationError, msgspec.DecodeError) as exc:
-                raise VerificationError(
-                    f"seq {seq}: body is not a known event: {exc}", seq=seq
-                ) from None
+            event = _decoded(seq, decode, body)
             state = apply(state, (seq, leaf, event))
     state.size = stop
     # CaseRuns in key order (run, case, attempt), of listed runs only, as asked.
@@ -122,6 +114,13 @@ def read_state(
     found = state.caseruns
     state.caseruns = {key: found[key] for key in sorted(found) if found[key].run_id in keep}
     return Snapshot(state, stop, tree.root(), heads)
+
+
+def _decoded(seq: int, decoder: Callable[[bytes], T], body: bytes) -> T:
+    try:
+        return decoder(body)
+    except (msgspec.ValidationError, msgspec.DecodeError) as exc:
+        raise VerificationError(f"seq {seq}: body is not a known event: {exc}", seq=seq) from None
 
 
 def _check_stream(seq: int, head: _Envelope, heads: dict[str, tuple[int, bytes]]) -> None:
