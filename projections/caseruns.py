@@ -5,10 +5,12 @@ ordered steps (seq, leaf hash, event). Which terminal event counts, and which
 evidence belongs to it, is decided by :func:`resolve` when a view is asked for,
 under one scorer version:
 
-* the terminal of an attempt under scorer version V is the LAST of its
-  AttemptCancelled events and its ScoreComputed events with ``scorer_version`` V
-  (a resumed run may score an attempt that was cancelled as interrupted; a
-  rescore adds a ScoreComputed under a new version and leaves the old one);
+* the terminal of an attempt under scorer version V is the one
+  :func:`projections.outcome.terminal` picks, the rule every reader shares: the
+  LAST of its AttemptCancelled events and its ScoreComputed events with
+  ``scorer_version`` V (a resumed run may score an attempt that was cancelled as
+  interrupted; a rescore adds a ScoreComputed under a new version and leaves the
+  old one);
 * the evidence of a ScoreComputed is exactly the events its ``evidence`` leaf
   hashes name; the evidence of a cancellation (or of an attempt with no
   terminal) is the last batch: the steps from the last PromptSent on.
@@ -29,8 +31,6 @@ Two kinds of evidence sit beside the scores and never change them:
 """
 
 from __future__ import annotations
-
-from typing import Literal
 
 import msgspec
 
@@ -53,6 +53,8 @@ from ledger.events import (
     VariantChecked,
     tag_of,
 )
+from projections.outcome import Outcome
+from projections.outcome import terminal as outcome_of
 
 __all__ = [
     "ATTEMPT_EVENTS",
@@ -224,9 +226,6 @@ def touch_run(state: State, run_id: str, at: str) -> RunInfo | None:
 # ----------------------------------------------------------------- views
 
 
-Outcome = Literal["scored", "cancelled", "unscored"]
-
-
 class Attempt(msgspec.Struct, frozen=True):
     """One planned attempt as a view under one scorer version."""
 
@@ -260,13 +259,8 @@ def resolve(caserun: CaseRun | None, scorer_version: str, planned: tuple[str, st
     if caserun is None:
         return Attempt(run_id, case_id, attempt, "unscored")
     steps = caserun.steps
-    terminal: Step | None = None
-    for step in steps:
-        ev = step.event
-        if isinstance(ev, AttemptCancelled) or (
-            isinstance(ev, ScoreComputed) and ev.scorer_version == scorer_version
-        ):
-            terminal = step
+    end = outcome_of([s.event for s in steps], scorer_version)
+    terminal = None if end.index is None else steps[end.index]
     variant: VariantChecked | None = None
     if terminal is not None and isinstance(terminal.event, ScoreComputed):
         named = set(terminal.event.evidence)
@@ -286,17 +280,15 @@ def resolve(caserun: CaseRun | None, scorer_version: str, planned: tuple[str, st
             fields[_SLOTS.get(type(ev), "_")] = ev
     fields.pop("_", None)
     fields["executions"] = tuple(fields["executions"])  # type: ignore[arg-type]
-    if terminal is None:
-        outcome: Outcome = "unscored"
-    elif isinstance(terminal.event, ScoreComputed):
-        outcome, fields["score"] = "scored", terminal.event
-    else:
-        outcome, fields["cancel"] = "cancelled", terminal.event
+    if end.outcome == "scored":
+        fields["score"] = end.event
+    elif end.outcome == "cancelled":
+        fields["cancel"] = end.event
     return Attempt(
         run_id,
         case_id,
         attempt,
-        outcome,
+        end.outcome,
         steps=tuple(steps),
         variant=variant,
         **fields,  # type: ignore[arg-type]
