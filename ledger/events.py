@@ -29,6 +29,8 @@ import msgspec
 from msgspec import UNSET, UnsetType
 
 __all__ = [
+    "DIFFICULTIES",
+    "DIMENSIONS",
     "LEDGER_STREAM",
     "UPCASTERS",
     "AstRule",
@@ -119,6 +121,13 @@ class BuildSettings(_Part, frozen=True, kw_only=True):
     timezone: str
     threads: int
     external_access: bool
+
+
+#: The values of ``CaseSpec.dimension`` (DESIGN "Question bank"), in the order the
+#: radar draws them; the bank loader accepts only these and projections group by them.
+DIMENSIONS = ("basic", "joins_grain", "aggregation_metrics", "time_window", "complex", "data_dev")
+#: The values of ``CaseSpec.difficulty``, easiest first.
+DIFFICULTIES = ("easy", "medium", "hard")
 
 
 class CaseSpec(_Part, frozen=True, kw_only=True):

@@ -19,7 +19,7 @@ from typing import Any
 
 import msgspec
 
-from ledger.events import CaseSpec, RunStarted, ScoreComputed
+from ledger.events import DIFFICULTIES, DIMENSIONS, CaseSpec, RunStarted, ScoreComputed
 from projections.caseruns import Attempt
 from projections.numbers import RATE_PLACES, SCORE_PLACES, pop_stddev, show
 
@@ -35,9 +35,6 @@ __all__ = [
 ]
 
 CONSUMES = (RunStarted, ScoreComputed)
-#: The six dimensions of the radar, in the order they are drawn.
-DIMENSIONS = ("basic", "joins_grain", "aggregation_metrics", "time_window", "complex", "data_dev")
-DIFFICULTIES = ("easy", "medium", "hard")
 
 
 class CaseStats(msgspec.Struct, frozen=True):

@@ -18,7 +18,7 @@ from typing import Any, Literal, NamedTuple
 import msgspec
 
 from projections.aggregates import DIMENSIONS
-from projections.quality import FAILURE_KINDS
+from projections.quality import FAILURE_CATEGORIES
 
 __all__ = [
     "DENOMINATORS",
@@ -126,7 +126,7 @@ METRICS: tuple[Metric, ...] = (
     *(
         _m(f"failure_rate.{k}", "lower", "0.02", f"quality.failure_rates.{k}",
            f"{k} failures / planned attempts")
-        for k in FAILURE_KINDS
+        for k in FAILURE_CATEGORIES
     ),
     _m("tokens_per_correct", "lower", "0.10-r", "efficiency.tokens.per_correct",
        "total tokens / result-correct attempts"),

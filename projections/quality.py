@@ -19,10 +19,12 @@ from ledger.events import AttemptCancelled, ScoreComputed, SqlExecuted
 from projections.caseruns import Attempt
 from projections.numbers import rate
 
-__all__ = ["CONSUMES", "FAILURE_KINDS", "summarize"]
+__all__ = ["CONSUMES", "FAILURE_CATEGORIES", "summarize"]
 
 CONSUMES = (ScoreComputed, AttemptCancelled, SqlExecuted)
-FAILURE_KINDS = (
+#: The report's failure categories (ScoreComputed.failure_kind other than none), in
+#: report order; not the adapters' Failure kinds (ledger.adapters.base.ADAPTER_FAILURE_KINDS).
+FAILURE_CATEGORIES = (
     "policy_refusal",
     "protocol",
     "guard",
@@ -36,7 +38,7 @@ def summarize(attempts: Sequence[Attempt]) -> dict[str, Any]:
     """Counts and rates over every planned attempt of a run."""
     total = len(attempts)
     evaluated = correct = wrong = format_ok = sql_ok = 0
-    failures = dict.fromkeys(FAILURE_KINDS, 0)
+    failures = dict.fromkeys(FAILURE_CATEGORIES, 0)
     cancelled: dict[str, int] = {}
     unscored = 0
     for a in attempts:

@@ -25,8 +25,8 @@ from ledger.errors import UsageError
 from ledger.secrets import SecretSet
 
 __all__ = [
+    "ADAPTER_FAILURE_KINDS",
     "ADAPTER_KINDS",
-    "FAILURE_KINDS",
     "RUNNER_OPTIONS",
     "Adapter",
     "Failure",
@@ -54,8 +54,10 @@ RUNNER_OPTIONS = frozenset(
     {"attempts", "bank", "profile", "run_id", "concurrency", "retries", "resume", "adapter"}
 )
 
-# Every Failure.kind an adapter produces (a replay file may name only these).
-FAILURE_KINDS = (
+# Every Failure.kind an adapter produces (a replay file may name only these). Not the
+# report's failure categories (projections.quality.FAILURE_CATEGORIES): all of these
+# but policy_refusal count as the category "provider".
+ADAPTER_FAILURE_KINDS = (
     "timeout",
     "rate_limited",
     "server_error",
@@ -99,7 +101,7 @@ class Reply(msgspec.Struct, frozen=True):
 class Failure(msgspec.Struct, frozen=True):
     """No usable answer; the runner copies these fields into ProviderFailed.
 
-    ``kind`` is one of ``FAILURE_KINDS``.
+    ``kind`` is one of ``ADAPTER_FAILURE_KINDS``.
     """
 
     kind: str

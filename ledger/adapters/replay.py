@@ -159,10 +159,9 @@ def _recording(text: str, line: int) -> Recording:
         for key in _ERROR_FIELDS:
             if not isinstance(error.get(key), str) or not error[key]:
                 raise _LineError(f"'error.{key}' must be a non-empty string")
-        if error["kind"] not in base.FAILURE_KINDS:
-            raise _LineError(
-                f"unknown error kind {error['kind']!r} (allowed: {', '.join(base.FAILURE_KINDS)})"
-            )
+        if error["kind"] not in base.ADAPTER_FAILURE_KINDS:
+            allowed = ", ".join(base.ADAPTER_FAILURE_KINDS)
+            raise _LineError(f"unknown error kind {error['kind']!r} (allowed: {allowed})")
         error_kind, error_message = error["kind"], error["message"]
     output = _string(obj, "output", required=error_kind is None)
     usage = None

@@ -13,7 +13,7 @@ from ledger.bank.purity import check_purity
 from ledger.bank.source import BankSource, read_source
 from ledger.bounds import MAX_ROWS, MAX_WEIGHT, decimal_problem
 from ledger.codec import sha256_hex
-from ledger.events import CaseSpec
+from ledger.events import DIFFICULTIES, DIMENSIONS, CaseSpec
 from ledger.harness.ast_rules import KNOWN_RULES
 
 __all__ = [
@@ -29,8 +29,6 @@ __all__ = [
     "validate_source",
 ]
 
-DIMENSIONS = ("basic", "joins_grain", "aggregation_metrics", "time_window", "complex", "data_dev")
-DIFFICULTIES = ("easy", "medium", "hard")
 PLACEHOLDERS = ("dialect", "schema", "semantic", "question", "output_schema")
 SEMANTIC_KEYS = ("entities", "relations", "metrics", "dimensions", "business_rules")
 TOP_FIELDS = ("bank", "version", "description", "cases")

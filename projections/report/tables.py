@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from projections.calibration import STATUSES
-from projections.quality import FAILURE_KINDS
+from projections.quality import FAILURE_CATEGORIES
 from projections.report.schema import (
     CalibrationRunEntry,
     Efficiency,
@@ -199,7 +199,7 @@ def cancelled_text(quality: Quality) -> str:
     return ", ".join(f"{k} {v}" for k, v in sorted(quality.cancelled.items())) or "0"
 
 
-FAILURES_HEAD = ["run", *FAILURE_KINDS, "cancelled", "unscored"]
+FAILURES_HEAD = ["run", *FAILURE_CATEGORIES, "cancelled", "unscored"]
 
 
 def failure_rows(section: Section) -> list[list[Any]]:
@@ -207,7 +207,7 @@ def failure_rows(section: Section) -> list[list[Any]]:
     return [
         [
             r.run,
-            *(r.quality.failures[k] for k in FAILURE_KINDS),
+            *(r.quality.failures[k] for k in FAILURE_CATEGORIES),
             cancelled_text(r.quality),
             r.quality.unscored,
         ]
