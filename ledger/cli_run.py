@@ -156,7 +156,7 @@ def summary_text(s: RunSummary, ledger_path: Path) -> str:
     help=f"CPU ms to judge one answer (default {DEFAULT_LIMITS.judge_budget_ms}).",
 )
 @click.pass_obj
-def run_cmd(obj: Any, bank_ref: str, kind: str, **options: Any) -> None:
+def run_cmd(obj: Any, /, bank_ref: str, kind: str, **options: Any) -> None:
     """Run KIND on a published bank; every step becomes a signed event."""
     ledger_path: Path = obj.ledger_path
     if not ledger_path.exists():

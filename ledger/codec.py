@@ -104,7 +104,8 @@ def decode(body: bytes) -> Event:
             if upcast is None:
                 raise
             raw = upcast(raw)
-        return msgspec.convert(raw, Event)
+        event: Event = msgspec.convert(raw, Event)
+        return event
 
 
 def leaf_hash(body: bytes) -> bytes:

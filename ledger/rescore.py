@@ -26,6 +26,7 @@ from ledger.audit import published_references
 from ledger.bank.registry import PublishedBank, bank_paths
 from ledger.errors import BankError, InternalError, LedgerError, UsageError, VerificationError
 from ledger.events import (
+    AttemptCancelled,
     BankPublished,
     EventBase,
     OutputParsed,
@@ -40,7 +41,7 @@ from ledger.harness.attempt import Stream
 from ledger.keys import Signer
 from ledger.snapshot import read_state
 from ledger.store import Ledger, StoredEvent, link_of
-from projections.caseruns import AttemptCancelled, CaseRun, State
+from projections.caseruns import CaseRun, State
 
 __all__ = ["RescoreSummary", "recompute_hook", "rescore", "score_fields"]
 

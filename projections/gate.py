@@ -172,7 +172,8 @@ def scorecard(report: Report | Mapping[str, Any], run: str | None = None) -> dic
         denominators=metrics.read_denominators(entry),
         metrics={m.name: _text(m.read(entry)) for m in metrics.METRICS if m.present(entry)},
     )
-    return msgspec.to_builtins(card, builtin_types=(Decimal,))
+    built: dict[str, Any] = msgspec.to_builtins(card, builtin_types=(Decimal,))
+    return built
 
 
 def _card(side: str, card: Scorecard | Mapping[str, Any]) -> Scorecard:
@@ -511,7 +512,8 @@ def judge(
         unpaired=[r.metric for r in rows if r.verdict == "unpaired"],
         incomparable=[r.metric for r in rows if r.verdict == "incomparable"],
     )
-    return msgspec.to_builtins(out, builtin_types=(Decimal,))
+    built: dict[str, Any] = msgspec.to_builtins(out, builtin_types=(Decimal,))
+    return built
 
 
 # ----------------------------------------------------------------- text

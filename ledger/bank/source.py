@@ -146,7 +146,7 @@ class _Loader(yaml.SafeLoader):
 
     def compose_node(self, parent: Node | None, index: int) -> Node | None:
         if self.check_event(AliasEvent):
-            event = self.peek_event()
+            event = self.peek_event()  # type: ignore[no-untyped-call]  # types-PyYAML: untyped
             raise ComposerError(
                 None,
                 None,
@@ -160,7 +160,7 @@ class _Loader(yaml.SafeLoader):
                     None,
                     None,
                     f"nested deeper than {_MAX_DEPTH} levels",
-                    self.peek_event().start_mark,
+                    self.peek_event().start_mark,  # type: ignore[no-untyped-call]  # as above
                 )
             return super().compose_node(parent, index)
         finally:

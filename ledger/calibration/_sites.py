@@ -102,7 +102,7 @@ def time_column_swap(tree: exp.Expr, scope: Scope) -> Iterator[tuple[str, Edit]]
             if other == column or other_cls != cls:
                 continue
 
-            def edit(ns: list[exp.Expr], pos=positions, new=other) -> exp.Expr:
+            def edit(ns: list[exp.Expr], pos: list[int] = positions, new: str = other) -> exp.Expr:
                 for p in pos:
                     ns[p].set("this", exp.to_identifier(new))
                 return _root(ns)
@@ -119,14 +119,14 @@ def count_distinct_dropped(tree: exp.Expr, scope: Scope) -> Sites:
         i = idx[id(count)]
         args = count.this.expressions
 
-        def star(ns: list[exp.Expr], i=i) -> exp.Expr:
+        def star(ns: list[exp.Expr], i: int = i) -> exp.Expr:
             ns[i].set("this", exp.Star())
             return _root(ns)
 
         yield "COUNT(DISTINCT ...) counted as COUNT(*)", star
         if len(args) == 1:
 
-            def plain(ns: list[exp.Expr], i=i) -> exp.Expr:
+            def plain(ns: list[exp.Expr], i: int = i) -> exp.Expr:
                 ns[i].set("this", ns[i].this.expressions[0])
                 return _root(ns)
 
@@ -174,7 +174,7 @@ def move_range_endpoint(tree: exp.Expr, scope: Scope) -> Sites:
         ):
             i, new = idx[id(node)], _FLIP[type(node)]
 
-            def flip(ns: list[exp.Expr], i=i, new=new) -> exp.Expr:
+            def flip(ns: list[exp.Expr], i: int = i, new: type[exp.Expr] = new) -> exp.Expr:
                 old = ns[i]
                 old.replace(new(this=old.this, expression=old.expression))
                 return _root(ns)
@@ -184,7 +184,7 @@ def move_range_endpoint(tree: exp.Expr, scope: Scope) -> Sites:
             i = idx[id(node)]
             for low_open in (True, False):
 
-                def half(ns: list[exp.Expr], i=i, low_open=low_open) -> exp.Expr:
+                def half(ns: list[exp.Expr], i: int = i, low_open: bool = low_open) -> exp.Expr:
                     b = ns[i]
                     lo = (exp.GT if low_open else exp.GTE)(
                         this=b.this.copy(), expression=b.args["low"]
@@ -214,7 +214,7 @@ def drop_timezone(tree: exp.Expr, scope: Scope) -> Sites:
         if isinstance(node, exp.AtTimeZone) or (is_call and len(node.expressions) == 2):
             i = idx[id(node)]
 
-            def unwrap(ns: list[exp.Expr], i=i) -> exp.Expr:
+            def unwrap(ns: list[exp.Expr], i: int = i) -> exp.Expr:
                 inner = ns[i].this if isinstance(ns[i], exp.AtTimeZone) else ns[i].expressions[1]
                 ns[i].replace(inner)
                 return _root(ns)
@@ -223,7 +223,7 @@ def drop_timezone(tree: exp.Expr, scope: Scope) -> Sites:
     literals = [idx[id(n)] for n in nodes(tree) if _offset_literal(n)]
     if literals:
 
-        def strip(ns: list[exp.Expr], pos=literals) -> exp.Expr:
+        def strip(ns: list[exp.Expr], pos: list[int] = literals) -> exp.Expr:
             for p in pos:
                 text = ns[p].this.this.strip()
                 bare = text[:-1] if text.endswith("Z") else text[:-6]
@@ -244,7 +244,7 @@ def join_key_swap(tree: exp.Expr, scope: Scope) -> Sites:
             continue
         lcols, rcols = scope.schema[left[0]], scope.schema[right[0]]
         li, ri = idx[id(node.this)], idx[id(node.expression)]
-        options: list[tuple[str, int | None, str, int | None, str]] = []
+        options: list[tuple[str, int, str, int | None, str]] = []
         for name in lcols:
             if left[0] == right[0] or name not in rcols or name in (left[1], right[1]):
                 continue
@@ -262,7 +262,13 @@ def join_key_swap(tree: exp.Expr, scope: Scope) -> Sites:
                     )
         for desc, p1, n1, p2, n2 in options:
 
-            def edit(ns: list[exp.Expr], p1=p1, n1=n1, p2=p2, n2=n2) -> exp.Expr:
+            def edit(
+                ns: list[exp.Expr],
+                p1: int = p1,
+                n1: str = n1,
+                p2: int | None = p2,
+                n2: str = n2,
+            ) -> exp.Expr:
                 ns[p1].set("this", exp.to_identifier(n1))
                 if p2 is not None:
                     ns[p2].set("this", exp.to_identifier(n2))
@@ -285,7 +291,7 @@ def _exists_sites(tree: exp.Expr, idx: dict[int, int]) -> Sites:
             continue
         i = idx[id(node)]
 
-        def edit(ns: list[exp.Expr], i=i) -> exp.Expr:
+        def edit(ns: list[exp.Expr], i: int = i) -> exp.Expr:
             ex = ns[i]
             outer = next(Scope({}, frozenset()).selects_around(ex))
             sub = ex.this
@@ -311,7 +317,7 @@ def _unaggregate_sites(tree: exp.Expr, idx: dict[int, int]) -> Sites:
             continue
         i = idx[id(body)]
 
-        def edit(ns: list[exp.Expr], i=i) -> exp.Expr:
+        def edit(ns: list[exp.Expr], i: int = i) -> exp.Expr:
             sel = ns[i]
             for agg in list(sel.find_all(exp.Sum, exp.Min, exp.Max)):
                 agg.replace(agg.this)
@@ -339,7 +345,7 @@ def join_type_swap(tree: exp.Expr, scope: Scope) -> Sites:
             continue
         i, new = idx[id(join)], "" if side == "LEFT" else "LEFT"
 
-        def edit(ns: list[exp.Expr], i=i, new=new) -> exp.Expr:
+        def edit(ns: list[exp.Expr], i: int = i, new: str = new) -> exp.Expr:
             ns[i].set("side", new or None)
             ns[i].set("kind", None)
             return _root(ns)
@@ -354,7 +360,7 @@ def remove_distinct(tree: exp.Expr, scope: Scope) -> Sites:
         if sel.args.get("distinct"):
             i = idx[id(sel)]
 
-            def edit(ns: list[exp.Expr], i=i) -> exp.Expr:
+            def edit(ns: list[exp.Expr], i: int = i) -> exp.Expr:
                 ns[i].set("distinct", None)
                 return _root(ns)
 
@@ -367,7 +373,7 @@ def reverse_order(tree: exp.Expr, scope: Scope) -> Sites:
     for node in tree.find_all(exp.Ordered):
         i = idx[id(node)]
 
-        def edit(ns: list[exp.Expr], i=i) -> exp.Expr:
+        def edit(ns: list[exp.Expr], i: int = i) -> exp.Expr:
             ns[i].set("desc", None if ns[i].args.get("desc") else True)
             return _root(ns)
 
@@ -381,7 +387,7 @@ def drop_tie_breaker(tree: exp.Expr, scope: Scope) -> Sites:
         if len(order.expressions) >= 2:
             i = idx[id(order.expressions[-1])]
 
-            def edit(ns: list[exp.Expr], i=i) -> exp.Expr:
+            def edit(ns: list[exp.Expr], i: int = i) -> exp.Expr:
                 ns[i].pop()
                 return _root(ns)
 
@@ -398,7 +404,7 @@ def change_limit(tree: exp.Expr, scope: Scope) -> Sites:
         n, i = int(value.this), idx[id(value)]
         for new in (n + 1, n - 1) if n > 1 else (n + 1,):
 
-            def edit(ns: list[exp.Expr], i=i, new=new) -> exp.Expr:
+            def edit(ns: list[exp.Expr], i: int = i, new: int = new) -> exp.Expr:
                 ns[i].replace(exp.Literal.number(new))
                 return _root(ns)
 

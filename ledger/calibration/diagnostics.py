@@ -54,7 +54,9 @@ class VariantCheck:
         }
 
 
-def _rows_key(result: ExecResult | SqlExecuted, ordered: bool) -> Any:
+def _rows_key(
+    result: ExecResult | SqlExecuted, ordered: bool
+) -> list[bytes] | list[tuple[bytes, int]]:
     rows = [canonical_json(list(r)) for r in result.rows]
     if ordered:
         return rows

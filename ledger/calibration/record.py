@@ -8,10 +8,10 @@ shows it.
 
 from __future__ import annotations
 
+import importlib.metadata
 from typing import Any
 
 import duckdb
-import sqlglot
 
 from ledger import __version__
 from ledger.bank.registry import PublishedBank
@@ -97,7 +97,7 @@ def _started(result: CalibrationResult, published: PublishedBank, run_id: str) -
             app=__version__,
             scorer=result.scorer_version,
             duckdb=duckdb.__version__,
-            sqlglot=sqlglot.__version__,
+            sqlglot=importlib.metadata.version("sqlglot"),
             output_contract=OUTPUT_CONTRACT,
             report_contract=REPORT_CONTRACT,
         ),

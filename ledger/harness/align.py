@@ -308,7 +308,7 @@ def within(e: Any, a: Any, abs_tol: Decimal, rel_tol: Decimal) -> bool:
     if e is None or a is None:
         return e is None and a is None
     d = abs(e - a)
-    return d <= abs_tol or d <= rel_tol * max(abs(e), abs(a))
+    return bool(d <= abs_tol or d <= rel_tol * max(abs(e), abs(a)))
 
 
 # A double is within half an ulp of its cell's Decimal value (2**-53 relative, 2**-1075

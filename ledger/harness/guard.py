@@ -43,7 +43,7 @@ from sqlglot import exp
 from sqlglot.dialects.duckdb import DuckDB
 from sqlglot.errors import ParseError, SqlglotError
 from sqlglot.optimizer.normalize_identifiers import normalize_identifiers
-from sqlglot.tokens import TokenType
+from sqlglot.tokenizer_core import TokenType
 
 from ledger.codec import sha256_hex
 from ledger.events import Violation

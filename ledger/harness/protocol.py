@@ -296,9 +296,9 @@ def _strict(text: str) -> dict[str, Any]:
                 raise _ContractError("NaN/Infinity is not JSON") from None
             raise _ContractError("not JSON") from None
         raise _ContractError(f"not an object: got {_json_kind(value)}")
-    value: dict[str, Any] = _decode(text)
-    _check_object(value, ANSWER_FIELDS, "")
-    return value
+    answer: dict[str, Any] = _decode(text)
+    _check_object(answer, ANSWER_FIELDS, "")
+    return answer
 
 
 def _unfence(text: str) -> str:

@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import importlib.metadata
 import queue
 import re
 import threading
@@ -49,7 +50,6 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
-import sqlglot
 
 from ledger import __version__, events
 from ledger.adapters.base import (
@@ -222,7 +222,7 @@ def _versions() -> events.Versions:
         app=__version__,
         scorer=score.SCORER_VERSION,
         duckdb=duckdb.__version__,
-        sqlglot=sqlglot.__version__,
+        sqlglot=importlib.metadata.version("sqlglot"),
         output_contract=OUTPUT_CONTRACT,
         report_contract=REPORT_CONTRACT,
     )
