@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ledger import events as ev
+from ledger.calibration import kill_rate
 from ledger.keys import Signer
 from ledger.store import Draft, Ledger, link_of
 
@@ -281,7 +282,8 @@ class HandLedger:
         finished: bool = True,
     ) -> None:
         """A calibration run's verdict events. ``mutants``: (case, mutant id, status);
-        ``controls``: (case, passed). Totals in CalibrationFinished are counted here."""
+        ``controls``: (case, passed). Totals in CalibrationFinished are counted here; the kill
+        rate is ``ledger.calibration.kill_rate``, as ``calibrate`` records it."""
         drafts = []
         for case, mutant, status in mutants:
             fields = {
@@ -320,9 +322,8 @@ class HandLedger:
                     ),
                 ),
                 **count,
-                "kill_rate": None
-                if killed + survived == 0
-                else (Decimal(killed) / Decimal(killed + survived)).quantize(Decimal("0.0001")),
+                # the recorder's one definition; tests pin the value they expect by hand
+                "kill_rate": kill_rate(killed, survived),
                 "controls_passed": sum(1 for _, p in controls if p),
                 "controls_total": len(controls),
                 "passed": all(p for _, p in controls),

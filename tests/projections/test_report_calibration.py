@@ -152,6 +152,10 @@ def test_calibration_section_matches_what_calibrate_printed(built: dict[str, Any
     (entry,) = section["runs"]
     assert entry["rank"] is None and "quality" not in entry and "scores" not in entry
     c = entry["calibration"]
+    # By hand: the sales fixture's data and calibration.yaml variants kill every mutant that
+    # runs (tests/calibration/test_fixture.py names them), so survived = 0 and
+    # kill rate = killed / (killed + 0) = 1, whatever the count of killed, printed to 4 places.
+    assert (printed["survived"], printed["killed"] > 0) == (0, True)
     assert c["kill_rate"] == printed["kill_rate"] == "1.0000"
     for status in ("killed", "survived", "equivalent", "blocked", "unsupported", "not_applicable"):
         assert c["counts"][status] == printed[status], status
@@ -176,6 +180,15 @@ def test_survivors_are_named_never_shown_as_sql(built: dict[str, Any]) -> None:
     section = _sections(built["report"], "calibration")[1]
     assert section["bank"]["version"] == "v1-weak"
     c = section["runs"][0]["calibration"]
+    # By hand: without the second tag, region 乙 and calibration.yaml, at least the three blind
+    # spots survive (tests/calibration/test_fixture.py BLIND_SPOTS), so the rate is below 1.
+    survived = {(s["case"], s["mutant"]) for s in weak["survivors"]}
+    assert {
+        ("sf-05", "one_to_many_join#0"),
+        ("sf-01", "drop_scope_predicate#0"),
+        ("sf-06", "join_key_swap#0"),
+    } <= survived
+    assert weak["kill_rate"].startswith("0.")
     assert c["kill_rate"] == weak["kill_rate"]
     assert c["counts"]["survived"] == weak["survived"] == len(weak["survivors"])
     assert [(s["case"], s["mutant"], s["operator"]) for s in c["survivors"]] == [
