@@ -5,7 +5,9 @@ batch (PromptSent, ModelResponded | ProviderFailed, OutputParsed, SqlGuarded,
 SqlExecuted, ScoreComputed | AttemptCancelled), each event complete and linked
 on the run's ``Stream``, under the run's caps (``ledger.harness.limits``): an
 output over the cap is stored as a prefix and not parsed, SQL over a cap is
-rejected before sqlglot sees it, results are bounded by the worker. Pure but
+rejected before sqlglot sees it, results are bounded by the worker. The judging
+itself (guard, execution with its crash retry, score) is ``ledger.harness.pipeline.judge``:
+this module reads the output and turns the judgement into events. Pure but
 for the SQL worker and the CPU-time reading of the judge budget: no wall
 clock (the stream's), no ledger access.
 
@@ -23,9 +25,9 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from ledger import codec, events
 from ledger.adapters.base import Failure, Reply
 from ledger.harness import limits as limits_mod
-from ledger.harness import protocol, score
+from ledger.harness import pipeline, protocol
 from ledger.harness.cells import stored_size
-from ledger.harness.worker import ExecResult, WorkerPool
+from ledger.harness.worker import WorkerPool
 from ledger.store import StoredEvent, link_of
 
 if TYPE_CHECKING:
@@ -92,7 +94,7 @@ class AttemptWriter:
         """The batch of one attempt: its terminal event is ScoreComputed or AttemptCancelled,
         followed by VariantChecked when the bank has variants and the SQL executed."""
         case_id, attempt = key
-        case, gold = self.cases[case_id], self.gold[case_id]
+        case = self.cases[case_id]
         ids = {"case_id": case_id, "attempt": attempt}
         out: list[events.EventBase] = []
         evidence: list[str] = []
@@ -105,9 +107,8 @@ class AttemptWriter:
 
         add(events.PromptSent, prompt=prompt, prompt_sha256=codec.sha256_hex(prompt.encode()))
         parsed: events.OutputParsed | None = None
-        guarded: events.SqlGuarded | None = None
-        executed: events.SqlExecuted | None = None
         failed: events.ProviderFailed | None = None
+        spent_ns = _no_cpu
         if isinstance(answer, Failure):
             fields = _struct_fields(answer)
             if answer.raw_output is not None:
@@ -115,52 +116,39 @@ class AttemptWriter:
             failed = add(events.ProviderFailed, invocation=self.invocation, **fields)
         else:
             started = self.cpu_clock()
+
+            def spent_ns() -> int:
+                return self.cpu_clock() - started
+
             stored, verdict_p = self._read_output(answer.raw_output)
             fields = {**_struct_fields(answer), **stored}
             add(events.ModelResponded, invocation=self.invocation, **fields)
             parsed = add(events.OutputParsed, **_struct_fields(verdict_p))
-            if parsed.sql is not None:
-                verdict = limits_mod.judge_sql(
-                    parsed.sql,
-                    self.tables,
-                    rules=case.required_ast,
-                    reference_sql=self.bank.reference_sql.get(case_id),
-                    limits=self.limits,
-                    spent_ns=lambda: self.cpu_clock() - started,
-                )
-                guarded = add(
-                    events.SqlGuarded,
-                    passed=verdict.passed,
-                    violations=verdict.violations,
-                    ast_digest=verdict.ast_digest,
-                )
-                if verdict.passed:
-                    result = self._execute(parsed.sql, case.max_rows)
-                    executed = add(events.SqlExecuted, **_struct_fields(result), worker_try=1)
-                    if result.error_kind == "worker_crash":
-                        result = self._execute(parsed.sql, case.max_rows)
-                        executed = add(events.SqlExecuted, **_struct_fields(result), worker_try=2)
-                        if result.error_kind == "worker_crash":
-                            add(
-                                events.AttemptCancelled,
-                                reason="infrastructure",
-                                message="the SQL worker crashed twice",
-                            )
-                            return out
-        try:
-            fields = score.score_attempt(
-                case=case,
-                gold=gold,
-                parsed=parsed,
-                guarded=guarded,
-                executed=executed,
-                provider_failure=failed,
-                reference_sql=self.bank.reference_sql.get(case_id),
-                version=self.version,
+        judged = pipeline.judge(
+            self.bench(case_id),
+            parsed=parsed,
+            failure=failed,
+            pool=self.pool,
+            limits=self.limits,
+            version=self.version,
+            spent_ns=spent_ns,
+        )
+        executed: events.SqlExecuted | None = None
+        if judged.guard is not None:
+            verdict = judged.guard
+            add(
+                events.SqlGuarded,
+                passed=verdict.passed,
+                violations=verdict.violations,
+                ast_digest=verdict.ast_digest,
             )
-        except score.ScoringError as exc:
-            add(events.AttemptCancelled, reason="infrastructure", message=f"scoring failed: {exc}")
+        for worker_try, result in enumerate(judged.executions, start=1):
+            executed = add(events.SqlExecuted, **_struct_fields(result), worker_try=worker_try)
+        if judged.score is None:
+            assert judged.cancelled is not None
+            add(events.AttemptCancelled, reason="infrastructure", message=judged.cancelled)
             return out
+        fields = judged.score
         event, _ = stream.make(events.ScoreComputed, **ids, evidence=tuple(evidence), **fields)
         out.append(event)
         check = self.bank.variant_check
@@ -172,6 +160,15 @@ class AttemptWriter:
             )
             out.append(variant)
         return out
+
+    def bench(self, case_id: str) -> pipeline.Bench:
+        """What an answer to ``case_id`` is judged against."""
+        return pipeline.Bench(
+            self.cases[case_id],
+            self.gold[case_id],
+            self.tables,
+            self.bank.reference_sql.get(case_id),
+        )
 
     def _bounded(self, raw: str) -> dict[str, Any]:
         """The raw output fields to store: the text itself, or a prefix, its length and hash."""
@@ -212,13 +209,9 @@ class AttemptWriter:
             return {}, protocol.too_large(detail)
         return {}, verdict
 
-    def _execute(self, sql: str, max_rows: int) -> ExecResult:
-        return self.pool.execute(
-            sql,
-            max_rows=max_rows,
-            max_result_bytes=self.limits.max_result_bytes,
-            max_cell_bytes=self.limits.max_cell_bytes,
-        )
+
+def _no_cpu() -> int:
+    return 0
 
 
 def _struct_fields(value: Any) -> dict[str, Any]:

@@ -1,0 +1,239 @@
+"""One judge: guard -> execute (a worker crash retried once) -> score.
+
+Every path that turns an answer into a score goes through :func:`judge`:
+
+- ``AttemptWriter.events_for`` (the runner) judges a fresh answer and only turns
+  the :class:`Judgement` into events;
+- ``rescore`` judges recorded evidence under another scorer version, re-executing
+  the SQL when asked;
+- ``verify --recompute`` re-derives each recorded score from its recorded evidence
+  and re-executes its SQL to compare with the recorded SqlExecuted
+  (:func:`execution_differences`);
+- the calibration oracle judges a SQL text as a strict answer.
+
+Each stage is either judged now or taken from the record: the guard verdict is
+``recorded.guarded`` when given, else judged under the run's caps
+(``ledger.harness.limits.judge_sql``); the execution is run in ``pool`` when one
+is given, else ``recorded.executed`` is used. Only named refusals become data: a
+``ScoringError`` is kept in ``Judgement.refusal`` (the runner cancels the attempt
+as ``infrastructure``); any other exception is a caseledger bug and propagates
+(each caller names where it stopped in an ``InternalError``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import msgspec
+
+from ledger import events
+from ledger.harness import limits as limits_mod
+from ledger.harness import score as score_mod
+from ledger.harness.worker import ExecResult, WorkerPool
+
+__all__ = [
+    "COMPARED_FIELDS",
+    "MACHINE_STOPS",
+    "Bench",
+    "Judgement",
+    "Recorded",
+    "execution_differences",
+    "judge",
+]
+
+# The envelope of evidence built only to be scored, never appended (the scorer reads none).
+_ENVELOPE: dict[str, Any] = {
+    "stream": "judge",
+    "stream_seq": 0,
+    "stream_prev": None,
+    "at": "1970-01-01T00:00:00.000000Z",
+}
+
+#: The SqlExecuted fields a re-execution must reproduce (never ``sql_us``, the time,
+#: nor ``error_message``, whose text may name the machine).
+COMPARED_FIELDS = (
+    "ok",
+    "error_kind",
+    "columns",
+    "rows",
+    "row_count",
+    "truncated",
+    "cells_truncated",
+)
+#: Error kinds that depend on the machine (its speed, its memory): never compared.
+MACHINE_STOPS = frozenset({"timeout", "memory", "worker_crash"})
+
+CRASHED_TWICE = "the SQL worker crashed twice"
+
+
+@dataclass(frozen=True)
+class Bench:
+    """What an answer is judged against: the case, its gold, the published tables and the
+    case's reference SQL (None: no structural match is computed)."""
+
+    case: events.CaseSpec
+    gold: events.GoldResult
+    tables: frozenset[str]
+    reference_sql: str | None
+
+    @classmethod
+    def of(cls, bank: events.BankPublished, case_id: str, references: dict[str, str]) -> Bench:
+        """The bench of ``case_id`` in a published bank.
+
+        Raises:
+            ScoringError: the bank has no such case (or no gold for it).
+        """
+        case = next((c for c in bank.cases if c.id == case_id), None)
+        gold = next((g for g in bank.gold if g.case_id == case_id), None)
+        if case is None or gold is None:
+            raise score_mod.ScoringError(f"bank {bank.bank_id} has no case {case_id!r}")
+        tables = frozenset(t.name for t in bank.tables)
+        return cls(case, gold, tables, references.get(case_id))
+
+
+@dataclass(frozen=True)
+class Recorded:
+    """Stages already on the record, used instead of judging them again."""
+
+    guarded: events.SqlGuarded | None = None
+    executed: events.SqlExecuted | None = None
+
+
+@dataclass(frozen=True)
+class Judgement:
+    """One answer judged.
+
+    ``guard`` is the verdict (judged now, or the recorded one), None when there was no
+    SQL to judge; ``executions`` are the executions run now, in order (a worker crash
+    followed by its one retry), empty when nothing ran now; ``score`` holds the
+    ScoreComputed fields (all but envelope, case, attempt and evidence), None when the
+    attempt is cancelled (see :attr:`cancelled`); ``refusal`` is the scorer's named
+    refusal, if any.
+    """
+
+    guard: limits_mod.Judged | None
+    executions: tuple[ExecResult, ...]
+    score: dict[str, Any] | None
+    refusal: score_mod.ScoringError | None = None
+
+    @property
+    def crashed_twice(self) -> bool:
+        """The worker crashed on the try and on the retry: an infrastructure failure."""
+        return bool(self.executions) and self.executions[-1].error_kind == "worker_crash"
+
+    @property
+    def cancelled(self) -> str | None:
+        """Why there is no score (the AttemptCancelled message, reason infrastructure)."""
+        if self.crashed_twice:
+            return CRASHED_TWICE
+        if self.refusal is not None:
+            return f"scoring failed: {self.refusal}"
+        return None
+
+
+def _no_cpu() -> int:
+    return 0
+
+
+def _fields(value: Any) -> dict[str, Any]:
+    return {name: getattr(value, name) for name in value.__struct_fields__}
+
+
+def _execute(pool: WorkerPool, sql: str, max_rows: int, limits: events.Limits) -> ExecResult:
+    return pool.execute(
+        sql,
+        max_rows=max_rows,
+        max_result_bytes=limits.max_result_bytes,
+        max_cell_bytes=limits.max_cell_bytes,
+    )
+
+
+def judge(
+    bench: Bench,
+    *,
+    parsed: events.OutputParsed | None = None,
+    failure: events.ProviderFailed | None = None,
+    pool: WorkerPool | None = None,
+    recorded: Recorded | None = None,
+    limits: events.Limits = limits_mod.DEFAULT_LIMITS,
+    version: str = score_mod.SCORER_VERSION,
+    spent_ns: Callable[[], int] = _no_cpu,
+) -> Judgement:
+    """Judge one answer (``parsed``, or the provider's ``failure``) against ``bench``.
+
+    ``spent_ns()`` is the CPU time (ns) the attempt's judging has used so far (the
+    judge budget of ``limits``); ``pool`` None means execute nothing and score the
+    recorded execution.
+
+    Raises:
+        UsageError: unknown scorer ``version``.
+        Exception: anything but a ScoringError is a caseledger bug and propagates.
+    """
+    recorded = recorded or Recorded()
+    case = bench.case
+    source = parsed if parsed is not None else failure
+    ids: dict[str, Any] = {"case_id": case.id, "attempt": 1 if source is None else source.attempt}
+    verdict: limits_mod.Judged | None = None
+    guarded = recorded.guarded
+    if guarded is not None:
+        verdict = limits_mod.Judged(guarded.passed, guarded.violations, guarded.ast_digest)
+    elif parsed is not None and parsed.sql is not None:
+        verdict = limits_mod.judge_sql(
+            parsed.sql,
+            bench.tables,
+            rules=case.required_ast,
+            reference_sql=bench.reference_sql,
+            limits=limits,
+            spent_ns=spent_ns,
+        )
+        guarded = events.SqlGuarded(
+            **_ENVELOPE,
+            **ids,
+            passed=verdict.passed,
+            violations=verdict.violations,
+            ast_digest=verdict.ast_digest,
+        )
+    runs: list[ExecResult] = []
+    executed = recorded.executed
+    if pool is not None and verdict is not None and verdict.passed:
+        assert parsed is not None and parsed.sql is not None
+        runs.append(_execute(pool, parsed.sql, case.max_rows, limits))
+        if runs[-1].error_kind == "worker_crash":  # retried once, and both are recorded
+            runs.append(_execute(pool, parsed.sql, case.max_rows, limits))
+            if runs[-1].error_kind == "worker_crash":
+                return Judgement(verdict, tuple(runs), None)
+        executed = events.SqlExecuted(**_ENVELOPE, **ids, **_fields(runs[-1]), worker_try=len(runs))
+    try:
+        fields = score_mod.score_attempt(
+            case=case,
+            gold=bench.gold,
+            parsed=parsed,
+            guarded=guarded,
+            executed=executed,
+            provider_failure=failure,
+            reference_sql=bench.reference_sql,
+            version=version,
+        )
+    except score_mod.ScoringError as exc:
+        return Judgement(verdict, tuple(runs), None, exc)
+    return Judgement(verdict, tuple(runs), fields)
+
+
+def execution_differences(recorded: events.SqlExecuted, rerun: ExecResult) -> list[str]:
+    """The :data:`COMPARED_FIELDS` in which a re-execution differs from the recorded one.
+
+    Cells are compared as stored (typed, encoded by ``ledger.harness.cells``), so a
+    re-execution is equal exactly when its event would carry the same bytes in these
+    fields.
+    """
+    return [
+        name
+        for name in COMPARED_FIELDS
+        if _builtins(getattr(recorded, name)) != _builtins(getattr(rerun, name))
+    ]
+
+
+def _builtins(value: Any) -> Any:
+    return None if value is msgspec.UNSET else msgspec.to_builtins(value, order="sorted")
