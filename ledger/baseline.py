@@ -65,6 +65,7 @@ from ledger.rescore import score_fields
 from ledger.store import GENESIS_CHAIN, Ledger, StoredEvent, link_of
 from projections import gate
 from projections.caseruns import Item, State
+from projections.outcome import terminal as outcome_of
 from projections.replay import replay
 from projections.report.build import build_report
 
@@ -427,17 +428,14 @@ def items_of(bundle: Bundle) -> list[Item]:
 
 
 def _latest_scores(state: State, run_id: str) -> list[tuple[str, int, ScoreComputed, Any]]:
+    """(case, attempt, score, its evidence) of each attempt whose terminal under any
+    scorer version is a ScoreComputed (projections/outcome.py), in key order."""
     out = []
     for key in sorted(state.caseruns):
         caserun = state.caseruns[key]
         if caserun.run_id != run_id:
             continue
-        latest: ScoreComputed | None = None
-        for step in caserun.steps:
-            if isinstance(step.event, ScoreComputed):
-                latest = step.event
-            elif isinstance(step.event, AttemptCancelled):
-                latest = None  # a later cancellation is the terminal
+        latest = outcome_of([s.event for s in caserun.steps], None).score
         if latest is not None:
             by_leaf = {s.link: s.event for s in caserun.steps}
             evidence = [by_leaf[h] for h in latest.evidence if h in by_leaf]

@@ -26,7 +26,6 @@ from ledger.audit import published_references
 from ledger.bank.registry import PublishedBank, bank_paths
 from ledger.errors import BankError, InternalError, LedgerError, UsageError, VerificationError
 from ledger.events import (
-    AttemptCancelled,
     BankPublished,
     EventBase,
     OutputParsed,
@@ -42,6 +41,7 @@ from ledger.keys import Signer
 from ledger.snapshot import read_state
 from ledger.store import Ledger, StoredEvent, link_of
 from projections.caseruns import CaseRun, State
+from projections.outcome import terminal as outcome_of
 
 __all__ = ["RescoreSummary", "recompute_hook", "rescore", "score_fields"]
 
@@ -111,24 +111,16 @@ def score_fields(
     )
 
 
-def _latest_score(caserun: CaseRun) -> tuple[ScoreComputed | None, bool]:
-    """(the latest ScoreComputed, whether a cancellation came after it)."""
-    latest, cancelled_after = None, False
-    for step in caserun.steps:
-        if isinstance(step.event, ScoreComputed):
-            latest, cancelled_after = step.event, False
-        elif isinstance(step.event, AttemptCancelled):
-            cancelled_after = True
-    return latest, cancelled_after
+def _latest_score(caserun: CaseRun) -> ScoreComputed | None:
+    """The score to re-derive: the attempt's terminal under any scorer version, when it
+    is a ScoreComputed (None when it is a cancellation or there is none)."""
+    return outcome_of([s.event for s in caserun.steps], None).score
 
 
 def _has_version(caserun: CaseRun, version: str, evidence: tuple[str, ...]) -> bool:
-    return any(
-        isinstance(s.event, ScoreComputed)
-        and s.event.scorer_version == version
-        and s.event.evidence == evidence
-        for s in caserun.steps
-    )
+    """Whether the attempt's terminal under ``version`` is already a score of ``evidence``."""
+    score = outcome_of([s.event for s in caserun.steps], version).score
+    return score is not None and score.evidence == evidence
 
 
 def rescore(
@@ -190,8 +182,8 @@ def _rescore_run(
             caserun = state.caseruns[key]
             if caserun.run_id != run_id:
                 continue
-            latest, cancelled_after = _latest_score(caserun)
-            if latest is None or cancelled_after:
+            latest = _latest_score(caserun)
+            if latest is None:
                 summary.skip("no_recorded_score")
                 continue
             by_leaf = {s.link: s.event for s in caserun.steps}
