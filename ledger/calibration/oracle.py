@@ -1,14 +1,16 @@
 """The oracle under calibration: the real guard, sandboxed worker and scorer, on several databases.
 
-``Oracle.judge`` runs one SQL text exactly as the runner would run a model's
-(guard, then the worker with the case's max_rows, a worker crash retried
-once) on one database, and scores it with ``score_attempt`` as a strict
-query-plan-v1 answer against the gold of that database. What it reports is
-the scorer's own ``result_correct``; nothing here compares results itself.
+``Oracle.judge`` runs one SQL text through the runner's own judge
+(``ledger.harness.pipeline.judge``: the guard under the default caps, then the
+worker with the case's max_rows, a worker crash retried once, then the scorer)
+on one database, as a strict query-plan-v1 answer against the gold of that
+database. What it reports is the scorer's own ``result_correct``; nothing here
+compares results itself.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from decimal import Decimal
@@ -19,16 +21,9 @@ from typing import Any
 from ledger.bank.model import CaseDef
 from ledger.codec import digest
 from ledger.errors import InternalError, LedgerError
-from ledger.events import (
-    CaseSpec,
-    GoldResult,
-    OutputParsed,
-    Plan,
-    SqlExecuted,
-    SqlGuarded,
-)
-from ledger.harness.guard import guard
-from ledger.harness.score import SCORER_VERSION, ScoringError, score_attempt
+from ledger.events import CaseSpec, GoldResult, OutputParsed, Plan
+from ledger.harness import pipeline
+from ledger.harness.score import SCORER_VERSION
 from ledger.harness.worker import ExecResult, WorkerPool
 
 __all__ = ["Judged", "Oracle"]
@@ -97,14 +92,6 @@ class Oracle:
         for pool in self._pools.values():
             pool.close()
 
-    def execute(self, database: str, sql: str, max_rows: int) -> ExecResult:
-        """Run SQL in the database's worker; a crash is retried once, as the runner does."""
-        pool = self._pools[database]
-        result = pool.execute(sql, max_rows=max_rows)
-        if result.error_kind == "worker_crash":
-            result = pool.execute(sql, max_rows=max_rows)
-        return result
-
     def judge(self, case: CaseDef | CaseSpec, sql: str, database: str, gold: GoldResult) -> Judged:
         """Guard, execute and score ``sql`` for ``case`` on ``database`` against ``gold``."""
         spec = case.spec() if isinstance(case, CaseDef) else case
@@ -120,40 +107,15 @@ class Oracle:
             assumptions=(),
             error=None,
         )
-        verdict = guard(sql, self.tables)
-        guarded = SqlGuarded(
-            **_ENVELOPE,
-            case_id=case.id,
-            attempt=1,
-            passed=verdict.passed,
-            violations=verdict.violations,
-            ast_digest=verdict.ast_digest,
-        )
-        if not verdict.passed:
-            why = "; ".join(f"{v.check}: {v.message}" for v in verdict.violations)
-            return Judged(database, None, "guard", why, None)
-        result = self.execute(database, sql, case.max_rows)
-        if result.error_kind is not None:
-            return Judged(database, None, result.error_kind, result.error_message, None, result)
-        executed = SqlExecuted(
-            **_ENVELOPE,
-            case_id=case.id,
-            attempt=1,
-            **{name: getattr(result, name) for name in result.__struct_fields__},
-        )
+        started = time.thread_time_ns()
         try:
-            fields = score_attempt(
-                case=spec,
-                gold=gold,
+            judged = pipeline.judge(
+                pipeline.Bench(spec, gold, self.tables, None),
                 parsed=parsed,
-                guarded=guarded,
-                executed=executed,
-                provider_failure=None,
-                reference_sql=None,
+                pool=self._pools[database],
                 version=self.scorer_version,
+                spent_ns=lambda: time.thread_time_ns() - started,
             )
-        except ScoringError as exc:  # a named refusal: evidence that does not fit
-            return Judged(database, None, "scoring", exc.message, None, result)
         except LedgerError:
             raise
         except Exception as exc:
@@ -161,6 +123,18 @@ class Oracle:
             raise InternalError(
                 exc, where=f"nothing was recorded for case {case.id} on database {database}"
             ) from exc
+        verdict = judged.guard
+        assert verdict is not None  # a strict answer always has SQL to guard
+        if not verdict.passed:
+            why = "; ".join(f"{v.check}: {v.message}" for v in verdict.violations)
+            return Judged(database, None, "guard", why, None)
+        result = judged.executions[-1]
+        if result.error_kind is not None:
+            return Judged(database, None, result.error_kind, result.error_message, None, result)
+        if judged.score is None:  # a named refusal: evidence that does not fit
+            assert judged.refusal is not None
+            return Judged(database, None, "scoring", judged.refusal.message, None, result)
+        fields = judged.score
         body = {"columns": result.columns, "rows": result.rows, "truncated": result.truncated}
         return Judged(
             database, fields["result_correct"], None, None, digest(body), result, fields["total"]
