@@ -68,6 +68,8 @@ from ledger.harness.protocol import OUTPUT_CONTRACT
 from ledger.harness.worker import WorkerPool
 from ledger.keys import Signer
 from ledger.store import Ledger, StoredEvent
+from projections.outcome import Terminal
+from projections.outcome import terminal as outcome_of
 from projections.report.schema import CONTRACT as REPORT_CONTRACT
 
 __all__ = [
@@ -86,8 +88,6 @@ __all__ = [
     "summarise",
 ]
 
-# Cancellation reasons after which resume tries the attempt again.
-_RETRYABLE_CANCEL = frozenset({"interrupted"})
 TERMINAL = (events.ScoreComputed, events.AttemptCancelled)
 # A run id is a stream name: short, printable, no spaces, never the log's own stream.
 RUN_ID_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,127}")
@@ -142,9 +142,12 @@ class RunSummary:
     """The end-of-run numbers for the one-screen summary, over the whole run.
 
     ``done`` counts attempts with a final outcome (scored, or cancelled for a
-    reason a resume does not retry). ``total_score`` is the weighted model score
-    of the report; the runner leaves it None (the projections compute it) and the
-    summary then points to the report.
+    reason a resume does not retry; the last terminal of any scorer version counts,
+    as for resume). ``correct`` and ``failures`` count those attempts' outcomes under
+    the scorer version the run recorded in RunStarted, as ``caseledger runs`` and the
+    report show them, so a later rescore does not change the summary. ``total_score``
+    is the weighted model score of the report; the runner leaves it None (the
+    projections compute it) and the summary then points to the report.
     """
 
     run_id: str
@@ -156,21 +159,28 @@ class RunSummary:
     total_score: Decimal | None = None
 
 
-def attempt_states(stored: Iterable[StoredEvent]) -> dict[AttemptKey, events.EventBase]:
-    """The last terminal event (ScoreComputed or AttemptCancelled) of each attempt."""
-    states: dict[AttemptKey, events.EventBase] = {}
-    for item in stored:
-        event = item.event()
+def attempt_states(
+    stored: Iterable[StoredEvent], scorer_version: str | None = None
+) -> dict[AttemptKey, Terminal]:
+    """The terminal of each attempt that has one (projections/outcome.py), under
+    ``scorer_version`` (None: a ScoreComputed of any version ends an attempt, the
+    rule resume follows)."""
+    return _terminals((item.event() for item in stored), scorer_version)
+
+
+def _terminals(
+    decoded: Iterable[events.EventBase], scorer_version: str | None
+) -> dict[AttemptKey, Terminal]:
+    by_attempt: dict[AttemptKey, list[events.EventBase]] = {}
+    for event in decoded:
         if isinstance(event, TERMINAL):
-            states[(event.case_id, event.attempt)] = event
-    return states
+            by_attempt.setdefault((event.case_id, event.attempt), []).append(event)
+    return {key: outcome_of(found, scorer_version) for key, found in by_attempt.items()}
 
 
-def _is_final(state: events.EventBase | None) -> bool:
+def _is_final(state: Terminal | None) -> bool:
     # Scored, or cancelled for a reason a resume does not retry.
-    if isinstance(state, events.ScoreComputed):
-        return True
-    return isinstance(state, events.AttemptCancelled) and state.reason not in _RETRYABLE_CANCEL
+    return state is not None and state.final
 
 
 def plan_keys(cases: Sequence[events.CaseSpec], attempts: int) -> list[AttemptKey]:
@@ -193,20 +203,23 @@ def summarise(stored: Sequence[StoredEvent], planned: Sequence[AttemptKey]) -> R
 
     ``status`` is the last RunFinished's (``running`` when there is none yet).
     """
-    run_id, status = "", "running"
-    for item in stored:
-        event = item.event()
+    run_id, status, recorded = "", "running", None
+    decoded = [item.event() for item in stored]
+    for event in decoded:
         run_id = event.stream
-        if isinstance(event, events.RunFinished):
+        if isinstance(event, events.RunStarted):
+            recorded = event.versions.scorer
+        elif isinstance(event, events.RunFinished):
             status = event.status
-    states = attempt_states(stored)
+    states = _terminals(decoded, None)
+    views = states if recorded is None else _terminals(decoded, recorded)
     progress = Progress(planned=len(planned))
     for key in planned:
-        state = states.get(key)
-        if _is_final(state):
-            assert state is not None
+        if _is_final(states.get(key)):
             progress.done += 1
-            _count(progress, state)
+            view = views.get(key)
+            if view is not None and view.event is not None and view.final:
+                _count(progress, view.event)
     return RunSummary(
         run_id=run_id,
         status=status,
@@ -629,7 +642,7 @@ def _drive(
         raise
 
 
-def _unfinished(calls: _Calls, states: dict[AttemptKey, events.EventBase]) -> list[AttemptKey]:
+def _unfinished(calls: _Calls, states: dict[AttemptKey, Terminal]) -> list[AttemptKey]:
     # Every request this session was given whose attempt has no final outcome yet.
     return [
         (r.case_id, r.attempt)
