@@ -27,7 +27,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Iterable, Mapping, Sequence
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -354,23 +354,21 @@ class CommandAdapter:
                 raw_output=text,
                 generation_us=generation_us,
             )
-        cost, estimated = None, None
-        if self.identity.auth_mode != "oauth":
-            if billed is not None:
-                cost = billed
-            elif self._snapshot is not None:
-                key = pricing.price_key(
-                    self._snapshot, self.identity.requested_model, reported_model
-                )
-                estimated = self._snapshot.estimate(usage, key)
+        price = pricing.cost_of(
+            usage,
+            self._snapshot,
+            billed,
+            model=pricing.price_key(self._snapshot, self.identity.requested_model, reported_model),
+            auth_mode=self.identity.auth_mode,
+        )
         return Reply(
             raw_output=text,
             provider_request_id=None,
             resolved_model=reported_model,
             recorded_model=None,
             usage=usage,
-            cost=cost,
-            estimated_cost=estimated,
+            cost=price.cost,
+            estimated_cost=price.estimated_cost,
             generation_us=generation_us,
         )
 
@@ -417,14 +415,10 @@ def _read_usage(
     if model is not None and not isinstance(model, str):
         raise ValueError(f"model must be a string, got {model!r}")
     cost = obj.get("cost")
-    billed = None
-    if cost is not None:
-        try:
-            billed = Decimal(cost) if isinstance(cost, str) else None
-        except InvalidOperation:
-            billed = None
-        if billed is None or not billed.is_finite() or billed < 0:
-            raise ValueError(f"cost must be a non-negative decimal string, got {cost!r}")
+    # A float is not exact: this file's bill is a decimal string (or an integer).
+    billed = pricing.bill(None if isinstance(cost, float) else cost)
+    if isinstance(cost, float):
+        raise ValueError(f"cost must be a decimal string, not a JSON float, got {cost!r:.60}")
     counts = {k: v for k, v in obj.items() if k not in _USAGE_EXTRA}
     usage = base.usage_from_fields(counts)
     raw = canonical_json(obj).decode("utf-8")

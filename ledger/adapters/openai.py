@@ -339,29 +339,37 @@ class OpenAIAdapter:
             )
         if content is None:
             raise _Malformed("choices[0].message.content is null")
-        cost, estimated = self._cost(doc.get("usage"), usage)
+        raw_usage = doc.get("usage")
+        try:
+            billed = pricing.bill(raw_usage.get("cost") if isinstance(raw_usage, dict) else None)
+        except ValueError as exc:
+            # A bill that is there but unusable is never replaced by an estimate.
+            return Failure(
+                kind="malformed_response",
+                message=self.secrets.excerpt(f"usage.{exc}", EXCERPT),
+                http_status=status,
+                provider_request_id=request_id,
+                raw_output=content,
+                usage=usage,
+                generation_us=generation_us,
+            )
+        price = pricing.cost_of(
+            usage,
+            self._snapshot,
+            billed,
+            model=pricing.price_key(self._snapshot, self._model, resolved),
+            auth_mode=self._auth,
+        )
         return Reply(
             raw_output=content,
             provider_request_id=request_id,
             resolved_model=resolved,
             recorded_model=None,
             usage=usage,
-            cost=cost,
-            estimated_cost=estimated,
+            cost=price.cost,
+            estimated_cost=price.estimated_cost,
             generation_us=generation_us,
         )
-
-    def _cost(
-        self, raw_usage: Any, usage: events.Usage | None
-    ) -> tuple[Decimal | None, Decimal | None]:
-        if self._auth == "oauth":
-            return None, None  # subscription access: there is no per-call price
-        billed = raw_usage.get("cost") if isinstance(raw_usage, dict) else None
-        if isinstance(billed, Decimal | int) and not isinstance(billed, bool) and billed >= 0:
-            return Decimal(billed), None
-        if self._snapshot is None:
-            return None, None
-        return None, self._snapshot.estimate(usage, self._model)
 
 
 def _text_or_none(value: Any) -> str | None:

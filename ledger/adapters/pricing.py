@@ -8,6 +8,12 @@ A snapshot is a JSON object (docs/adapters.md, "Price snapshots")::
 
 Prices are decimal strings per million tokens. The run records the SHA-256
 of the file's bytes, so the exact figures an estimate used can be checked.
+
+``cost_of`` is the one cost rule every adapter applies (DESIGN, fine print
+"Efficiency"): subscription / OAuth access has no cost; otherwise the
+provider's bill when it reports one; otherwise an estimate from the price
+snapshot (labelled ``estimated_cost``); otherwise none. ``bill`` is the one
+check of a reported bill.
 """
 
 from __future__ import annotations
@@ -20,10 +26,21 @@ from typing import Any
 import msgspec
 
 from ledger import events
+from ledger.bounds import decimal_problem
 from ledger.codec import sha256_hex
 from ledger.errors import AdapterError, UsageError
 
-__all__ = ["FORMAT", "PriceSnapshot", "Prices", "load_snapshot"]
+__all__ = [
+    "FORMAT",
+    "Cost",
+    "PriceSnapshot",
+    "Prices",
+    "bill",
+    "check_priced",
+    "cost_of",
+    "load_snapshot",
+    "price_key",
+]
 
 FORMAT = "caseledger-prices/1"
 _MILLION = Decimal(1_000_000)
@@ -157,3 +174,73 @@ def check_priced(snapshot: PriceSnapshot | None, model: str | None, path: str) -
         f"price snapshot {path} has no prices for model {model!r}",
         hint="it has: " + ", ".join(sorted(snapshot.models)),
     )
+
+
+class Cost(msgspec.Struct, frozen=True):
+    """The cost figures of one reply: at most one is set (both None: no cost known)."""
+
+    cost: Decimal | None
+    estimated_cost: Decimal | None
+
+
+def bill(value: Any) -> Decimal | None:
+    """A provider's reported bill as an exact Decimal (None when it reported none).
+
+    A bill is a JSON number read exactly (an int, or a Decimal from a parser run
+    with ``parse_float=Decimal``) or a decimal string; finite, >= 0 and within
+    30 digits either side of the point (a larger figure would overflow every
+    sum a report makes).
+
+    Raises:
+        ValueError: anything else (a float, a boolean, a negative or non-numeric value).
+
+    >>> bill("0.0031"), bill(2), bill(None)
+    (Decimal('0.0031'), Decimal('2'), None)
+    """
+    if value is None:
+        return None
+    number: Decimal | None = None
+    if isinstance(value, Decimal):
+        number = value
+    elif isinstance(value, int) and not isinstance(value, bool):
+        number = Decimal(value)
+    elif isinstance(value, str):
+        try:
+            number = Decimal(value.strip())
+        except InvalidOperation:
+            number = None
+    if number is None or not number.is_finite() or number < 0 or decimal_problem(number):
+        raise ValueError(f"cost must be a non-negative decimal number, got {value!r:.60}")
+    return number
+
+
+def cost_of(
+    usage: events.Usage | None,
+    price_snapshot: PriceSnapshot | None,
+    billed: Decimal | None,
+    *,
+    model: str | None,
+    auth_mode: str | None,
+) -> Cost:
+    """The one cost rule of a reply (every adapter calls it).
+
+    ``billed`` is the provider's bill (see :func:`bill`), ``model`` the model
+    whose snapshot prices apply (:func:`price_key`), ``auth_mode`` the run's.
+
+    >>> snap = PriceSnapshot(digest="sha256:00", currency="USD",
+    ...     models={"m": Prices(input=Decimal("2"), output=Decimal("8"))})
+    >>> use = events.Usage(input=1000, output=500)
+    >>> cost_of(use, snap, None, model="m", auth_mode="api_key")
+    Cost(cost=None, estimated_cost=Decimal('0.006'))
+    >>> cost_of(use, snap, Decimal("0.01"), model="m", auth_mode=None)
+    Cost(cost=Decimal('0.01'), estimated_cost=None)
+    >>> cost_of(use, snap, Decimal("0.01"), model="m", auth_mode="oauth")
+    Cost(cost=None, estimated_cost=None)
+    """
+    if auth_mode == "oauth":
+        return Cost(None, None)  # subscription access: there is no per-call price
+    if billed is not None:
+        return Cost(billed, None)
+    if price_snapshot is None:
+        return Cost(None, None)
+    return Cost(None, price_snapshot.estimate(usage, model))

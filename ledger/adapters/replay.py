@@ -287,18 +287,22 @@ class ReplayAdapter:
                 generation_us=rec.generation_us,
             )
         assert rec.output is not None
-        estimated = None
-        if self._snapshot is not None:
-            key = pricing.price_key(self._snapshot, self.identity.requested_model, rec.model)
-            estimated = self._snapshot.estimate(rec.usage, key)
+        # A recording carries no bill, and a replay no auth mode: only an estimate.
+        price = pricing.cost_of(
+            rec.usage,
+            self._snapshot,
+            None,
+            model=pricing.price_key(self._snapshot, self.identity.requested_model, rec.model),
+            auth_mode=self.identity.auth_mode,
+        )
         return Reply(
             raw_output=rec.output,
             provider_request_id=rec.request_id,
             resolved_model=None,
             recorded_model=rec.model,
             usage=rec.usage,
-            cost=None,
-            estimated_cost=estimated,
+            cost=price.cost,
+            estimated_cost=price.estimated_cost,
             generation_us=rec.generation_us,
         )
 

@@ -3,14 +3,20 @@
 from __future__ import annotations
 
 import hashlib
+import http.server
 import json
+import os
+import sys
+import threading
+from collections.abc import Iterator
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from ledger.adapters.pricing import load_snapshot
+from ledger.adapters import Failure, Reply, Request, build_adapter
+from ledger.adapters.pricing import bill, cost_of, load_snapshot
 from ledger.errors import AdapterError, UsageError
 from ledger.events import Usage
 
@@ -150,3 +156,207 @@ def test_requested_model_must_be_priced(tmp_path: Path) -> None:
         )
     assert exc.value.message == f"price snapshot {path} has no prices for model 'bgi'"
     assert exc.value.hint == "it has: big, small"
+
+
+# ------------------------------------------------------------- the one cost rule
+#
+# How the three adapters disagreed before cost_of (each case below pins the fix):
+# D1 a bill written as a decimal string ("0.0031"): the command adapter billed it, the
+#    openai adapter ignored it and labelled a snapshot estimate instead;
+# D2 a bill that is there but unusable (negative, not a number): the command adapter made
+#    the attempt malformed_response, the openai adapter silently replaced it by an estimate;
+# D3 a bill as a JSON integer: the openai adapter billed it, the command adapter refused it;
+# D4 a bill too large to sum (1e999999999): both took it, and every report sum then
+#    raised decimal.Overflow.
+# Usage below: 200 input, 1000 cached, 300 output; at the "big" prices 3.00 / 0.30 / 15.00
+# per million the estimate is (600 + 300 + 4500) / 1,000,000 = 0.0054.
+
+USAGE = Usage(input=200, cache_read=1000, output=300)
+ESTIMATE = Decimal("0.0054")
+
+
+@pytest.mark.parametrize(
+    ("billed", "auth", "snapshot", "expected"),
+    [
+        (None, "api_key", True, (None, ESTIMATE)),
+        (None, None, True, (None, ESTIMATE)),  # command adapter without --auth
+        (Decimal("0.0031"), "api_key", True, (Decimal("0.0031"), None)),
+        (Decimal(0), "none", True, (Decimal(0), None)),  # a zero bill is a bill
+        (Decimal("0.0031"), "oauth", True, (None, None)),
+        (None, "oauth", True, (None, None)),
+        (None, "api_key", False, (None, None)),
+        (Decimal("0.0031"), "api_key", False, (Decimal("0.0031"), None)),
+    ],
+    ids=["estimate", "no-auth", "bill", "zero-bill", "oauth-bill", "oauth", "nothing", "bill-only"],
+)
+def test_cost_of(
+    tmp_path: Path,
+    billed: Decimal | None,
+    auth: str | None,
+    snapshot: bool,
+    expected: tuple[Decimal | None, Decimal | None],
+) -> None:
+    snap = load_snapshot(write(tmp_path, SNAPSHOT)) if snapshot else None
+    got = cost_of(USAGE, snap, billed, model="big", auth_mode=auth)
+    assert (got.cost, got.estimated_cost) == expected
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        (None, None),
+        ("0.0031", Decimal("0.0031")),
+        (" 0.0031 ", Decimal("0.0031")),
+        (2, Decimal(2)),
+        (Decimal("0.00012"), Decimal("0.00012")),
+        ("0", Decimal(0)),
+    ],
+)
+def test_bill_accepts(value: object, expected: Decimal | None) -> None:
+    assert bill(value) == expected
+
+
+@pytest.mark.parametrize(
+    "value",
+    [Decimal("-0.01"), "-1", "abc", "NaN", "Infinity", True, 0.5, [], "1e999999999", "1e-31"],
+)
+def test_bill_refuses(value: object) -> None:
+    with pytest.raises(ValueError) as exc:
+        bill(value)
+    assert str(exc.value) == f"cost must be a non-negative decimal number, got {value!r}"
+
+
+class _Provider(http.server.BaseHTTPRequestHandler):
+    body = b""
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers["Content-Length"]))
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(self.body)))
+        self.end_headers()
+        self.wfile.write(self.body)
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture
+def provider() -> Iterator[tuple[str, type[_Provider]]]:
+    handler = type("Handler", (_Provider,), {})
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}/v1", handler
+    httpd.shutdown()
+    httpd.server_close()
+
+
+def _openai_reply(tmp_path: Path, provider: tuple[str, type[_Provider]], cost: str) -> Any:
+    url, handler = provider
+    usage = (
+        '{"prompt_tokens": 1200, "completion_tokens": 300,'
+        ' "prompt_tokens_details": {"cached_tokens": 1000}' + (f', "cost": {cost}' if cost else "")
+    ) + "}"
+    handler.body = (
+        '{"model": "big", "choices": [{"message": {"content": "ANSWER"}}], "usage": ' + usage + "}"
+    ).encode()
+    adapter = build_adapter(
+        "openai",
+        {
+            "base_url": url,
+            "model": "big",
+            "auth": "none",
+            "price_snapshot": str(write(tmp_path, SNAPSHOT)),
+        },
+        environ={},
+    )
+    return adapter.call(Request(case_id="c1", attempt=1, prompt="q"))
+
+
+def _command_reply(tmp_path: Path, usage: dict[str, Any]) -> Any:
+    script = tmp_path / "model.py"
+    script.write_text(
+        "import json, os\n"
+        f"json.dump({usage!r}, open(os.environ['CASELEDGER_USAGE_FILE'], 'w'))\n"
+        "print('ANSWER')\n"
+    )
+    adapter = build_adapter(
+        "command",
+        {
+            "command": [sys.executable, str(script)],
+            "model": "big",
+            "price_snapshot": str(write(tmp_path, SNAPSHOT)),
+        },
+        environ={"PATH": os.environ["PATH"]},
+    )
+    try:
+        return adapter.call(Request(case_id="c1", attempt=1, prompt="q"))
+    finally:
+        adapter.close()
+
+
+COUNTS = {"input": 200, "cache_read": 1000, "output": 300}
+
+
+def test_no_bill_both_estimate(tmp_path: Path, provider: Any) -> None:
+    for reply in (_openai_reply(tmp_path, provider, ""), _command_reply(tmp_path, COUNTS)):
+        assert isinstance(reply, Reply)
+        assert (reply.cost, reply.estimated_cost) == (None, ESTIMATE)
+
+
+def test_d1_a_string_bill_is_a_bill_in_both(tmp_path: Path, provider: Any) -> None:
+    openai = _openai_reply(tmp_path, provider, '"0.0031"')
+    command = _command_reply(tmp_path, {**COUNTS, "cost": "0.0031"})
+    for reply in (openai, command):
+        assert isinstance(reply, Reply)
+        assert (reply.cost, reply.estimated_cost) == (Decimal("0.0031"), None)
+
+
+def test_d3_an_integer_bill_is_a_bill_in_both(tmp_path: Path, provider: Any) -> None:
+    openai = _openai_reply(tmp_path, provider, "2")
+    command = _command_reply(tmp_path, {**COUNTS, "cost": 2})
+    for reply in (openai, command):
+        assert isinstance(reply, Reply)
+        assert (reply.cost, reply.estimated_cost) == (Decimal(2), None)
+
+
+@pytest.mark.parametrize(
+    ("wire", "file_value", "shown"),
+    [
+        ("-0.01", "-0.01", ("Decimal('-0.01')", "'-0.01'")),
+        ('"abc"', "abc", ("'abc'", "'abc'")),
+        ("1e999999999", "1e999999999", ("Decimal('1E+999999999')", "'1e999999999'")),
+    ],
+    ids=["negative", "not-a-number", "too-large"],
+)
+def test_d2_d4_an_unusable_bill_is_malformed_in_both(
+    tmp_path: Path, provider: Any, wire: str, file_value: str, shown: tuple[str, str]
+) -> None:
+    openai = _openai_reply(tmp_path, provider, wire)
+    assert isinstance(openai, Failure) and openai.kind == "malformed_response"
+    assert openai.message == f"usage.cost must be a non-negative decimal number, got {shown[0]}"
+    assert openai.raw_output == "ANSWER"  # the answer is kept, never replaced by an estimate
+    command = _command_reply(tmp_path, {**COUNTS, "cost": file_value})
+    assert isinstance(command, Failure) and command.kind == "malformed_response"
+    assert command.message == (
+        "usage file (CASELEDGER_USAGE_FILE): cost must be a non-negative decimal number, "
+        f"got {shown[1]}"
+    )
+
+
+def test_replay_has_no_bill_only_an_estimate(tmp_path: Path) -> None:
+    recording = tmp_path / "rec.jsonl"
+    recording.write_text(
+        json.dumps(
+            {"case": "c1", "attempt": 1, "output": "ANSWER", "usage": COUNTS, "model": "big"}
+        )
+        + "\n"
+    )
+    adapter = build_adapter(
+        "replay",
+        {"replay_file": str(recording), "price_snapshot": str(write(tmp_path, SNAPSHOT))},
+    )
+    reply = adapter.call(Request(case_id="c1", attempt=1, prompt="q"))
+    assert isinstance(reply, Reply)
+    assert (reply.cost, reply.estimated_cost) == (None, ESTIMATE)
