@@ -32,7 +32,7 @@ import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 
-from ledger.bank.model import validate_source
+from ledger.bank.model import Bank, validate_source
 from ledger.bank.source import CALIBRATION_FILE, BankSource, read_source
 from ledger.codec import sha256_hex
 from ledger.errors import BankError, StoreError, UsageError, VerificationError
@@ -48,6 +48,7 @@ __all__ = [
     "check_bank_files",
     "export_audit",
     "newest_checkpoint",
+    "published_bank",
     "published_references",
     "snapshot_ledger",
 ]
@@ -149,6 +150,18 @@ def published_references(banks_dir: Path, event: BankPublished, seq: int) -> dic
         UsageError: the files are not there (the check could not be made).
         VerificationError: they are there but differ from what was published.
     """
+    bank = published_bank(banks_dir, event, seq)
+    return {case.id: case.reference_sql for case in bank.cases}
+
+
+def published_bank(banks_dir: Path, event: BankPublished, seq: int) -> Bank:
+    """The loaded bank, from the checked files of a published bank under ``banks_dir``
+    (what ``verify --recompute`` builds its database from).
+
+    Raises:
+        UsageError: the files are not there (the check could not be made).
+        VerificationError: they are there but differ from what was published.
+    """
     folder = bank_folder(banks_dir, event)
     if folder is None:
         hexhash = event.content_sha256.removeprefix("sha256:")
@@ -160,14 +173,13 @@ def published_references(banks_dir: Path, event: BankPublished, seq: int) -> dic
         )
     source = check_bank_files(folder, event, seq)
     try:
-        bank = validate_source(source)
+        return validate_source(source)
     except BankError as exc:
         raise UsageError(
             f"bank {_ref(event)} in {folder} hashes as published but does not load: {exc.message}",
             hint="this caseledger version reads the bank differently; use the version "
             "that published it",
         ) from None
-    return {case.id: case.reference_sql for case in bank.cases}
 
 
 # ----------------------------------------------------------------- ledger parts
@@ -443,8 +455,11 @@ def _readme(
         "```",
         "",
         "The first verifies every event, signature and stream chain against the key and",
-        "the checkpoint, then scores every recorded attempt again from its evidence and",
-        "the bank files in `banks/`, and prints `verified: ...; scores recomputed`.",
+        "the checkpoint, then runs the SQL of every scored attempt again on a database",
+        "built from the bank files in `banks/`, compares each result with the recorded one",
+        "and scores every recorded attempt again from its evidence. It prints",
+        "`verified: ...; scores recomputed` and a `recompute: ...` line counting the",
+        "executions re-run, equal and not comparable (timeouts, memory stops).",
     ]
     if reports is not None:
         lines += [

@@ -166,7 +166,11 @@ def log_cmd(ctx: Context, run: str | None, type_name: str | None, as_json: bool)
 @click.option("--key", "keys", multiple=True, help="Trusted operator verifier key, or a file.")
 @click.option("--workers", type=click.IntRange(1, MAX_WORKERS), help="Processes for signatures.")
 # --recompute (added by the report/rescore area; the check lives in ledger/rescore.py)
-@click.option("--recompute", is_flag=True, help="Also re-derive every score from its evidence.")
+@click.option(
+    "--recompute",
+    is_flag=True,
+    help="Also re-execute every scored SQL and re-derive every score from its evidence.",
+)
 @click.option(
     "--banks",
     "banks_dir",
@@ -205,6 +209,8 @@ def verify(
         click.echo(f"verification FAILED: {exc.diagnostics()}", err=True)
         raise SystemExit(1) from None
     click.echo(result.summary())
+    if hook is not None:
+        click.echo(hook.summary())
 
 
 @click.command()

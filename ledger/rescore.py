@@ -15,6 +15,7 @@ naming the first seq whose recorded fields differ.
 
 from __future__ import annotations
 
+import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,12 +23,15 @@ from typing import Any
 
 import msgspec
 
-from ledger.audit import published_references
+from ledger.audit import published_bank
+from ledger.bank.build import build_database, freeze_gold, gold_digest, open_bank_db
+from ledger.bank.model import Bank
 from ledger.bank.registry import PublishedBank, bank_paths
 from ledger.errors import BankError, InternalError, LedgerError, UsageError, VerificationError
 from ledger.events import (
     BankPublished,
     EventBase,
+    Limits,
     OutputParsed,
     ProviderFailed,
     RunStarted,
@@ -35,15 +39,18 @@ from ledger.events import (
     SqlExecuted,
     SqlGuarded,
 )
+from ledger.harness import pipeline
 from ledger.harness import score as score_mod
 from ledger.harness.attempt import Stream
+from ledger.harness.limits import DEFAULT_LIMITS
+from ledger.harness.worker import WorkerPool
 from ledger.keys import Signer
 from ledger.snapshot import read_state
 from ledger.store import Ledger, StoredEvent, link_of
 from projections.caseruns import CaseRun, State
 from projections.outcome import terminal as outcome_of
 
-__all__ = ["RescoreSummary", "recompute_hook", "rescore", "score_fields"]
+__all__ = ["Recomputation", "RescoreSummary", "recompute_hook", "rescore", "score_fields"]
 
 _ENVELOPE = ("stream", "stream_seq", "stream_prev", "at", "case_id", "attempt", "evidence")
 
@@ -91,24 +98,58 @@ def score_fields(
     evidence: Sequence[EventBase],
     version: str,
 ) -> dict[str, Any]:
-    """The ScoreComputed fields ``version`` derives from the named evidence events."""
-    case = next((c for c in bank.cases if c.id == case_id), None)
-    gold = next((g for g in bank.gold if g.case_id == case_id), None)
-    if case is None or gold is None:
-        raise score_mod.ScoringError(f"bank {bank.bank_id} has no case {case_id!r}")
-    found: dict[type, Any] = {}
-    for ev in evidence:
-        found[type(ev)] = ev  # the last execution wins, as in the runner
-    return score_mod.score_attempt(
-        case=case,
-        gold=gold,
-        parsed=found.get(OutputParsed),
-        guarded=found.get(SqlGuarded),
-        executed=found.get(SqlExecuted),
-        provider_failure=found.get(ProviderFailed),
-        reference_sql=references.get(case_id),
+    """The ScoreComputed fields ``version`` derives from the named evidence events.
+
+    Raises:
+        ScoringError: the evidence cannot be scored (or the bank has no such case).
+    """
+    named = _Named.of(evidence)
+    judged = pipeline.judge(
+        pipeline.Bench.of(bank, case_id, references),
+        parsed=named.parsed,
+        failure=named.failure,
+        recorded=named.recorded(),
         version=version,
     )
+    if judged.refusal is not None:
+        raise judged.refusal
+    assert judged.score is not None  # nothing was executed, so nothing crashed
+    return judged.score
+
+
+@dataclass(frozen=True)
+class _Named:
+    """The evidence a score names, by kind (the last execution wins, as in the runner)."""
+
+    parsed: OutputParsed | None = None
+    guarded: SqlGuarded | None = None
+    executed: SqlExecuted | None = None
+    failure: ProviderFailed | None = None
+
+    @classmethod
+    def of(cls, evidence: Sequence[EventBase]) -> _Named:
+        found: dict[str, Any] = {}
+        for ev in evidence:
+            for name, kind in _KINDS.items():
+                if isinstance(ev, kind):
+                    found[name] = ev
+        return cls(**found)
+
+    def recorded(self) -> pipeline.Recorded:
+        return pipeline.Recorded(self.guarded, self.executed)
+
+
+_KINDS: dict[str, type[EventBase]] = {
+    "parsed": OutputParsed,
+    "guarded": SqlGuarded,
+    "executed": SqlExecuted,
+    "failure": ProviderFailed,
+}
+
+
+def _run_limits(started: RunStarted) -> Limits:
+    """The caps the run recorded (a run from before caps: the defaults)."""
+    return started.limits if isinstance(started.limits, Limits) else DEFAULT_LIMITS
 
 
 def _latest_score(caserun: CaseRun) -> ScoreComputed | None:
@@ -168,6 +209,7 @@ def _rescore_run(
     bank_info = state.banks[started.bank_hash]
     bank = bank_info.event
     references = _references(home, bank, bank_info.seq)
+    limits = _run_limits(started)
     pool = None
     if reexecute:
         from ledger.harness.worker import WorkerPool
@@ -187,22 +229,22 @@ def _rescore_run(
                 summary.skip("no_recorded_score")
                 continue
             by_leaf = {s.link: s.event for s in caserun.steps}
-            # _reexecute appends re-executed events, so the list holds the base type.
-            evidence: list[EventBase] = [by_leaf[h] for h in latest.evidence if h in by_leaf]
+            named = _Named.of([by_leaf[h] for h in latest.evidence if h in by_leaf])
             links = list(latest.evidence)
-            if pool is not None:
-                rerun = _reexecute(pool, bank, caserun, evidence, stream)
-                if rerun is not None:
-                    out.append(rerun[0])
-                    evidence.append(rerun[0])
-                    links.append(rerun[1])
-                    summary.reexecuted += 1
-            if _has_version(caserun, version, tuple(links)):
+            if pool is None and _has_version(caserun, version, tuple(links)):
                 summary.skip("already_scored")
                 continue
             try:
-                fields = score_fields(bank, references, caserun.case_id, evidence, version)
-            except score_mod.ScoringError:
+                judged = pipeline.judge(
+                    pipeline.Bench.of(bank, caserun.case_id, references),
+                    parsed=named.parsed,
+                    failure=named.failure,
+                    pool=pool,
+                    recorded=named.recorded(),
+                    limits=limits,
+                    version=version,
+                )
+            except score_mod.ScoringError:  # the bank has no such case
                 summary.skip("scoring_failed")
                 continue
             except LedgerError:
@@ -214,6 +256,22 @@ def _rescore_run(
                     where=f"nothing was recorded for run {run_id}; it stopped at case "
                     f"{caserun.case_id} attempt {caserun.attempt}",
                 ) from exc
+            for worker_try, result in enumerate(judged.executions, start=1):
+                rerun, link = stream.make(
+                    SqlExecuted,
+                    case_id=caserun.case_id,
+                    attempt=caserun.attempt,
+                    worker_try=worker_try,
+                    **{name: getattr(result, name) for name in result.__struct_fields__},
+                )
+                out.append(rerun)
+                links.append(link)
+            if judged.executions:
+                summary.reexecuted += 1
+            fields = judged.score
+            if fields is None:
+                summary.skip("scoring_failed")
+                continue
             event, _ = stream.make(
                 ScoreComputed,
                 case_id=caserun.case_id,
@@ -229,30 +287,6 @@ def _rescore_run(
     return out
 
 
-def _reexecute(
-    pool: Any, bank: BankPublished, caserun: CaseRun, evidence: list[EventBase], stream: Stream
-) -> tuple[EventBase, str] | None:
-    parsed = next((e for e in evidence if isinstance(e, OutputParsed)), None)
-    guarded = next((e for e in evidence if isinstance(e, SqlGuarded)), None)
-    if parsed is None or not parsed.sql or guarded is None or not guarded.passed:
-        return None
-    case = next(c for c in bank.cases if c.id == caserun.case_id)
-    worker_try = 1
-    result = pool.execute(parsed.sql, max_rows=case.max_rows)
-    if result.error_kind == "worker_crash":  # retried once, as the runner does
-        worker_try = 2
-        result = pool.execute(parsed.sql, max_rows=case.max_rows)
-    values = {name: getattr(result, name) for name in result.__struct_fields__}
-    evidence[:] = [e for e in evidence if not isinstance(e, SqlExecuted)]
-    return stream.make(
-        SqlExecuted,
-        case_id=caserun.case_id,
-        attempt=caserun.attempt,
-        worker_try=worker_try,
-        **values,
-    )
-
-
 # ----------------------------------------------------------------- verify --recompute
 
 _EVIDENCE_TYPES = (OutputParsed, SqlGuarded, SqlExecuted, ProviderFailed)
@@ -263,7 +297,7 @@ def _recorded(event: ScoreComputed) -> dict[str, Any]:
     return {k: v for k, v in raw.items() if k not in _ENVELOPE and k != "type"}
 
 
-def recompute_hook(banks_dir: Path) -> Callable[[Iterator[StoredEvent]], None]:
+def recompute_hook(banks_dir: Path, *, reexecute: bool = True) -> Recomputation:
     """The ``verify --recompute`` check, reading bank files from ``banks_dir``.
 
     ``banks_dir`` holds each bank as ``<hex>/`` (``banks/`` beside the operator's
@@ -271,81 +305,222 @@ def recompute_hook(banks_dir: Path) -> Callable[[Iterator[StoredEvent]], None]:
     A bank file that differs from its BankPublished fails the check (exit 1); missing
     files mean it could not be made (exit 2).
     """
+    return Recomputation(banks_dir, reexecute=reexecute)
 
-    def check(rows: Iterator[StoredEvent]) -> None:
-        banks: dict[str, tuple[BankPublished, int]] = {}
-        references: dict[str, dict[str, str]] = {}
-        run_banks: dict[str, str] = {}
-        evidence: dict[str, EventBase] = {}
+
+class Recomputation:
+    """``verify --recompute``: called with the verified events in order, it re-executes
+    the SQL of every scored execution and re-derives every ScoreComputed, through the
+    judge that recorded them (``ledger.harness.pipeline.judge``); ``summary()`` says
+    what it did.
+
+    Re-execution runs each recorded SqlExecuted that a score names (the last one it
+    names: the one scored) once, in the sandboxed worker, on a database built from the
+    checked bank files into a temporary folder (its gold must equal the published
+    gold), under the run's recorded caps, and compares
+    :data:`ledger.harness.pipeline.COMPARED_FIELDS`. A recorded timeout or memory stop
+    is not re-run and a re-run stopped that way is not compared: both depend on the
+    machine and are counted as not comparable. The first difference raises a
+    VerificationError naming the seq of the SqlExecuted, before its score is checked.
+    """
+
+    def __init__(self, banks_dir: Path, *, reexecute: bool = True) -> None:
+        self.banks_dir = banks_dir
+        self.reexecute = reexecute
+        self.scores = 0
+        self.rerun = 0
+        self.equal = 0
+        self.not_comparable = 0
+
+    def summary(self) -> str:
+        """One line for people."""
+        line = f"recompute: {self.scores} scores re-derived"
+        if self.reexecute:
+            line += (
+                f"; {self.rerun} executions re-run, {self.equal} equal, "
+                f"{self.not_comparable} not comparable (timeout or memory stop)"
+            )
+        return line
+
+    def __call__(self, rows: Iterator[StoredEvent]) -> None:
+        walk = _Walk(self)
         try:
             for row in rows:
-                event = row.event()
-                if isinstance(event, BankPublished):
-                    banks.setdefault(event.content_sha256, (event, row.seq))
-                elif isinstance(event, RunStarted):
-                    run_banks[event.run_id] = event.bank_hash
-                elif isinstance(event, _EVIDENCE_TYPES):
-                    evidence[link_of(row.leaf_hash)] = event
-                elif isinstance(event, ScoreComputed):
-                    _check_score(row.seq, event, banks, references, run_banks, evidence, banks_dir)
+                walk.add(row)
         finally:
+            walk.close()
             # Close the ledger cursor now, before the caller closes the ledger.
             close = getattr(rows, "close", None)
             if close is not None:
                 close()
 
-    return check
 
+class _Walk:
+    """The state of one recompute pass over the events."""
 
-def _check_score(
-    seq: int,
-    event: ScoreComputed,
-    banks: dict[str, tuple[BankPublished, int]],
-    references: dict[str, dict[str, str]],
-    run_banks: dict[str, str],
-    evidence: dict[str, EventBase],
-    banks_dir: Path,
-) -> None:
-    def fail(message: str) -> VerificationError:
-        return VerificationError(f"seq {seq}: {message}", seq=seq)
+    def __init__(self, owner: Recomputation) -> None:
+        self.owner = owner
+        self.banks: dict[str, tuple[BankPublished, int]] = {}
+        self.loaded: dict[str, Bank] = {}
+        self.runs: dict[str, RunStarted] = {}
+        self.evidence: dict[str, tuple[int, EventBase]] = {}
+        self.rerun_done: set[str] = set()
+        self.pools: dict[str, WorkerPool] = {}
+        self.tmp: tempfile.TemporaryDirectory[str] | None = None
 
-    bank_hash = run_banks.get(event.stream)
-    if bank_hash is None or bank_hash not in banks:
-        raise fail(f"ScoreComputed in stream {event.stream}, which has no run on a published bank")
-    bank, bank_seq = banks[bank_hash]
-    if bank_hash not in references:
-        references[bank_hash] = published_references(banks_dir, bank, bank_seq)
-    named = []
-    for link in event.evidence:
-        found = evidence.get(link)
-        if found is not None:
-            if found.stream != event.stream or found.case_id != event.case_id:  # type: ignore[attr-defined]
-                raise fail(f"evidence {link} belongs to another attempt")
-            named.append(found)
-    try:
-        fields = score_fields(
-            bank, references[bank_hash], event.case_id, named, event.scorer_version
+    def close(self) -> None:
+        for pool in self.pools.values():
+            pool.close()
+        if self.tmp is not None:
+            self.tmp.cleanup()
+
+    def add(self, row: StoredEvent) -> None:
+        event = row.event()
+        if isinstance(event, BankPublished):
+            self.banks.setdefault(event.content_sha256, (event, row.seq))
+        elif isinstance(event, RunStarted):
+            self.runs[event.run_id] = event
+        elif isinstance(event, _EVIDENCE_TYPES):
+            self.evidence[link_of(row.leaf_hash)] = (row.seq, event)
+        elif isinstance(event, ScoreComputed):
+            self.check_score(row.seq, event)
+
+    def bank(self, bank_hash: str) -> Bank:
+        if bank_hash not in self.loaded:
+            event, seq = self.banks[bank_hash]
+            self.loaded[bank_hash] = published_bank(self.owner.banks_dir, event, seq)
+        return self.loaded[bank_hash]
+
+    def pool(self, bank_hash: str) -> WorkerPool:
+        """A worker over the bank's database, built now from its checked files."""
+        if bank_hash not in self.pools:
+            event, seq = self.banks[bank_hash]
+            bank = self.bank(bank_hash)
+            if self.tmp is None:
+                self.tmp = tempfile.TemporaryDirectory(prefix="caseledger-recompute-")
+            db = Path(self.tmp.name) / f"{event.content_sha256.removeprefix('sha256:')}.duckdb"
+            build_database(bank, db)
+            con = open_bank_db(db)
+            try:
+                gold = gold_digest(freeze_gold(con, bank))
+            finally:
+                con.close()
+            if gold != event.gold_digest:
+                raise VerificationError(
+                    f"seq {seq}: bank {event.bank_id}@{event.version}: building its published "
+                    f"files gives gold {gold}, BankPublished records {event.gold_digest}",
+                    seq=seq,
+                    hint="build with the DuckDB version BankPublished names "
+                    f"({event.build.duckdb_version})",
+                )
+            self.pools[bank_hash] = WorkerPool(db)
+        return self.pools[bank_hash]
+
+    def check_score(self, seq: int, event: ScoreComputed) -> None:
+        def fail(message: str) -> VerificationError:
+            return VerificationError(f"seq {seq}: {message}", seq=seq)
+
+        started = self.runs.get(event.stream)
+        bank_hash = None if started is None else started.bank_hash
+        if started is None or bank_hash is None or bank_hash not in self.banks:
+            raise fail(
+                f"ScoreComputed in stream {event.stream}, which has no run on a published bank"
+            )
+        bank_event = self.banks[bank_hash][0]
+        references = {case.id: case.reference_sql for case in self.bank(bank_hash).cases}
+        named: list[tuple[str, int, EventBase]] = []
+        for link in event.evidence:
+            found = self.evidence.get(link)
+            if found is not None:
+                ev = found[1]
+                if ev.stream != event.stream or ev.case_id != event.case_id:  # type: ignore[attr-defined]
+                    raise fail(f"evidence {link} belongs to another attempt")
+                named.append((link, *found))
+        where = (
+            f"verify stopped at seq {seq}, the score of {event.stream} case "
+            f"{event.case_id} attempt {event.attempt}"
         )
-    except score_mod.ScoringError as exc:
-        raise fail(f"the recorded score cannot be re-derived from its evidence: {exc}") from None
-    except LedgerError:
-        raise
-    except Exception as exc:
-        raise InternalError(
-            exc,
-            where=f"verify stopped at seq {seq}, the score of {event.stream} case "
-            f"{event.case_id} attempt {event.attempt}",
-        ) from exc
-    recomputed = msgspec.to_builtins(fields, order="sorted", builtin_types=())
-    recorded = _recorded(event)
-    differ = sorted(
-        k for k in recorded.keys() | recomputed.keys() if recorded.get(k) != recomputed.get(k)
-    )
-    if differ:
-        first = differ[0]
-        raise fail(
-            f"recorded score of {event.stream} case {event.case_id} attempt {event.attempt} "
-            f"(scorer {event.scorer_version}) differs from its evidence: {', '.join(differ)} "
-            f"({first}: recorded {recorded.get(first)!r}, "
-            f"recomputed {recomputed.get(first)!r})"
+        try:
+            bench = pipeline.Bench.of(bank_event, event.case_id, references)
+            evidence = _Named.of([ev for _, _, ev in named])
+            executed = [(link, s) for link, s, ev in named if isinstance(ev, SqlExecuted)]
+            if self.owner.reexecute and executed and evidence.executed is not None:
+                link, exec_seq = executed[-1]
+                if link not in self.rerun_done:
+                    self.rerun_done.add(link)
+                    self.reexecute(exec_seq, evidence, bench, started, bank_hash, event)
+            fields = score_fields(
+                bank_event, references, event.case_id, [ev for _, _, ev in named],
+                event.scorer_version,
+            )  # fmt: skip
+        except score_mod.ScoringError as exc:
+            raise fail(
+                f"the recorded score cannot be re-derived from its evidence: {exc}"
+            ) from None
+        except LedgerError:
+            raise
+        except Exception as exc:
+            raise InternalError(exc, where=where) from exc
+        self.owner.scores += 1
+        recomputed = msgspec.to_builtins(fields, order="sorted", builtin_types=())
+        recorded = _recorded(event)
+        differ = sorted(
+            k for k in recorded.keys() | recomputed.keys() if recorded.get(k) != recomputed.get(k)
         )
+        if differ:
+            first = differ[0]
+            raise fail(
+                f"recorded score of {event.stream} case {event.case_id} attempt {event.attempt} "
+                f"(scorer {event.scorer_version}) differs from its evidence: {', '.join(differ)} "
+                f"({first}: recorded {recorded.get(first)!r}, "
+                f"recomputed {recomputed.get(first)!r})"
+            )
+
+    def reexecute(
+        self,
+        seq: int,
+        evidence: _Named,
+        bench: pipeline.Bench,
+        started: RunStarted,
+        bank_hash: str,
+        score: ScoreComputed,
+    ) -> None:
+        """Run the scored SQL again and compare with the recorded SqlExecuted at ``seq``."""
+        owner, recorded = self.owner, evidence.executed
+        assert recorded is not None
+        if recorded.error_kind in pipeline.MACHINE_STOPS:
+            owner.not_comparable += 1
+            return
+        judged = pipeline.judge(
+            bench,
+            parsed=evidence.parsed,
+            pool=self.pool(bank_hash),
+            recorded=evidence.recorded(),
+            limits=_run_limits(started),
+            version=score.scorer_version,
+        )
+        if not judged.executions:
+            return  # the recorded guard did not pass it: the score check refuses it
+        owner.rerun += 1
+        rerun = judged.executions[-1]
+        if rerun.error_kind in pipeline.MACHINE_STOPS:
+            owner.not_comparable += 1
+            return
+        differ = pipeline.execution_differences(recorded, rerun)
+        if differ:
+            first = differ[0]
+            bank = self.banks[bank_hash][0]
+            raise VerificationError(
+                f"seq {seq}: the SqlExecuted of {recorded.stream} case {recorded.case_id} "
+                f"attempt {recorded.attempt} differs from re-executing its SQL on bank "
+                f"{bank.bank_id}@{bank.version}: {', '.join(differ)} ({first}: recorded "
+                f"{_short(getattr(recorded, first))}, re-executed {_short(getattr(rerun, first))})",
+                seq=seq,
+            )
+        owner.equal += 1
+
+
+def _short(value: Any, limit: int = 120) -> str:
+    """A field as stored (JSON), cut to ``limit`` characters."""
+    text = "unset" if value is msgspec.UNSET else msgspec.json.encode(value).decode()
+    return text if len(text) <= limit else text[: limit - 1] + "…"

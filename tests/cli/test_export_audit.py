@@ -28,12 +28,13 @@ from hypothesis import strategies as st
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "projections"))
 from report_testkit import OPERATOR_SEED, build_real_ledger, operator
 
-from ledger.audit import check_bank_files
+from ledger.audit import check_bank_files, published_references
 from ledger.cli import main
 from ledger.errors import VerificationError
-from ledger.events import BankPublished
+from ledger.events import BankPublished, ScoreComputed, SqlExecuted
 from ledger.keys import Signer
-from ledger.store import Ledger
+from ledger.rescore import score_fields
+from ledger.store import Draft, Ledger, link_of
 
 BIN = Path(sys.executable).parent
 FORMATS = ("json", "md", "html")
@@ -175,7 +176,14 @@ def test_walkthrough_in_a_moved_export_with_no_key(home: Path, tmp_path: Path) -
     assert verified.returncode == 0, verified.stderr
     assert verified.stdout.startswith(f"verified: {size + 1} events, 3 streams, 1 signers")
     assert f"checkpoints at size {size}" in verified.stdout
-    assert verified.stdout.rstrip().endswith("scores recomputed")
+    # sales-fixture has 7 cases: the reference run scores 7 and executes 7; the replay
+    # answers 20 of 21 (one missing recording: cancelled), 1 a provider timeout and 1 a
+    # DROP TABLE (scored, never executed): 27 scores, 25 executions re-run.
+    assert verified.stdout.splitlines()[0].endswith("; scores recomputed")
+    assert verified.stdout.splitlines()[1:] == [
+        "recompute: 27 scores re-derived; 25 executions re-run, 25 equal, "
+        "0 not comparable (timeout or memory stop)"
+    ]
     for line in commands[1:]:
         rebuilt = shell(line, moved)
         assert rebuilt.returncode == 0, (line, rebuilt.stdout, rebuilt.stderr)
@@ -326,7 +334,63 @@ def test_recompute_without_bank_files_could_not_check(home: Path, tmp_path: Path
     # the operator's own layout (banks/<hex>/ beside the ledger) is the default
     code, out, err = cli("--ledger", ledger, "verify", "--recompute")
     assert code == 0, err
-    assert out.rstrip().endswith("scores recomputed")
+    assert out.splitlines()[0].endswith("; scores recomputed")
+    assert out.splitlines()[1].startswith("recompute: 27 scores re-derived; 25 executions re-run")
+
+
+def forge_execution(home: Path, case_id: str, **change: object) -> int:
+    """Append, signed with the operator's own key, a changed copy of the self-test run's
+    SqlExecuted of ``case_id`` attempt 1 and a ScoreComputed naming it, re-derived from it
+    by the scorer: a consistent lie the score check alone accepts. Returns the forged seq."""
+    with Ledger.open(home / "ledger.db") as ledger:
+        rows = ledger.stream_events("self-test")
+        on_case = [r for r in rows if getattr(r.event(), "case_id", None) == case_id]
+        executed = next(r for r in on_case if isinstance(r.event(), SqlExecuted))
+        score = next(r.event() for r in on_case if isinstance(r.event(), ScoreComputed))
+        fields = msgspec.structs.asdict(executed.event())
+        for name in ("stream", "stream_seq", "stream_prev", "at"):
+            fields.pop(name)
+        (seq,) = ledger.append([Draft(SqlExecuted, "self-test", {**fields, **change})], operator())
+        forged = ledger.stream_events("self-test")[-1]
+        old, new = link_of(executed.leaf_hash), link_of(forged.leaf_hash)
+        evidence = tuple(new if link == old else link for link in score.evidence)
+        by_link = {link_of(r.leaf_hash): r.event() for r in [*on_case, forged]}
+        bank, bank_seq = published_bank(home / "ledger.db")
+        refs = published_references(home / "banks", bank, bank_seq)
+        derived = score_fields(bank, refs, case_id, [by_link[x] for x in evidence], "2.0.0")
+        ledger.append(
+            [Draft(ScoreComputed, "self-test", {"case_id": case_id, "attempt": 1,
+                                                "evidence": evidence, **derived})],
+            operator(),
+        )  # fmt: skip
+    return seq
+
+
+def test_recompute_re_executes_and_names_a_forged_result(home: Path) -> None:
+    ledger = str(home / "ledger.db")
+    seq = forge_execution(home, "sf-01", rows=((99, "1.00"),))
+    code, _, err = cli("--ledger", ledger, "verify")
+    assert code == 0, err  # signed by the registered operator: every signature holds
+    code, _, err = cli("--ledger", ledger, "verify", "--recompute", "--banks", str(home / "banks"))
+    assert code == 1
+    assert err.startswith(
+        f"verification FAILED: seq {seq}: the SqlExecuted of self-test case sf-01 attempt 1 "
+        "differs from re-executing its SQL on bank sales-fixture@v1: rows "
+        '(rows: recorded [[99,"1.00"]], re-executed '
+    )
+    assert "Traceback" not in err
+
+
+def test_a_recorded_timeout_is_counted_not_compared(home: Path) -> None:
+    stopped = {"ok": False, "error_kind": "timeout", "error_message": "stopped after 5 s"}
+    forge_execution(home, "sf-02", **stopped, columns=(), rows=(), row_count=0)
+    code, out, err = cli("--ledger", str(home / "ledger.db"), "verify", "--recompute")
+    assert code == 0, err
+    # one more score (the forged one); its timeout is not re-run, the 25 others are
+    assert out.splitlines()[1] == (
+        "recompute: 28 scores re-derived; 25 executions re-run, 25 equal, "
+        "1 not comparable (timeout or memory stop)"
+    )
 
 
 EDITABLE = ("schema.sql", "seed.sql", "prompt.md", "cases.yaml", "semantic.json")
