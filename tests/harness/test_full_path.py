@@ -16,7 +16,7 @@ from support import REPO
 from ledger import events
 from ledger.bank.publish import publish
 from ledger.bank.registry import builtin_banks
-from ledger.harness import guard, protocol, score
+from ledger.harness import pipeline, protocol
 from ledger.harness.worker import WorkerPool
 from ledger.keys import Signer
 from ledger.store import Ledger
@@ -46,33 +46,19 @@ def published(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
 
 
 def _score(bank, case: events.CaseSpec, sql: str, pool: WorkerPool) -> dict:
-    gold = next(g for g in bank.event.gold if g.case_id == case.id)
-    ids = {"case_id": case.id, "attempt": 1}
+    """A strict answer of ``sql`` through the library's one judge (guard, worker, scorer)."""
     parsed = events.OutputParsed(
-        **_ENV, **ids, **msgspec.structs.asdict(protocol.parse_output(_strict(sql)))
+        **_ENV,
+        case_id=case.id,
+        attempt=1,
+        **msgspec.structs.asdict(protocol.parse_output(_strict(sql))),
     )
     assert parsed.protocol_strict
-    verdict = guard.guard(sql, [t.name for t in bank.event.tables])
-    guarded = events.SqlGuarded(
-        **_ENV,
-        **ids,
-        passed=verdict.passed,
-        violations=verdict.violations,
-        ast_digest=verdict.ast_digest,
+    judged = pipeline.judge(
+        pipeline.Bench.of(bank.event, case.id, bank.references()), parsed=parsed, pool=pool
     )
-    executed = None
-    if verdict.passed:
-        result = pool.execute(sql, max_rows=case.max_rows)
-        executed = events.SqlExecuted(**_ENV, **ids, **msgspec.structs.asdict(result))
-    return score.score_attempt(
-        case=case,
-        gold=gold,
-        parsed=parsed,
-        guarded=guarded,
-        executed=executed,
-        provider_failure=None,
-        reference_sql=bank.references()[case.id],
-    )
+    assert judged.score is not None, judged.cancelled
+    return judged.score
 
 
 @pytest.mark.slow

@@ -21,7 +21,7 @@ from ledger.bank.leak import leak_findings
 from ledger.bank.registry import PublishedBank, find_published
 from ledger.cli_run import bank_context
 from ledger.errors import BankError, UsageError
-from ledger.harness import guard, protocol, score
+from ledger.harness import pipeline, protocol
 from ledger.harness.runner import BankContext, RunPlan, plan_keys, run
 from ledger.harness.worker import WorkerPool
 from ledger.keys import load_default_signer
@@ -109,13 +109,12 @@ HAND_TOTALS = {
 
 
 def direct_score(
-    bank: PublishedBank, pool: WorkerPool, case_id: str, ref: str, line: dict[str, Any]
+    bank: PublishedBank, pool: WorkerPool, case_id: str, line: dict[str, Any]
 ) -> dict[str, Any]:
-    """The score of one recorded line through the scorer functions, without the runner."""
-    case = next(c for c in bank.event.cases if c.id == case_id)
-    gold = next(g for g in bank.event.gold if g.case_id == case_id)
+    """The score of one recorded line from the library's own judge, without the runner: the
+    runner must record exactly what the judge says (AttemptWriter only makes events)."""
     ids = {"case_id": case_id, "attempt": 1}
-    parsed = guarded = executed = failed = None
+    parsed = failed = None
     if "error" in line:
         inv = events.Invocation(
             harness_kind="x", response_mode="text", single_call=True, tools="off", retries=0,
@@ -128,19 +127,14 @@ def direct_score(
     else:
         verdict_p = protocol.parse_output(line["output"])
         parsed = events.OutputParsed(**ENV, **ids, **msgspec.structs.asdict(verdict_p))
-        if parsed.sql is not None:
-            verdict = guard.guard(parsed.sql, [t.name for t in bank.event.tables])
-            guarded = events.SqlGuarded(
-                **ENV, **ids, passed=verdict.passed, violations=verdict.violations,
-                ast_digest=verdict.ast_digest,
-            )  # fmt: skip
-            if verdict.passed:
-                result = pool.execute(parsed.sql, max_rows=case.max_rows)
-                executed = events.SqlExecuted(**ENV, **ids, **msgspec.structs.asdict(result))
-    return score.score_attempt(
-        case=case, gold=gold, parsed=parsed, guarded=guarded, executed=executed,
-        provider_failure=failed, reference_sql=ref,
-    )  # fmt: skip
+    judged = pipeline.judge(
+        pipeline.Bench.of(bank.event, case_id, bank.references()),
+        parsed=parsed,
+        failure=failed,
+        pool=pool,
+    )
+    assert judged.score is not None, judged.cancelled
+    return judged.score
 
 
 @pytest.mark.slow
@@ -169,7 +163,7 @@ def test_replay_scores_equal_the_scorer_case_by_case(
     assert set(recorded) == set(outputs)
     with WorkerPool(bank.db_path) as pool:
         for key, line in outputs.items():
-            expected = direct_score(bank, pool, key[0], refs[key[0]], line)
+            expected = direct_score(bank, pool, key[0], line)
             got = {k: getattr(recorded[key], k) for k in expected}
             assert got == expected, key
     for key, total in HAND_TOTALS.items():
