@@ -11,10 +11,13 @@ Every path that turns an answer into a score goes through :func:`judge`:
   (:func:`execution_differences`);
 - the calibration oracle judges a SQL text as a strict answer.
 
-Each stage is either judged now or taken from the record: the guard verdict is
-``recorded.guarded`` when given, else judged under the run's caps
-(``ledger.harness.limits.judge_sql``); the execution is run in ``pool`` when one
-is given, else ``recorded.executed`` is used. Only named refusals become data: a
+Each stage is either judged now or taken from the record. Without ``recorded``
+the answer is fresh: its SQL is guarded under the run's caps
+(``ledger.harness.limits.judge_sql``) and, when it passes, executed in ``pool``.
+With ``recorded`` the recorded guard verdict is used as it is (a missing one stays
+missing, so evidence that does not fit is refused by the scorer, never repaired);
+the SQL is executed again in ``pool`` when one is given and the recorded verdict
+passed it, else the recorded execution is scored. Only named refusals become data: a
 ``ScoringError`` is kept in ``Judgement.refusal`` (the runner cancels the attempt
 as ``infrastructure``); any other exception is a caseledger bug and propagates
 (each caller names where it stopped in an ``InternalError``).
@@ -163,6 +166,7 @@ def judge(
 ) -> Judgement:
     """Judge one answer (``parsed``, or the provider's ``failure``) against ``bench``.
 
+    ``recorded`` None: a fresh answer (guard it now); else the recorded stages to use.
     ``spent_ns()`` is the CPU time (ns) the attempt's judging has used so far (the
     judge budget of ``limits``); ``pool`` None means execute nothing and score the
     recorded execution.
@@ -171,14 +175,15 @@ def judge(
         UsageError: unknown scorer ``version``.
         Exception: anything but a ScoringError is a caseledger bug and propagates.
     """
-    recorded = recorded or Recorded()
     case = bench.case
     source = parsed if parsed is not None else failure
     ids: dict[str, Any] = {"case_id": case.id, "attempt": 1 if source is None else source.attempt}
     verdict: limits_mod.Judged | None = None
-    guarded = recorded.guarded
-    if guarded is not None:
-        verdict = limits_mod.Judged(guarded.passed, guarded.violations, guarded.ast_digest)
+    guarded = executed = None
+    if recorded is not None:  # the record is the truth: a missing stage stays missing
+        guarded, executed = recorded.guarded, recorded.executed
+        if guarded is not None:
+            verdict = limits_mod.Judged(guarded.passed, guarded.violations, guarded.ast_digest)
     elif parsed is not None and parsed.sql is not None:
         verdict = limits_mod.judge_sql(
             parsed.sql,
@@ -196,12 +201,11 @@ def judge(
             ast_digest=verdict.ast_digest,
         )
     runs: list[ExecResult] = []
-    executed = recorded.executed
-    if pool is not None and verdict is not None and verdict.passed:
-        assert parsed is not None and parsed.sql is not None
-        runs.append(_execute(pool, parsed.sql, case.max_rows, limits))
+    sql = None if parsed is None else parsed.sql
+    if pool is not None and verdict is not None and verdict.passed and sql:
+        runs.append(_execute(pool, sql, case.max_rows, limits))
         if runs[-1].error_kind == "worker_crash":  # retried once, and both are recorded
-            runs.append(_execute(pool, parsed.sql, case.max_rows, limits))
+            runs.append(_execute(pool, sql, case.max_rows, limits))
             if runs[-1].error_kind == "worker_crash":
                 return Judgement(verdict, tuple(runs), None)
         executed = events.SqlExecuted(**_ENVELOPE, **ids, **_fields(runs[-1]), worker_try=len(runs))
