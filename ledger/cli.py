@@ -26,6 +26,8 @@ from ledger.errors import LedgerError
 __all__ = ["DEFAULT_LEDGER", "Context", "handle_errors", "main", "pass_ctx"]
 
 
+# What DuckDB raises (as a plain RuntimeError) when a SIGINT stops a statement.
+DUCKDB_INTERRUPTED = "Query interrupted"
 INTERRUPTED = "interrupted (Ctrl-C): stopped; nothing half-done was recorded or written"
 
 
@@ -52,9 +54,10 @@ class _Group(click.Group):
 
     Every command, whichever module defines it: a LedgerError prints its line and
     exits with its code; a click usage error prints ``error: ...`` and a hint (2);
-    Ctrl-C prints one line (2); a closed stdout pipe exits quietly (2); a ledger
-    file SQLite cannot read is "could not check" (2). Anything else is a bug and
-    keeps its traceback.
+    Ctrl-C (also the one DuckDB reports as RuntimeError while it runs a statement)
+    prints one line (2); a closed stdout pipe exits quietly (2); a ledger file SQLite
+    cannot read is "could not check" (2). Anything else is a bug and keeps its
+    traceback.
     """
 
     def main(  # type: ignore[override]
@@ -92,6 +95,13 @@ class _Group(click.Group):
         except LedgerError as exc:
             click.echo(exc.cli_line(), err=True)
             ctx.exit(exc.exit_code)
+        except RuntimeError as exc:
+            # DuckDB turns the Ctrl-C that arrives while it runs a statement in this
+            # process (building a bank, freezing gold) into RuntimeError("Query
+            # interrupted"); it is the user's Ctrl-C, not a bug.
+            if str(exc) == DUCKDB_INTERRUPTED:
+                raise KeyboardInterrupt from None
+            raise
         except sqlite3.DatabaseError as exc:
             # SQLite could open the file but not read it as a ledger (no events table,
             # a corrupt page): the check could not be made.

@@ -555,7 +555,7 @@ def guard(sql: str, tables: Collection[str]) -> Verdict:
         >>> guard("SELECT count(*) FROM orders", {"orders"}).passed
         True
         >>> [v.check for v in guard("SELECT * FROM read_csv('/etc/passwd')", {"orders"}).violations]
-        ['table_functions', 'denied_functions']
+        ['table_functions', 'function_allowlist']
     """
     allowed = frozenset(fold(t) for t in tables if t)
     if len(sql) > sqlparse.CACHED_CHARS:

@@ -276,12 +276,13 @@ def _worker_main(conn: Connection, db_path: str, memory_limit: str, parent_pid: 
     try:
         con = connect_sandboxed(db_path, memory_limit=memory_limit)
     except duckdb.Error as exc:
-        conn.send_bytes(encoder.encode(_Reply(kind="open_failed", message=str(exc))))
+        _send_or_quit(conn, encoder.encode(_Reply(kind="open_failed", message=str(exc))))
         return
     sandbox = _Sandbox(con)
     watchdog = _Watchdog(parent_pid)
     watchdog.start()
-    conn.send_bytes(encoder.encode(_Reply(kind="ready")))
+    if not _send_or_quit(conn, encoder.encode(_Reply(kind="ready"))):
+        return
     decoder: msgspec.msgpack.Decoder[_Request] = msgspec.msgpack.Decoder(_Request)
     while True:
         try:
@@ -294,11 +295,18 @@ def _worker_main(conn: Connection, db_path: str, memory_limit: str, parent_pid: 
         except Exception:
             # A bug in the worker, not a model failure: hand the traceback to the parent.
             reply = _Reply(kind="fault", message=traceback.format_exc())
-        try:
-            conn.send_bytes(encoder.encode(reply))
-        except OSError:
-            break  # the parent went away mid-query (Ctrl-C): nobody to answer
+        if not _send_or_quit(conn, encoder.encode(reply)):
+            break
     con.close()
+
+
+def _send_or_quit(conn: Connection, payload: bytes) -> bool:
+    """Send to the parent; False when it went away (Ctrl-C while we started or ran)."""
+    try:
+        conn.send_bytes(payload)
+    except OSError:
+        return False  # nobody to answer: end quietly, the parent reports the interruption
+    return True
 
 
 # --------------------------------------------------------------- DuckDB's own parse check
