@@ -47,7 +47,7 @@ and the report), on a fresh copy of the ledger each round:
 - old, store warm: the same copy again, the store built by the cold call.
 
 The same three are timed in-process: one long-lived child per release imports
-``ledger.reporting`` once and times ``report_bytes(ledger, fmt="json")`` per call,
+``ledger.app.reporting`` once and times ``report_bytes(ledger, fmt="json")`` per call,
 which separates interpreter start-up and imports from the report itself. The table
 gives the median and range (min-max) of the rounds and new/old of the medians
 (target <= 1.5x); "same bytes" says whether old and new report bytes are equal.
@@ -200,7 +200,7 @@ def build(path: Path, caseruns: int) -> int:
 
 def _child(mode: str, path: Path) -> dict[str, float]:
     from ledger import codec
-    from ledger.snapshot import read_state
+    from ledger.app.snapshot import read_state
     from ledger.store import Ledger
     from projections.report import build_report, render
 
@@ -240,7 +240,7 @@ def _serve() -> None:
     """
     t = time.perf_counter()
     import ledger
-    from ledger.reporting import report_bytes
+    from ledger.app.reporting import report_bytes
 
     imported = time.perf_counter() - t
     print(json.dumps({"ready": str(Path(ledger.__file__).parent), "import_s": imported}))
@@ -374,7 +374,7 @@ class _Side:
 
 
 class _Server:
-    """A long-lived child that imported one release's ``ledger.reporting`` once."""
+    """A long-lived child that imported one release's ``ledger.app.reporting`` once."""
 
     def __init__(self, root: Path) -> None:
         self.root = root
@@ -491,7 +491,7 @@ def compare(old_root: Path, new_root: Path, master: Path, work: Path, rounds: in
     startup = {name: med(name, "cli") - med(name, "inproc") for name in names}
     print(f"| start-up + imports (process - in-process, medians) | {startup[cold]:.2f} | "
           f"{startup[warm]:.2f} | {startup['new']:.2f} | | |")  # fmt: skip
-    print(f"| import of ledger.reporting alone (in-process child) | {imports['old']:.2f} | "
+    print(f"| import of ledger.app.reporting alone (in-process child) | {imports['old']:.2f} | "
           f"{imports['old']:.2f} | {imports['new']:.2f} | | |")  # fmt: skip
     for how, label in (("cli", "process"), ("inproc", "in-process")):
         vs_warm = med("new", how) / med(warm, how)

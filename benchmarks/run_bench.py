@@ -49,7 +49,7 @@ from ledger import codec, events
 from ledger.adapters import build_adapter
 from ledger.bank.publish import publish
 from ledger.bank.registry import builtin_banks
-from ledger.cli_run import bank_context, with_variants
+from ledger.cli.run import bank_context, with_variants
 from ledger.harness.runner import Progress, RunPlan, run
 from ledger.keys import Signer
 from ledger.store import Ledger

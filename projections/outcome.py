@@ -18,7 +18,7 @@ counts, an attempt cancelled as interrupted and then scored by a resume is final
 and one scored and then cancelled as interrupted is not.
 
 Callers: ``projections/caseruns.resolve`` (reports), ``ledger/harness/runner``
-(resume, summary), ``ledger/rescore`` and ``ledger/baseline``. The function is
+(resume, summary), ``ledger/app/rescore`` and ``ledger/app/baseline``. The function is
 pure: it reads its arguments only.
 """
 

@@ -31,11 +31,11 @@ def main() -> int:
     """Build the ledger, freeze every profile, print what was written."""
     from ledger import codec
     from ledger.adapters.base import build_adapter
+    from ledger.app.baseline import freeze
+    from ledger.app.demo import PROFILES, recording
     from ledger.bank.publish import publish
     from ledger.bank.registry import builtin_banks
-    from ledger.baseline import freeze
-    from ledger.cli_run import bank_context
-    from ledger.demo import PROFILES, recording
+    from ledger.cli.run import bank_context
     from ledger.harness.runner import RunPlan, run
     from ledger.keys import Signer
     from ledger.store import Ledger

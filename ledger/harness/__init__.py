@@ -1,0 +1,17 @@
+"""The harness: one attempt from a bank case to its score, in data-flow order.
+
+- ``prompt``: the blind prompt for one case (the bank's prompt.md filled in).
+- ``protocol``: parse the model's raw answer (query-plan-v1) into plan, SQL, summary.
+- ``limits``: the caps on what one attempt may cost (output, SQL, nesting, results).
+- ``sqlparse``: one sqlglot parse per SQL text; ``functions``: DuckDB's function
+  catalog judged into an allow-list; ``ast_rules``: capability rules over the AST;
+  ``guard``: the static decision whether the SQL may run at all.
+- ``worker``: the sandboxed, read-only DuckDB process that executes it;
+  ``cells``: typed result cells.
+- ``align``, ``matching``, ``compare``: the result against the frozen gold
+  (column alignment, multiset rows by bipartite matching, order, tolerances).
+- ``score``: the 100-point score of one attempt under a named scorer version.
+- ``pipeline``: the one judge wiring guard -> execute (crash retried once) -> score.
+- ``attempt``: one adapter answer turned into the attempt's linked events.
+- ``runner``: plan cases x attempts, drive an adapter, append every step.
+"""

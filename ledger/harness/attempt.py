@@ -20,7 +20,9 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TypeVar
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
 
 from ledger import codec, events
 from ledger.adapters.base import Failure, Reply
@@ -30,12 +32,29 @@ from ledger.harness.cells import stored_size
 from ledger.harness.worker import WorkerPool
 from ledger.store import StoredEvent, link_of
 
-if TYPE_CHECKING:
-    from ledger.harness.runner import AttemptKey, BankContext
-
-__all__ = ["AttemptWriter", "Stream"]
+__all__ = ["AttemptKey", "AttemptWriter", "BankContext", "Stream"]
 
 E = TypeVar("E", bound=events.EventBase)
+
+# An attempt within a run: (case id, attempt number from 1).
+AttemptKey = tuple[str, int]
+
+
+@dataclass(frozen=True)
+class BankContext:
+    """A published bank as the runner needs it."""
+
+    event: events.BankPublished
+    db_path: Path
+    reference_sql: dict[str, str]
+    leak_check: Callable[[str], list[str]]
+    prompt_for: Callable[[events.CaseSpec], str]
+    prompt_contract_digest: str
+    # Variant diagnostics (calibration variants of the bank): given the case, the model's
+    # SQL and its base execution, the VariantChecked fields; None when the bank has none.
+    variant_check: Callable[[events.CaseSpec, str, events.SqlExecuted], dict[str, Any]] | None = (
+        None
+    )
 
 
 class Stream:

@@ -46,7 +46,6 @@ import threading
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
-from pathlib import Path
 from typing import Any
 
 import duckdb
@@ -62,7 +61,7 @@ from ledger.adapters.base import (
 )
 from ledger.errors import BankError, InternalError, LedgerError, UsageError
 from ledger.harness import score
-from ledger.harness.attempt import AttemptWriter, Stream
+from ledger.harness.attempt import AttemptKey, AttemptWriter, BankContext, Stream
 from ledger.harness.limits import DEFAULT_LIMITS, validate
 from ledger.harness.protocol import OUTPUT_CONTRACT
 from ledger.harness.worker import WorkerPool
@@ -91,25 +90,6 @@ __all__ = [
 TERMINAL = (events.ScoreComputed, events.AttemptCancelled)
 # A run id is a stream name: short, printable, no spaces, never the log's own stream.
 RUN_ID_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,127}")
-
-AttemptKey = tuple[str, int]
-
-
-@dataclass(frozen=True)
-class BankContext:
-    """A published bank as the runner needs it."""
-
-    event: events.BankPublished
-    db_path: Path
-    reference_sql: dict[str, str]
-    leak_check: Callable[[str], list[str]]
-    prompt_for: Callable[[events.CaseSpec], str]
-    prompt_contract_digest: str
-    # Variant diagnostics (calibration variants of the bank): given the case, the model's
-    # SQL and its base execution, the VariantChecked fields; None when the bank has none.
-    variant_check: Callable[[events.CaseSpec, str, events.SqlExecuted], dict[str, Any]] | None = (
-        None
-    )
 
 
 @dataclass(frozen=True)

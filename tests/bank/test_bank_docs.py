@@ -8,7 +8,7 @@ from pathlib import Path
 from ledger.bank import validate_bank
 from ledger.bank.model import CASE_FIELDS, DIMENSIONS, PLACEHOLDERS, SEMANTIC_KEYS, TOP_FIELDS
 from ledger.bank.source import BANK_FILES
-from ledger.cli_bank import bank_group
+from ledger.cli.bank import bank_group
 
 REPO = Path(__file__).resolve().parents[2]
 DOC = REPO / "docs" / "bank-format.md"

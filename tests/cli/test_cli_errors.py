@@ -41,8 +41,8 @@ def test_report_into_a_missing_folder_exits_2(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     "module",
-    [f"ledger.cli_{area}" for area in ("ledger", "bank", "run", "report", "gate", "calibrate")]
-    + ["ledger.cli_demo"],
+    [f"ledger.cli.{area}" for area in ("log", "bank", "run", "report", "gate", "calibrate")]
+    + ["ledger.cli.demo", "ledger.cli.export", "ledger.cli.common"],
 )
 def test_each_command_module_imports_first_in_a_fresh_process(module: str) -> None:
     # Importing an area module before ledger.cli must not be a circular import.

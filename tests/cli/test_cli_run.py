@@ -291,8 +291,8 @@ def test_missing_recordings_are_cancelled_and_stay_planned(home: Path, tmp_path:
 def test_prompt_leak_through_the_cli_exits_2(
     home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from ledger import cli_run
-    from ledger.harness.runner import BankContext
+    from ledger.cli import run as cli_run
+    from ledger.harness.attempt import BankContext
 
     real = cli_run.bank_context
 

@@ -28,12 +28,12 @@ from hypothesis import strategies as st
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "projections"))
 from report_testkit import OPERATOR_SEED, build_real_ledger, operator
 
-from ledger.audit import check_bank_files, published_references
+from ledger.app.audit import check_bank_files, published_references
+from ledger.app.rescore import score_fields
 from ledger.cli import main
 from ledger.errors import VerificationError
 from ledger.events import BankPublished, ScoreComputed, SqlExecuted
 from ledger.keys import Signer
-from ledger.rescore import score_fields
 from ledger.store import Draft, Ledger, link_of
 
 BIN = Path(sys.executable).parent

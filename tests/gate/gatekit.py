@@ -75,7 +75,7 @@ def build_gate_ledger(folder: Path) -> Path:
     from ledger.adapters.base import build_adapter
     from ledger.bank.publish import publish
     from ledger.bank.registry import BUILTIN_DIR
-    from ledger.cli_run import bank_context
+    from ledger.cli.run import bank_context
     from ledger.harness.runner import RunPlan, run
 
     folder.mkdir(parents=True, exist_ok=True)
@@ -117,7 +117,7 @@ def build_gate_ledger(folder: Path) -> Path:
 
 def report_of(ledger_path: Path) -> dict[str, Any]:
     """The canonical report dict of every run of the ledger."""
-    from ledger.snapshot import read_state
+    from ledger.app.snapshot import read_state
     from projections.report.build import build_report, to_plain
 
     with Ledger.open(ledger_path, readonly=True) as ledger:

@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from ledger import baseline
-from ledger.baseline_check import check_baseline
+from ledger.app import baseline
+from ledger.app.baseline_check import check_baseline
 from ledger.cli import main
 from ledger.harness import score as score_mod
 from projections import gate, metrics

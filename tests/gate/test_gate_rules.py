@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from ledger.baseline_check import check_baseline
+from ledger.app.baseline_check import check_baseline
 from ledger.cli import main
 from projections import gate
 from projections.metrics import parse_tolerance

@@ -19,10 +19,11 @@ from ledger.adapters import build_adapter
 from ledger.adapters.base import Reply, Request
 from ledger.bank.leak import leak_findings
 from ledger.bank.registry import PublishedBank, find_published
-from ledger.cli_run import bank_context
+from ledger.cli.run import bank_context
 from ledger.errors import BankError, UsageError
 from ledger.harness import pipeline, protocol
-from ledger.harness.runner import BankContext, RunPlan, plan_keys, run
+from ledger.harness.attempt import BankContext
+from ledger.harness.runner import RunPlan, plan_keys, run
 from ledger.harness.worker import WorkerPool
 from ledger.keys import load_default_signer
 from ledger.store import Ledger

@@ -385,11 +385,10 @@ def _replay_lines(references: dict[str, str]) -> list[dict[str, Any]]:
 def build_real_ledger(folder: Path) -> Path:
     """Publish sales-fixture, run the reference adapter (1 attempt) and a replay (3 attempts)."""
     from ledger.adapters.base import build_adapter
-    from ledger.bank.leak import leak_findings
+    from ledger.app.evaluate import bank_context
     from ledger.bank.publish import publish
     from ledger.bank.registry import BUILTIN_DIR
     from ledger.harness import runner
-    from ledger.harness.prompt import prompt_contract_digest, render_prompt
 
     folder.mkdir(parents=True, exist_ok=True)
     signer = operator()
@@ -398,16 +397,8 @@ def build_real_ledger(folder: Path) -> Path:
     with Ledger.create(path, signer, clock=fixed_clock) as ledger:
         published = publish(ledger, signer, BUILTIN_DIR / "sales-fixture", folder, cwd=folder)
         pb = published.published
-        refs = pb.references()
-        leaks = pb.leak_context(ledger_path=path, cwd=folder)
-        bank = runner.BankContext(
-            event=pb.event,
-            db_path=pb.db_path,
-            reference_sql=refs,
-            leak_check=lambda text: leak_findings(text, leaks),
-            prompt_for=lambda case: render_prompt(pb.event, case),
-            prompt_contract_digest=prompt_contract_digest(pb.event),
-        )
+        bank = bank_context(pb, path, folder)
+        refs = bank.reference_sql
         reference = build_adapter("reference", {}, cases=refs)
         plan = runner.RunPlan(run_id="self-test", profile="reference", attempts=1)
         runner.run(ledger, signer, bank, reference, plan, clock=fixed_clock)

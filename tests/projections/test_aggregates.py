@@ -5,8 +5,8 @@ from __future__ import annotations
 from decimal import Decimal
 from fractions import Fraction
 
+from ledger.app.snapshot import read_state
 from ledger.merkle import root_hash
-from ledger.snapshot import read_state
 from projections.aggregates import case_stats, weighted_score
 from projections.numbers import nearest_rank, show
 from projections.report.build import build_report, to_plain

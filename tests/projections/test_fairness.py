@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from ledger.app.snapshot import read_state
 from ledger.merkle import root_hash
-from ledger.snapshot import read_state
 from projections.report.build import build_report, to_plain
 
 CASES = [("a", "basic", "easy", "1")]

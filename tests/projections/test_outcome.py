@@ -251,8 +251,8 @@ def _specs(h: HandLedger):
 def test_rescore_and_baseline_pick_the_any_version_score(tmp_path: Path) -> None:
     """rescore._latest_score and baseline._latest_scores: the terminal of any version,
     when it is a score (S1 Ci -> none; Ci S2 -> S2)."""
-    from ledger.baseline import _latest_scores
-    from ledger.rescore import _has_version, _latest_score
+    from ledger.app.baseline import _latest_scores
+    from ledger.app.rescore import _has_version, _latest_score
     from projections.caseruns import State, caserun_key
 
     a = CaseRun(

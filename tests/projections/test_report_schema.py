@@ -18,8 +18,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
+from ledger.app.snapshot import read_state
 from ledger.errors import UsageError
-from ledger.snapshot import read_state
 from ledger.store import Ledger
 from projections import metrics
 from projections.report import render, schema

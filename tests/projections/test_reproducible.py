@@ -13,8 +13,8 @@ import pytest
 from report_testkit import GUARD_CASE, MISSING_CASE, RENAMED_CASE, TIMEOUT_CASE
 
 from ledger import codec
+from ledger.app.snapshot import read_state
 from ledger.merkle import root_hash
-from ledger.snapshot import read_state
 from ledger.store import Ledger
 from projections.replay import replay
 

@@ -9,8 +9,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from report_testkit import HandLedger
 
+from ledger.app.snapshot import read_state
 from ledger.merkle import root_hash
-from ledger.snapshot import read_state
 from projections.report import render
 from projections.report.build import build_report, run_overview, to_plain
 

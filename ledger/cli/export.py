@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from ledger.cli_common import Context, handle_errors, pass_ctx
+from ledger.cli.common import Context, pass_ctx
 
 __all__ = ["register"]
 
@@ -38,12 +38,11 @@ def export() -> None:
     help="A folder with the published report.json (and report.md / report.html) to include.",
 )
 @pass_ctx
-@handle_errors
 def export_audit_cmd(
     ctx: Context, out_dir: Path, banks_dir: Path | None, reports_dir: Path | None
 ) -> None:
     """Ledger snapshot, bank files, newest checkpoint, verifier key and README for an auditor."""
-    from ledger.audit import export_audit
+    from ledger.app.audit import export_audit
 
     done = export_audit(
         ctx.ledger_path,

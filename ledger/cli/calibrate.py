@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import click
 
 from ledger.calibration.report import format_text, to_json
 from ledger.calibration.service import run_calibration
-from ledger.cli_common import Context, handle_errors, pass_ctx
+from ledger.cli.common import Context, exit_with, pass_ctx
 from ledger.keys import load_default_signer
 from ledger.store import Ledger
 
@@ -25,7 +24,6 @@ __all__ = ["register"]
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the report as one JSON object.")
 @pass_ctx
-@handle_errors
 def calibrate_cmd(ctx: Context, bank_arg: str, as_json: bool) -> None:
     """Run every mutant and positive control of a bank through the real oracle and record it.
 
@@ -37,7 +35,7 @@ def calibrate_cmd(ctx: Context, bank_arg: str, as_json: bool) -> None:
         done = run_calibration(ledger, signer, bank_arg, ctx.home, cwd=Path.cwd())
     click.echo(to_json(done.result) if as_json else format_text(done.result))
     click.echo(f"recorded as run {done.run_id}", err=True)
-    sys.exit(0 if done.result.passed else 1)
+    exit_with(0 if done.result.passed else 1)
 
 
 def register(group: click.Group) -> None:

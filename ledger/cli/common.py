@@ -1,27 +1,22 @@
-"""What every command module shares: the resolved global options and error mapping.
+"""What every command module shares: the resolved global options and the way to exit.
 
-Kept apart from ``ledger/cli.py`` so an area module (``ledger/cli_<area>.py``)
-can be imported on its own without importing the group that registers it.
+Kept apart from ``ledger/cli/__init__.py`` (the group and the one mapping of
+errors to exit codes) so the area modules (``ledger/cli/<area>.py``) and the group
+import it without importing each other.
 """
 
 from __future__ import annotations
 
 import contextlib
-import functools
 import os
-import sys
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import NoReturn
 
 import click
 
-from ledger.errors import LedgerError
-
-__all__ = ["DEFAULT_LEDGER", "Context", "handle_errors", "pass_ctx", "write_atomic"]
+__all__ = ["DEFAULT_LEDGER", "Context", "exit_with", "pass_ctx", "write_atomic"]
 
 DEFAULT_LEDGER = Path(".caseledger") / "ledger.db"
-F = TypeVar("F", bound=Callable[..., Any])
 
 
 class Context:
@@ -39,18 +34,13 @@ class Context:
 pass_ctx = click.make_pass_decorator(Context)
 
 
-def handle_errors(func: F) -> F:
-    """Turn a LedgerError into its message on stderr and its exit code (no traceback)."""
+def exit_with(code: int) -> NoReturn:
+    """End the command with ``code`` (the one way a command exits early or with 1).
 
-    @functools.wraps(func)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return func(*args, **kwargs)
-        except LedgerError as exc:
-            click.echo(exc.cli_line(), err=True)
-            sys.exit(exc.exit_code)
-
-    return wrapper  # type: ignore[return-value]
+    The group (``ledger.cli``) turns it into the process's exit status, as it does
+    for every error it maps.
+    """
+    raise click.exceptions.Exit(code)
 
 
 def write_atomic(path: Path, data: bytes) -> None:

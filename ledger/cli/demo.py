@@ -11,7 +11,7 @@ from typing import Any
 
 import click
 
-from ledger.demo import DEMO_FILES, REPORT_FORMATS, run_demo
+from ledger.app.demo import DEMO_FILES, REPORT_FORMATS, run_demo
 from ledger.errors import UsageError
 
 __all__ = ["register", "report_commands"]
@@ -45,14 +45,6 @@ def _move_into_place(work: Path, out_dir: Path) -> None:
         signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
 
-def _write_reports(ledger_path: Path, out_dir: Path, tree_size: int) -> None:
-    from ledger.reporting import report_bytes
-
-    for fmt in REPORT_FORMATS:
-        data, _, _ = report_bytes(ledger_path, fmt=fmt, at_size=tree_size)
-        (out_dir / f"report.{fmt}").write_bytes(data)
-
-
 @click.command("demo")
 @click.option(
     "-o",
@@ -66,8 +58,6 @@ def _write_reports(ledger_path: Path, out_dir: Path, tree_size: int) -> None:
 @click.option("--force", is_flag=True, help="Replace a demo already in the folder.")
 def demo(out_dir: Path, force: bool) -> None:
     """Publish the built-in banks, run the self-test and three recorded models, report."""
-    from ledger.cli_run import bank_context, with_variants
-
     present = [name for name in DEMO_FILES if (out_dir / name).exists()]
     if present and not force:
         raise UsageError(
@@ -84,9 +74,6 @@ def demo(out_dir: Path, force: bool) -> None:
         result = run_demo(
             work,
             force=True,
-            bank_context=bank_context,
-            with_variants=with_variants,
-            write_reports=_write_reports,
             echo=lambda line: click.echo(line, err=True),
         )
         _move_into_place(work, out_dir)

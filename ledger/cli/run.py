@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import os
-import re
 import sys
 import time
 from pathlib import Path
@@ -14,44 +12,19 @@ from typing import Any
 import click
 import msgspec
 
-from ledger import codec
 from ledger.adapters.base import build_adapter
 from ledger.adapters.command import CommandAdapter, sweep_stale_children
-from ledger.bank.leak import leak_findings
+from ledger.app.evaluate import bank_context, default_run_id, now, summary_text, with_variants
 from ledger.bank.registry import find_published
 from ledger.bounds import MAX_ATTEMPTS, MAX_CONCURRENCY, MAX_RETRIES
+from ledger.cli.common import exit_with
 from ledger.errors import UsageError
-from ledger.harness import prompt as prompt_mod
 from ledger.harness.limits import BOUNDS, DEFAULT_LIMITS, validate
-from ledger.harness.runner import BankContext, Progress, RunPlan, RunSummary, run
+from ledger.harness.runner import Progress, RunPlan, run
 from ledger.keys import load_default_signer
 from ledger.store import Ledger
 
 __all__ = ["register"]
-
-
-def bank_context(published: Any, ledger_path: Path, cwd: Path) -> BankContext:
-    """What the runner needs of a published bank (prompts, leak check, references)."""
-    leak_ctx = published.leak_context(ledger_path=ledger_path, cwd=cwd)
-    event = published.event
-    return BankContext(
-        event=event,
-        db_path=published.db_path,
-        reference_sql=published.references(),
-        leak_check=lambda text: leak_findings(text, leak_ctx),
-        prompt_for=lambda case: prompt_mod.render_prompt(event, case),
-        prompt_contract_digest=prompt_mod.prompt_contract_digest(event),
-    )
-
-
-def default_run_id(ledger: Ledger, profile: str) -> str:
-    """``<profile>-<n>``: n counts the runs already in the log (deterministic, never random)."""
-    slug = re.sub(r"[^A-Za-z0-9._-]+", "-", profile).strip("-") or "run"
-    taken = set(ledger.streams())
-    n = len(taken)
-    while f"{slug}-{n:04d}" in taken:
-        n += 1
-    return f"{slug}-{n:04d}"
 
 
 class _Reporter:
@@ -76,21 +49,6 @@ class _Reporter:
                 click.echo("", err=True)
         else:
             click.echo(text, err=True)
-
-
-def summary_text(s: RunSummary, ledger_path: Path) -> str:
-    """The one-screen summary printed at the end of a run."""
-    score = "see the report" if s.total_score is None else str(s.total_score)
-    failures = ", ".join(f"{k} {v}" for k, v in sorted(s.failures.items())) or "none"
-    lines = [
-        f"run {s.run_id}: {s.status}",
-        f"  attempts: {s.planned} planned, {s.done} done",
-        f"  result-correct: {s.correct}/{s.planned} planned attempts",
-        f"  score (weighted): {score}",
-        f"  failures: {failures}",
-    ]
-    lines.append(f"  report: caseledger --ledger {ledger_path} report --run {s.run_id} --format md")
-    return "\n".join(lines)
 
 
 @click.command("run")
@@ -210,7 +168,7 @@ def run_cmd(obj: Any, /, bank_ref: str, kind: str, **options: Any) -> None:
                     ctx,
                     adapter,
                     plan,
-                    clock=lambda: codec.format_time(_now()),
+                    clock=now,
                     on_progress=_Reporter(),
                 )
             except KeyboardInterrupt:
@@ -220,31 +178,11 @@ def run_cmd(obj: Any, /, bank_ref: str, kind: str, **options: Any) -> None:
                     f"--resume {plan.run_id}",
                     err=True,
                 )
-                sys.exit(2)
+                exit_with(2)
         finally:
             stack.close()
             adapter.close()
     click.echo(summary_text(summary, ledger_path))
-
-
-def with_variants(ctx: BankContext, published: Any, stack: contextlib.ExitStack) -> BankContext:
-    """The bank context with variant diagnostics when the bank has calibration variants.
-
-    The variant workers live until ``stack`` closes.
-    """
-    from ledger.calibration.diagnostics import as_event_check, open_for_published
-
-    diagnostics = open_for_published(published)
-    if diagnostics is None:
-        return ctx
-    stack.enter_context(diagnostics)
-    return dataclasses.replace(ctx, variant_check=as_event_check(diagnostics))
-
-
-def _now() -> Any:
-    import datetime as dt
-
-    return dt.datetime.now(dt.UTC)
 
 
 def register(group: click.Group) -> None:

@@ -8,12 +8,12 @@ from pathlib import Path
 
 import click
 
-from ledger.cli_common import Context, handle_errors, pass_ctx, write_atomic
+from ledger.app.reporting import report_bytes
+from ledger.app.rescore import rescore
+from ledger.app.snapshot import read_state
+from ledger.cli.common import Context, pass_ctx, write_atomic
 from ledger.codec import format_time
 from ledger.keys import load_default_signer
-from ledger.reporting import report_bytes
-from ledger.rescore import rescore
-from ledger.snapshot import read_state
 from ledger.store import Ledger
 from projections.report import FORMATS, run_overview
 
@@ -32,7 +32,6 @@ def _now() -> str:
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), help="Write here.")
 @click.option("--with-gold", is_flag=True, help="Internal view with gold rows (do not publish).")
 @pass_ctx
-@handle_errors
 def report(
     ctx: Context,
     runs: tuple[str, ...],
@@ -61,7 +60,6 @@ def report(
 @click.command()
 @click.option("--json", "as_json", is_flag=True, help="A JSON array of objects.")
 @pass_ctx
-@handle_errors
 def runs(ctx: Context, as_json: bool) -> None:
     """One line per run: bank, adapter, profile, model, status, attempts, result-correct, score."""
     with Ledger.open(ctx.ledger_path, readonly=True) as ledger:
@@ -79,7 +77,6 @@ def runs(ctx: Context, as_json: bool) -> None:
 
 @click.command()
 @pass_ctx
-@handle_errors
 def rebuild(ctx: Context) -> None:
     """Replay every event as a report does (bodies and chain checked); print the tree head."""
     with Ledger.open(ctx.ledger_path, readonly=True) as ledger:
@@ -98,7 +95,6 @@ def rebuild(ctx: Context) -> None:
 @click.option("--scorer", "version", required=True, help="The scorer version to score with.")
 @click.option("--reexecute", is_flag=True, help="Run the SQL again instead of reading results.")
 @pass_ctx
-@handle_errors
 def rescore_cmd(ctx: Context, runs: tuple[str, ...], version: str, reexecute: bool) -> None:
     """Append new scores from recorded evidence (zero model calls)."""
     signer = load_default_signer(ctx.home)

@@ -2,7 +2,7 @@
 
 Exit codes, the same for every command: 0 done / verified / passed; 1 the
 check ran and failed; 2 could not check (usage error, bad input, missing
-ledger). Commands of each area live in ``ledger/cli_<area>.py`` and are
+ledger). Commands of each area live in ``ledger/cli/<area>.py`` and are
 registered on the ``main`` group at the bottom of this file.
 
 Only this layer reads environment variables and default paths; it passes
@@ -20,10 +20,10 @@ from typing import Any, NoReturn
 
 import click
 
-from ledger.cli_common import DEFAULT_LEDGER, Context, handle_errors, pass_ctx
+from ledger.cli.common import DEFAULT_LEDGER, Context, exit_with, pass_ctx
 from ledger.errors import LedgerError
 
-__all__ = ["DEFAULT_LEDGER", "Context", "handle_errors", "main", "pass_ctx"]
+__all__ = ["DEFAULT_LEDGER", "Context", "exit_with", "main", "pass_ctx"]
 
 
 # What DuckDB raises (as a plain RuntimeError) when a SIGINT stops a statement.
@@ -142,18 +142,16 @@ def main(ctx: click.Context, ledger_path: Path | None) -> None:
     ctx.obj = Context(ledger_path)
 
 
+AREAS = ("log", "bank", "run", "report", "gate", "calibrate", "demo", "export")
+
+
 def _register() -> None:
-    # Each area module defines click commands and a ``register(group)`` function.
+    # Each area module (ledger/cli/<area>.py) defines click commands and a
+    # ``register(group)`` function.
     import importlib
 
-    for area in ("ledger", "bank", "run", "report", "gate", "calibrate", "demo", "export"):
-        try:
-            module = importlib.import_module(f"ledger.cli_{area}")
-        except ModuleNotFoundError as exc:
-            if exc.name != f"ledger.cli_{area}":
-                raise
-            continue
-        module.register(main)
+    for area in AREAS:
+        importlib.import_module(f"ledger.cli.{area}").register(main)
 
 
 try:

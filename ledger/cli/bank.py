@@ -23,7 +23,7 @@ from ledger.bank.describe import (
     format_show,
     to_json,
 )
-from ledger.cli_common import Context, handle_errors, pass_ctx
+from ledger.cli.common import Context, exit_with, pass_ctx
 from ledger.errors import LedgerError
 from ledger.keys import load_default_signer
 from ledger.store import Ledger
@@ -45,7 +45,6 @@ def bank_group() -> None:
 
 @bank_group.command("list")
 @pass_ctx
-@handle_errors
 def list_cmd(ctx: Context) -> None:
     """List built-in banks and the banks published in the ledger."""
     click.echo("built-in:")
@@ -67,7 +66,6 @@ def list_cmd(ctx: Context) -> None:
 @bank_group.command("validate")
 @click.argument("source")
 @pass_ctx
-@handle_errors
 def validate_cmd(ctx: Context, source: str) -> None:
     """Check a bank folder or built-in NAME: build it, freeze gold, run the leak check."""
     checked = validate_bank(
@@ -88,7 +86,6 @@ def validate_cmd(ctx: Context, source: str) -> None:
     help="First check calibration.yaml's metamorphic relations of the gold (exit 1 if broken).",
 )
 @pass_ctx
-@handle_errors
 def publish_cmd(ctx: Context, source: str, check_relations: bool) -> None:
     """Publish a bank folder or built-in NAME into the ledger (no-op when already published)."""
     signer = load_default_signer(ctx.home)
@@ -99,9 +96,8 @@ def publish_cmd(ctx: Context, source: str, check_relations: bool) -> None:
         for problem in problems:
             click.echo(f"relation broken: {problem}", err=True)
         if problems:
-            ctx_exit = click.get_current_context()
             click.echo("nothing was published", err=True)
-            ctx_exit.exit(1)
+            exit_with(1)
         click.echo("relations hold", err=True)
     with Ledger.open(ctx.ledger_path) as ledger:
         result = publish(ledger, signer, resolve_source(source), ctx.home, cwd=Path.cwd())
@@ -115,7 +111,6 @@ def publish_cmd(ctx: Context, source: str, check_relations: bool) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @click.option("--with-reference", is_flag=True, help="Include each case's reference SQL.")
 @pass_ctx
-@handle_errors
 def show_cmd(ctx: Context, ref: str, as_json: bool, with_reference: bool) -> None:
     """Show a published bank NAME[@VERSION] (or a folder / built-in not yet published)."""
     ledger = _open_readonly(ctx)
@@ -137,7 +132,6 @@ def show_cmd(ctx: Context, ref: str, as_json: bool, with_reference: bool) -> Non
 @click.argument("b")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @pass_ctx
-@handle_errors
 def diff_cmd(ctx: Context, a: str, b: str, as_json: bool) -> None:
     """Files and cases that differ between two banks (folders, built-ins or NAME@VERSION)."""
     ledger = _open_readonly(ctx)

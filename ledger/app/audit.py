@@ -370,7 +370,7 @@ def _export_banks(ledger: Ledger, banks_dir: Path, dest: Path) -> list[tuple[str
 def _export_reports(
     snapshot: Path, size: int, reports_dir: Path, dest: Path
 ) -> tuple[ReportSpec, list[str]]:
-    from ledger.reporting import report_bytes
+    from ledger.app.reporting import report_bytes
 
     spec = _report_spec(reports_dir)
     if spec.at_size > size:

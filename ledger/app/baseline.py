@@ -40,6 +40,7 @@ from typing import Any
 import msgspec
 
 from ledger import codec
+from ledger.app.rescore import score_fields
 from ledger.errors import (
     ChainBrokenError,
     InternalError,
@@ -61,7 +62,6 @@ from ledger.events import (
 )
 from ledger.harness import score as score_mod
 from ledger.keys import Keyring, verify_event_signature
-from ledger.rescore import score_fields
 from ledger.store import GENESIS_CHAIN, Ledger, StoredEvent, link_of
 from projections import gate
 from projections.caseruns import Item, State

@@ -10,26 +10,26 @@ reports. Everything goes through the same library calls as the CLI commands.
 from __future__ import annotations
 
 import contextlib
-import datetime as dt
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from ledger import codec
 from ledger.adapters.base import build_adapter
+from ledger.app.evaluate import bank_context, now, with_variants
+from ledger.app.reporting import report_bytes
 from ledger.bank.publish import publish
 from ledger.bank.registry import builtin_banks
 from ledger.errors import UsageError
-from ledger.harness.runner import BankContext, RunPlan, RunSummary, run
+from ledger.harness.runner import RunPlan, RunSummary, run
 from ledger.keys import Signer
 from ledger.proofs import issue_checkpoint
 from ledger.store import Ledger
 from ledger.verify import verify_ledger
 
-__all__ = ["DEMO_FILES", "PROFILES", "DemoResult", "recording", "run_demo"]
+__all__ = ["DEMO_FILES", "PROFILES", "DemoResult", "recording", "run_demo", "write_reports"]
 
-DATA = Path(__file__).resolve().parent
+DATA = Path(__file__).resolve().parent.parent / "demo"
 # Recorded profiles, in the order they run (file stem = profile name).
 PROFILES = ("northwind-sql-pro", "harbor-coder-14b", "lumen-mini")
 DEMO_FILES = ("ledger.db", "checkpoint.note", "report.json", "report.md", "report.html")
@@ -52,24 +52,24 @@ class DemoResult:
     report_size: int
 
 
-def _clock() -> str:
-    return codec.format_time(dt.datetime.now(dt.UTC))
+def write_reports(ledger_path: Path, out_dir: Path, tree_size: int) -> None:
+    """Write report.json, report.md and report.html built at ``tree_size`` into ``out_dir``."""
+    for fmt in REPORT_FORMATS:
+        data, _, _ = report_bytes(ledger_path, fmt=fmt, at_size=tree_size)
+        (out_dir / f"report.{fmt}").write_bytes(data)
 
 
 def run_demo(
     out_dir: Path,
     *,
     force: bool,
-    bank_context: Callable[..., BankContext],
-    with_variants: Callable[..., BankContext],
-    write_reports: Callable[[Path, Path, int], None],
     echo: Callable[[str], None],
 ) -> DemoResult:
     """Run the whole demo into ``out_dir`` (see the module doc).
 
-    ``bank_context(published, ledger_path, cwd)``, ``with_variants(ctx, published,
-    stack)`` and ``write_reports(ledger_path, out_dir, tree_size)`` are the CLI's own
-    functions, so the demo and the commands it prints cannot drift apart.
+    Runs start through ``ledger.app.evaluate`` and reports are written by
+    ``ledger.app.reporting``, as ``caseledger run`` and ``caseledger report`` do, so
+    the demo and the commands it prints cannot drift apart.
     """
     out_dir.mkdir(parents=True, exist_ok=True)
     present = [name for name in DEMO_FILES if (out_dir / name).exists()]
@@ -85,7 +85,7 @@ def run_demo(
     signer.save(out_dir / "keys" / "operator.key")
     summaries: list[RunSummary] = []
     with contextlib.ExitStack() as stack:
-        ledger = stack.enter_context(Ledger.create(ledger_path, signer, clock=_clock))
+        ledger = stack.enter_context(Ledger.create(ledger_path, signer, clock=now))
         banks = {}
         for name, folder in sorted(builtin_banks().items()):
             result = publish(ledger, signer, folder, out_dir, cwd=Path.cwd())
@@ -113,7 +113,7 @@ def run_demo(
                     profile=profile,
                     attempts=adapter.identity.default_attempts or 1,
                 )
-                summary = run(ledger, signer, ctx, adapter, plan, clock=_clock)
+                summary = run(ledger, signer, ctx, adapter, plan, clock=now)
             finally:
                 adapter.close()
             summaries.append(summary)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from ledger.cli_common import Context, handle_errors, pass_ctx
+from ledger.cli.common import Context, exit_with, pass_ctx
 from ledger.errors import UsageError
 
 __all__ = ["register"]
@@ -38,7 +38,6 @@ def _tolerances(values: tuple[str, ...]) -> dict[str, object]:
 @click.option(
     "--ci", is_flag=True, help="Refuse (exit 2) when the configuration disables the gate."
 )
-@handle_errors
 def gate(
     baseline: str,
     current: str,
@@ -49,7 +48,7 @@ def gate(
     ci: bool,
 ) -> None:
     """Compare two runs metric by metric: exit 0 pass, 1 regression, 2 could not judge."""
-    from ledger.gate_inputs import load_config, load_side
+    from ledger.app.gate_inputs import load_config, load_side
     from projections.gate import GateOptions, check_metric_names, judge, render_text
 
     config = load_config(Path.cwd())
@@ -57,7 +56,7 @@ def gate(
         where = config.source or "the configuration"
         if ci:
             click.echo(f"gate: disabled in {where}; --ci refuses to pass a switched-off gate")
-            raise SystemExit(2)
+            exit_with(2)
         click.echo(f"note: the gate is disabled in {where}; judging because asked", err=True)
     cli_tols = _tolerances(tols)
     check_metric_names([*cli_tols, *ignores], "command line")
@@ -77,7 +76,7 @@ def gate(
     else:
         click.echo(f"baseline from {base_from}; current from {cur_from}")
         click.echo(render_text(verdict), nl=False)
-    raise SystemExit(verdict["exit_code"])
+    exit_with(verdict["exit_code"])
 
 
 @click.group()
@@ -91,10 +90,9 @@ def baseline() -> None:
     "-o", "--output", "out_dir", required=True, type=click.Path(file_okay=False, path_type=Path)
 )
 @pass_ctx
-@handle_errors
 def freeze_cmd(ctx: Context, run: str, out_dir: Path) -> None:
     """Write RUN's signed events and its pinned scorecard into a baseline folder."""
-    from ledger.baseline import freeze
+    from ledger.app.baseline import freeze
     from ledger.store import Ledger
 
     with Ledger.open(ctx.ledger_path, readonly=True) as ledger:
@@ -111,23 +109,21 @@ def freeze_cmd(ctx: Context, run: str, out_dir: Path) -> None:
 @click.argument("folder", type=click.Path(path_type=Path))
 @click.option("--require-full", is_flag=True, help="A bank case or attempt missing is an error.")
 @click.option("--require-fields", help="Comma-separated fields every attempt must have.")
-@handle_errors
 def check_cmd(folder: Path, require_full: bool, require_fields: str | None) -> None:
     """Verify a baseline, check it is whole and that its pinned scorecard still holds."""
-    from ledger.baseline_check import check_baseline, parse_fields
+    from ledger.app.baseline_check import check_baseline, parse_fields
 
     fields = parse_fields(require_fields)
     result = check_baseline(folder, require_full=require_full, require_fields=fields)
     click.echo(result.text(), nl=False)
-    raise SystemExit(0 if result.ok else 1)
+    exit_with(0 if result.ok else 1)
 
 
 @baseline.command("pin")
 @click.argument("folder", type=click.Path(path_type=Path))
-@handle_errors
 def pin_cmd(folder: Path) -> None:
     """Re-pin the scorecard from the frozen events with the current code (on purpose)."""
-    from ledger.baseline import pin, read_bundle, stale_fields
+    from ledger.app.baseline import pin, read_bundle, stale_fields
 
     before = read_bundle(folder).pinned
     card = pin(folder)

@@ -23,7 +23,8 @@ from typing import Any
 
 import msgspec
 
-from ledger.audit import published_bank
+from ledger.app.audit import published_bank
+from ledger.app.snapshot import read_state
 from ledger.bank.build import build_database, freeze_gold, gold_digest, open_bank_db
 from ledger.bank.model import Bank
 from ledger.bank.registry import PublishedBank, bank_paths
@@ -45,7 +46,6 @@ from ledger.harness.attempt import Stream
 from ledger.harness.limits import DEFAULT_LIMITS
 from ledger.harness.worker import WorkerPool
 from ledger.keys import Signer
-from ledger.snapshot import read_state
 from ledger.store import Ledger, StoredEvent, link_of
 from projections.caseruns import CaseRun, State
 from projections.outcome import terminal as outcome_of
@@ -301,7 +301,7 @@ def recompute_hook(banks_dir: Path, *, reexecute: bool = True) -> Recomputation:
     """The ``verify --recompute`` check, reading bank files from ``banks_dir``.
 
     ``banks_dir`` holds each bank as ``<hex>/`` (``banks/`` beside the operator's
-    ledger) or ``<bank>@<version>/`` (an audit export); see ``ledger.audit.bank_folder``.
+    ledger) or ``<bank>@<version>/`` (an audit export); see ``ledger.app.audit.bank_folder``.
     A bank file that differs from its BankPublished fails the check (exit 1); missing
     files mean it could not be made (exit 2).
     """

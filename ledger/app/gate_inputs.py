@@ -21,9 +21,9 @@ from typing import Any
 
 import yaml
 
-from ledger.baseline import SCORECARD_FILE
+from ledger.app.baseline import SCORECARD_FILE
+from ledger.app.snapshot import read_state
 from ledger.errors import UsageError
-from ledger.snapshot import read_state
 from ledger.store import Ledger
 from projections import gate
 from projections.report.build import build_report

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from ledger.snapshot import read_state
+from ledger.app.snapshot import read_state
 from ledger.store import Ledger
 from projections.report import build_report, render
 

@@ -12,7 +12,7 @@ import msgspec
 
 from ledger.bounds import MAX_WORKERS
 from ledger.checkpoint import check_note_format
-from ledger.cli_common import Context, handle_errors, pass_ctx, write_atomic
+from ledger.cli.common import Context, exit_with, pass_ctx, write_atomic
 from ledger.errors import UsageError, VerificationError
 from ledger.events import EVENT_TYPES, EventBase, tag_of
 from ledger.keys import KeyEntry, Signer, load_default_signer
@@ -124,7 +124,6 @@ def _proof_text(what: str, proof: dict[str, object]) -> str:
 @click.command()
 @click.option("--name", default=DEFAULT_OPERATOR, show_default=True, help="Operator key name.")
 @pass_ctx
-@handle_errors
 def init(ctx: Context, name: str) -> None:
     """Create the ledger and its operator key (keys/operator.key, mode 0600)."""
     if ctx.ledger_path.exists():
@@ -147,7 +146,6 @@ def init(ctx: Context, name: str) -> None:
 @click.option("--type", "type_name", help="Only this event type (e.g. prompt.sent).")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per line.")
 @pass_ctx
-@handle_errors
 def log_cmd(ctx: Context, run: str | None, type_name: str | None, as_json: bool) -> None:
     """List events in sequence order."""
     with Ledger.open(ctx.ledger_path, readonly=True) as ledger:
@@ -165,7 +163,7 @@ def log_cmd(ctx: Context, run: str | None, type_name: str | None, as_json: bool)
 )
 @click.option("--key", "keys", multiple=True, help="Trusted operator verifier key, or a file.")
 @click.option("--workers", type=click.IntRange(1, MAX_WORKERS), help="Processes for signatures.")
-# --recompute (added by the report/rescore area; the check lives in ledger/rescore.py)
+# --recompute (added by the report/rescore area; the check lives in ledger/app/rescore.py)
 @click.option(
     "--recompute",
     is_flag=True,
@@ -178,7 +176,6 @@ def log_cmd(ctx: Context, run: str | None, type_name: str | None, as_json: bool)
     help="With --recompute: the published bank files (default: banks/ beside the ledger).",
 )
 @pass_ctx
-@handle_errors
 def verify(
     ctx: Context,
     checkpoint_files: tuple[Path, ...],
@@ -193,7 +190,7 @@ def verify(
         raise UsageError("--banks is only read with --recompute", hint="add --recompute")
     hook = None
     if recompute:
-        from ledger.rescore import recompute_hook
+        from ledger.app.rescore import recompute_hook
 
         hook = recompute_hook(ctx.home / "banks" if banks_dir is None else banks_dir)
     try:
@@ -207,7 +204,7 @@ def verify(
         )
     except VerificationError as exc:
         click.echo(f"verification FAILED: {exc.diagnostics()}", err=True)
-        raise SystemExit(1) from None
+        exit_with(1)
     click.echo(result.summary())
     if hook is not None:
         click.echo(hook.summary())
@@ -216,7 +213,6 @@ def verify(
 @click.command()
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), help="Write here.")
 @pass_ctx
-@handle_errors
 def checkpoint(ctx: Context, output: Path | None) -> None:
     """Sign a checkpoint (C2SP signed note) over the committed log and record it."""
     signer = load_default_signer(ctx.home)
@@ -245,7 +241,6 @@ _FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
 @_KEY_OPTION
 @_JSON_OPTION
 @pass_ctx
-@handle_errors
 def prove_inclusion_cmd(
     ctx: Context, seq: int, checkpoint_file: Path, keys: tuple[str, ...], as_json: bool
 ) -> None:
@@ -267,7 +262,6 @@ def prove_inclusion_cmd(
 @_KEY_OPTION
 @_JSON_OPTION
 @pass_ctx
-@handle_errors
 def prove_consistency_cmd(
     ctx: Context, old_file: Path, new_file: Path, keys: tuple[str, ...], as_json: bool
 ) -> None:
@@ -292,7 +286,6 @@ def keys() -> None:
 
 @keys.command("list")
 @pass_ctx
-@handle_errors
 def keys_list(ctx: Context) -> None:
     """Every signer ever registered (retired ones too) with its verifier key."""
     with Ledger.open(ctx.ledger_path, readonly=True) as ledger:
@@ -304,7 +297,6 @@ def keys_list(ctx: Context) -> None:
 @click.argument("name")
 @click.option("--role", type=click.Choice(["operator", "adapter", "auditor"]), required=True)
 @pass_ctx
-@handle_errors
 def keys_add(ctx: Context, name: str, role: str) -> None:
     """Make a new key (keys/NAME.key, mode 0600) and register it, signed by the operator."""
     if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", name):
@@ -323,7 +315,6 @@ def keys_add(ctx: Context, name: str, role: str) -> None:
 @click.argument("name")
 @click.option("--reason", default="", help="Why (recorded in the event).")
 @pass_ctx
-@handle_errors
 def keys_retire(ctx: Context, name: str, reason: str) -> None:
     """Retire a signer: it signs nothing from now on; its older events keep verifying."""
     with Ledger.open(ctx.ledger_path) as ledger:

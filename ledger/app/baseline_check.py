@@ -1,7 +1,7 @@
 """``baseline check``: a frozen baseline verifies, is whole, reconciles and still pins true.
 
 Checks, in order (docs/gate.md "baseline check"): the bundle verifies
-(ledger/baseline.py steps 1-6); every case of the bank is planned and every
+(ledger/app/baseline.py steps 1-6); every case of the bank is planned and every
 planned attempt has a terminal event (a warning, an error with
 ``require_full``); ids reconcile (planned cases are bank cases, attempt events
 name planned attempts, score evidence names events of the same attempt, gold
@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ledger.baseline import (
+from ledger.app.baseline import (
     FIELDS,
     SCORECARD_FILE,
     Bundle,

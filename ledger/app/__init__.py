@@ -1,0 +1,14 @@
+"""Application services: the library calls one command makes, between ``cli`` and the rest.
+
+- ``evaluate``: a published bank and an adapter wired into the runner (``run``, demo).
+- ``snapshot``: read the log into a projection state, every byte checked on the way.
+- ``reporting``: report bytes from a ledger at a tree size.
+- ``rescore``: re-apply a scorer to recorded evidence; ``verify --recompute``.
+- ``baseline``, ``baseline_check``: freeze, check and pin a run as a baseline.
+- ``gate_inputs``: what the gate reads (a report file, a ledger run, a baseline).
+- ``audit``: the auditor's export (verify and recompute without a private key).
+- ``demo``: the main job on the built-in default.
+
+Services read and write through ``ledger.store``; what they show is folded by
+``projections``. Nothing here parses command-line options or prints.
+"""

@@ -1,0 +1,81 @@
+"""The evaluation service: a published bank and an adapter wired into the runner.
+
+``caseledger run`` and the demo both start runs through these functions, so what
+the demo does and what the commands it prints do cannot drift apart.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import datetime as dt
+import re
+from pathlib import Path
+from typing import Any
+
+from ledger import codec
+from ledger.bank.leak import leak_findings
+from ledger.harness import prompt as prompt_mod
+from ledger.harness.attempt import BankContext
+from ledger.harness.runner import RunSummary
+from ledger.store import Ledger
+
+__all__ = ["bank_context", "default_run_id", "now", "summary_text", "with_variants"]
+
+
+def bank_context(published: Any, ledger_path: Path, cwd: Path) -> BankContext:
+    """What the runner needs of a published bank (prompts, leak check, references)."""
+    leak_ctx = published.leak_context(ledger_path=ledger_path, cwd=cwd)
+    event = published.event
+    return BankContext(
+        event=event,
+        db_path=published.db_path,
+        reference_sql=published.references(),
+        leak_check=lambda text: leak_findings(text, leak_ctx),
+        prompt_for=lambda case: prompt_mod.render_prompt(event, case),
+        prompt_contract_digest=prompt_mod.prompt_contract_digest(event),
+    )
+
+
+def with_variants(ctx: BankContext, published: Any, stack: contextlib.ExitStack) -> BankContext:
+    """The bank context with variant diagnostics when the bank has calibration variants.
+
+    The variant workers live until ``stack`` closes.
+    """
+    from ledger.calibration.diagnostics import as_event_check, open_for_published
+
+    diagnostics = open_for_published(published)
+    if diagnostics is None:
+        return ctx
+    stack.enter_context(diagnostics)
+    return dataclasses.replace(ctx, variant_check=as_event_check(diagnostics))
+
+
+def default_run_id(ledger: Ledger, profile: str) -> str:
+    """``<profile>-<n>``: n counts the runs already in the log (deterministic, never random)."""
+    slug = re.sub(r"[^A-Za-z0-9._-]+", "-", profile).strip("-") or "run"
+    taken = set(ledger.streams())
+    n = len(taken)
+    while f"{slug}-{n:04d}" in taken:
+        n += 1
+    return f"{slug}-{n:04d}"
+
+
+def now() -> str:
+    """The event clock of a live run: UTC now in the log's time format."""
+    return codec.format_time(dt.datetime.now(dt.UTC))
+
+
+def summary_text(s: RunSummary, ledger_path: Path) -> str:
+    """The one-screen summary printed at the end of a run."""
+    score = "see the report" if s.total_score is None else str(s.total_score)
+    failures = ", ".join(f"{k} {v}" for k, v in sorted(s.failures.items())) or "none"
+    lines = [
+        f"run {s.run_id}: {s.status}",
+        f"  attempts: {s.planned} planned, {s.done} done",
+        f"  result-correct: {s.correct}/{s.planned} planned attempts",
+        f"  score (weighted): {score}",
+        f"  failures: {failures}",
+    ]
+    lines.append(f"  report: caseledger --ledger {ledger_path} report --run {s.run_id} --format md")
+    return "\n".join(lines)
