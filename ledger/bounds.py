@@ -94,7 +94,8 @@ def decimal_problem(value: Decimal, *, maximum: Decimal | None = None) -> str | 
     if not value.is_finite():
         return "is not a finite number"
     _sign, digits, exponent = value.as_tuple()
-    assert isinstance(exponent, int)  # finite
+    if not isinstance(exponent, int):  # only NaN and infinities have a str exponent
+        return "is not a finite number"
     if len(digits) + max(exponent, 0) > MAX_DECIMAL_DIGITS or exponent < -MAX_DECIMAL_DIGITS:
         return f"has more than {MAX_DECIMAL_DIGITS} digits before or after the point"
     if maximum is not None and value > maximum:

@@ -55,6 +55,16 @@ class InternalError(LedgerError):
         return self.message
 
 
+def broken(what: str) -> InternalError:
+    """The InternalError for a state the code rules out (``raise broken(...)``).
+
+    Used instead of ``assert``, which ``python -O`` removes: a check that guards
+    evidence must hold in every interpreter mode, and a failure is a named bug
+    (exit 1, nothing recorded), never a traceback.
+    """
+    return InternalError(AssertionError(what), where="nothing was recorded")
+
+
 class BankError(LedgerError):
     """A question bank is malformed, leaks, or conflicts with a published version."""
 

@@ -35,7 +35,7 @@ from ledger import events
 from ledger.adapters import base, pricing
 from ledger.adapters.base import Failure, Identity, Reply, Request
 from ledger.codec import canonical_json
-from ledger.errors import UsageError
+from ledger.errors import UsageError, broken
 from ledger.secrets import SecretSet, env_secret
 
 __all__ = [
@@ -285,7 +285,9 @@ class CommandAdapter:
     ) -> Reply | Failure:
         start = time.perf_counter_ns()
         try:
-            proc = subprocess.Popen(
+            # Running the user's configured model program is this adapter's job: an
+            # argument list (no shell), through our supervisor (docs/adapters.md).
+            proc = subprocess.Popen(  # noqa: S603
                 [sys.executable, "-I", "-S", "-c", _SUPERVISOR, str(os.getpid()), *self._argv],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
@@ -410,7 +412,8 @@ def _read_usage(
     if not isinstance(obj, dict):
         raise ValueError("not a JSON object")
     obj = secrets.scrub_json(obj)
-    assert isinstance(obj, dict)
+    if not isinstance(obj, dict):
+        raise broken("scrubbing a JSON object gave something else")
     model = obj.get("model")
     if model is not None and not isinstance(model, str):
         raise ValueError(f"model must be a string, got {model!r}")

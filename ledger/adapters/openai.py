@@ -28,7 +28,7 @@ from ledger import events
 from ledger.adapters import base, pricing
 from ledger.adapters.base import Failure, Identity, Reply, Request
 from ledger.codec import canonical_json, sha256_hex
-from ledger.errors import UsageError
+from ledger.errors import UsageError, broken
 from ledger.secrets import SecretSet, env_secret
 
 __all__ = ["ADAPTER_VERSION", "OpenAIAdapter", "build", "status_kind"]
@@ -122,7 +122,8 @@ def usage_from_response(
     if not isinstance(raw_usage, dict):
         return None
     if secrets and (clean := secrets.scrub_json(raw_usage)) != raw_usage:
-        assert isinstance(clean, dict)
+        if not isinstance(clean, dict):
+            raise broken("scrubbing a JSON object gave something else")
         raw_usage = clean
         body = b""  # the text as received held the secret: never keep it
     prompt = _count(raw_usage, "prompt_tokens")

@@ -26,7 +26,7 @@ from ledger.adapters import base, pricing
 from ledger.adapters.base import Failure, Identity, MissingRecording, Reply, Request
 from ledger.bounds import MAX_ATTEMPTS, MAX_DEPTH, decimal_problem, json_depth
 from ledger.codec import sha256_hex
-from ledger.errors import AdapterError, UsageError
+from ledger.errors import AdapterError, UsageError, broken
 
 __all__ = ["ADAPTER_VERSION", "Recording", "ReplayAdapter", "build", "parse_replay"]
 
@@ -138,7 +138,8 @@ def _recording(text: str, line: int) -> Recording:
         if key not in _FIELDS:
             raise _LineError(f"unknown field {key!r} (allowed: {', '.join(_FIELDS)})")
     case = _string(obj, "case", required=True)
-    assert case is not None
+    if case is None:
+        raise broken("a required field came back missing")
     if not case:
         raise _LineError("'case' is empty")
     attempt = obj.get("attempt")
@@ -286,7 +287,8 @@ class ReplayAdapter:
                 usage=rec.usage,
                 generation_us=rec.generation_us,
             )
-        assert rec.output is not None
+        if rec.output is None:
+            raise broken("a recording with neither output nor failure")
         # A recording carries no bill, and a replay no auth mode: only an estimate.
         price = pricing.cost_of(
             rec.usage,

@@ -35,7 +35,7 @@ from pathlib import Path
 from ledger.bank.model import Bank, validate_source
 from ledger.bank.source import CALIBRATION_FILE, BankSource, read_source
 from ledger.codec import sha256_hex
-from ledger.errors import BankError, StoreError, UsageError, VerificationError
+from ledger.errors import BankError, StoreError, UsageError, VerificationError, broken
 from ledger.events import BankPublished, CheckpointIssued
 from ledger.store import Ledger
 
@@ -133,7 +133,8 @@ def check_bank_files(folder: Path, event: BankPublished, seq: int) -> BankSource
             hint="these are not the bank files that were published; get them again from the "
             "operator (`caseledger export audit`)",
         )
-    assert source is not None
+    if source is None:
+        raise broken("bank files checked but not read")
     if source.content_sha256 != event.content_sha256:
         raise VerificationError(
             f"seq {seq}: bank {_ref(event)}: the per-file hashes of BankPublished give "
@@ -213,7 +214,8 @@ def newest_checkpoint(ledger: Ledger) -> tuple[int, str] | None:
     found: list[tuple[int, str]] = []
     for row in ledger.events_of_type(CheckpointIssued):
         event = row.event()
-        assert isinstance(event, CheckpointIssued)
+        if not isinstance(event, CheckpointIssued):
+            raise broken(f"seq {row.seq}: events_of_type gave another type")
         found.append((event.tree_size, event.note))
     found.extend(ledger.stored_checkpoints())
     return max(found, key=lambda cp: cp[0]) if found else None
@@ -348,7 +350,8 @@ def _export_banks(ledger: Ledger, banks_dir: Path, dest: Path) -> list[tuple[str
     out: list[tuple[str, str]] = []
     for row in ledger.events_of_type(BankPublished):
         event = row.event()
-        assert isinstance(event, BankPublished)
+        if not isinstance(event, BankPublished):
+            raise broken(f"seq {row.seq}: events_of_type gave another type")
         folder = bank_folder(banks_dir, event)
         if folder is None:
             raise UsageError(

@@ -49,6 +49,7 @@ from ledger.errors import (
     StoreError,
     UsageError,
     VerificationError,
+    broken,
 )
 from ledger.events import (
     AttemptCancelled,
@@ -336,7 +337,8 @@ def verify_bundle(bundle: Bundle) -> str:
             public = base64.b64decode(e.event.public_key)
         else:
             entry = keyring.get(e.key_id)
-            assert entry is not None  # signer_problem said it is registered
+            if entry is None:  # signer_problem said it is registered
+                raise broken(f"key {e.key_id} checked as registered but not in the keyring")
             public = entry.public_key
         # Rule event/v2 (leaf and place) first; event/v1 (leaf only) only before any v2.
         if e.prev_chain is not None and verify_event_signature(
@@ -391,7 +393,8 @@ def _verify_stream(bundle: Bundle) -> None:
     if expected == 0:
         raise VerificationError(f"the bundle holds no event of run {run_id}")
     started = bundle.stream()[0].event
-    assert isinstance(started, RunStarted)
+    if not isinstance(started, RunStarted):
+        raise VerificationError(f"the bundle of run {run_id} does not start with RunStarted")
     # (5) exactly the run's bank.
     if len(banks) != 1 or banks[0].content_sha256 != started.bank_hash:
         raise VerificationError(

@@ -26,7 +26,7 @@ from ledger.app.baseline import (
     stale_fields,
     verify_bundle,
 )
-from ledger.errors import InternalError, LedgerError, UsageError
+from ledger.errors import InternalError, LedgerError, UsageError, VerificationError
 from ledger.events import BankPublished, RunStarted, ScoreComputed
 from ledger.harness import score as score_mod
 from projections.caseruns import ATTEMPT_EVENTS, attempts_of_run
@@ -86,7 +86,8 @@ def parse_fields(text: str | None) -> tuple[str, ...]:
 
 def _started(bundle: Bundle) -> RunStarted:
     ev = bundle.stream()[0].event
-    assert isinstance(ev, RunStarted)  # verify_bundle checked it
+    if not isinstance(ev, RunStarted):  # verify_bundle checked it
+        raise VerificationError("the bundle's run does not start with RunStarted")
     return ev
 
 

@@ -28,7 +28,14 @@ from ledger.app.snapshot import read_state
 from ledger.bank.build import build_database, freeze_gold, gold_digest, open_bank_db
 from ledger.bank.model import Bank
 from ledger.bank.registry import PublishedBank, bank_paths
-from ledger.errors import BankError, InternalError, LedgerError, UsageError, VerificationError
+from ledger.errors import (
+    BankError,
+    InternalError,
+    LedgerError,
+    UsageError,
+    VerificationError,
+    broken,
+)
 from ledger.events import (
     BankPublished,
     EventBase,
@@ -113,7 +120,8 @@ def score_fields(
     )
     if judged.refusal is not None:
         raise judged.refusal
-    assert judged.score is not None  # nothing was executed, so nothing crashed
+    if judged.score is None:  # nothing was executed, so nothing crashed
+        raise broken("a judgement of recorded evidence with neither score nor refusal")
     return judged.score
 
 
@@ -487,7 +495,8 @@ class _Walk:
     ) -> None:
         """Run the scored SQL again and compare with the recorded SqlExecuted at ``seq``."""
         owner, recorded = self.owner, evidence.executed
-        assert recorded is not None
+        if recorded is None:
+            raise broken("re-execution asked for an attempt with no SqlExecuted")
         if recorded.error_kind in pipeline.MACHINE_STOPS:
             owner.not_comparable += 1
             return

@@ -25,7 +25,7 @@ from ledger.bank.model import Bank, load_bank
 from ledger.bank.problems import Problems
 from ledger.bank.registry import REPO_ROOT, PublishedBank, bank_paths, list_published
 from ledger.bank.source import CALIBRATION_FILE
-from ledger.errors import BankError, StoreConflictError
+from ledger.errors import BankError, StoreConflictError, broken
 from ledger.events import LEDGER_STREAM, BankPublished
 from ledger.harness.prompt import render_prompt
 from ledger.keys import Signer
@@ -223,9 +223,11 @@ def publish(
         with contextlib.suppress(StoreConflictError):
             (seq,) = ledger.append([draft], signer, expect_size=size)
             event = ledger.get(seq)
-            assert event is not None
-            published = event.event()
-            assert isinstance(published, BankPublished)
+            published = event.event() if event is not None else None
+            if not isinstance(published, BankPublished):
+                raise broken(
+                    f"seq {seq} was just appended as BankPublished but reads back otherwise"
+                )
             return PublishResult(PublishedBank(published, seq, db_path, files_dir), True)
         # Someone appended meanwhile: maybe this very bank, maybe a conflicting version.
         found = _existing(ledger, home, bank)

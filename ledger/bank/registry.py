@@ -8,7 +8,7 @@ from pathlib import Path
 
 from ledger.bank.leak import LeakContext, leak_context
 from ledger.bank.model import Bank, load_bank
-from ledger.errors import BankError
+from ledger.errors import BankError, broken
 from ledger.events import BankPublished, CaseSpec
 from ledger.store import Ledger
 
@@ -98,7 +98,8 @@ def list_published(ledger: Ledger, home: Path) -> list[PublishedBank]:
     out = []
     for stored in ledger.events_of_type(BankPublished):
         event = stored.event()
-        assert isinstance(event, BankPublished)
+        if not isinstance(event, BankPublished):
+            raise broken(f"seq {stored.seq}: events_of_type gave another type")
         db_path, files_dir = bank_paths(home, event.content_sha256)
         out.append(PublishedBank(event, stored.seq, db_path, files_dir))
     return out

@@ -35,6 +35,7 @@ from ledger.calibration.config import Calibration
 from ledger.calibration.operators import OPERATORS, Mutant, mutants_for, render
 from ledger.calibration.oracle import Judged, Oracle
 from ledger.calibration.variants import BASE, VariantDb, prepare_variants
+from ledger.errors import broken
 from ledger.events import GoldResult
 from ledger.harness.cells import type_class
 from ledger.harness.compare import fraction_to_decimal
@@ -175,7 +176,8 @@ class _Run:
             return MutantRecord(m, m.status, m.reason)
         if baseline_ok is not None:
             return MutantRecord(m, "blocked", baseline_ok)
-        assert m.sql is not None
+        if m.sql is None:
+            raise broken(f"mutant {m.operator} of case {m.case_id} is applicable but has no SQL")
         if m.variant is not None:  # stale snapshot: the reference, another database, base gold
             verdicts: tuple[Judged, ...] = (
                 self.oracle.judge(case, m.sql, m.variant, self.base_gold[case.id]),

@@ -21,6 +21,7 @@ from ledger.bank.model import Bank
 from ledger.bank.problems import Problems
 from ledger.bank.purity import check_purity
 from ledger.bank.source import CALIBRATION_FILE, canonical_text, normalise_text, parse_yaml
+from ledger.errors import broken
 
 __all__ = [
     "MEASURES",
@@ -341,7 +342,8 @@ def load_calibration(bank: Bank) -> Calibration | None:
     problems = Problems(f"{bank.ref} {CALIBRATION_FILE}")
     text = normalise_text(path.read_bytes(), CALIBRATION_FILE, problems)
     problems.raise_if_any()
-    assert text is not None
+    if text is None:
+        raise broken(f"{CALIBRATION_FILE} had no problem but no text")
     calibration = parse_calibration(text, bank)
     if calibration.sha256 != bank.source.calibration_sha256:
         problems.add(CALIBRATION_FILE, "changed while the bank was being read; run again")

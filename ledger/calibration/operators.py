@@ -24,6 +24,7 @@ from sqlglot.errors import SqlglotError
 
 from ledger.calibration import _sites
 from ledger.calibration.rewrite import Edit, Schema, Scope, nodes
+from ledger.errors import broken
 
 __all__ = [
     "ANSWER_NOT_CHECKED",
@@ -125,7 +126,8 @@ def _parse(sql: str) -> exp.Expr | str:
 
 
 def _sql_mutants(case_id: str, op: Operator, tree: exp.Expr, scope: Scope) -> list[Mutant]:
-    assert op.sites is not None
+    if op.sites is None:
+        raise broken(f"operator {op.name} has no site finder")
     baseline = render(tree)
     seen = {baseline}
     out: list[Mutant] = []
@@ -141,7 +143,8 @@ def _sql_mutants(case_id: str, op: Operator, tree: exp.Expr, scope: Scope) -> li
         if isinstance(reparsed, str):
             out.append(Mutant(case_id, op.name, site, "unsupported", reparsed, text))
             continue
-        assert text is not None  # only the except branch leaves it None, and it sets a reason
+        if text is None:  # only the except branch leaves it None, and it sets a reason
+            raise broken(f"mutant of {op.name} at {site} has neither text nor reason")
         if text in seen:
             continue  # the same query as the reference or as an earlier site: not a mutant
         seen.add(text)

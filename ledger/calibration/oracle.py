@@ -20,7 +20,7 @@ from typing import Any
 
 from ledger.bank.model import CaseDef
 from ledger.codec import digest
-from ledger.errors import InternalError, LedgerError
+from ledger.errors import InternalError, LedgerError, broken
 from ledger.events import CaseSpec, GoldResult, OutputParsed, Plan
 from ledger.harness import pipeline
 from ledger.harness.score import SCORER_VERSION
@@ -124,7 +124,8 @@ class Oracle:
                 exc, where=f"nothing was recorded for case {case.id} on database {database}"
             ) from exc
         verdict = judged.guard
-        assert verdict is not None  # a strict answer always has SQL to guard
+        if verdict is None:  # a strict answer always has SQL to guard
+            raise broken(f"case {case.id}: a strict answer was not guarded")
         if not verdict.passed:
             why = "; ".join(f"{v.check}: {v.message}" for v in verdict.violations)
             return Judged(database, None, "guard", why, None)
@@ -132,7 +133,8 @@ class Oracle:
         if result.error_kind is not None:
             return Judged(database, None, result.error_kind, result.error_message, None, result)
         if judged.score is None:  # a named refusal: evidence that does not fit
-            assert judged.refusal is not None
+            if judged.refusal is None:
+                raise broken(f"case {case.id}: no score and no refusal")
             return Judged(database, None, "scoring", judged.refusal.message, None, result)
         fields = judged.score
         body = {"columns": result.columns, "rows": result.rows, "truncated": result.truncated}

@@ -26,6 +26,7 @@ from typing import Any, TypeVar
 
 from ledger import codec, events
 from ledger.adapters.base import Failure, Reply
+from ledger.errors import broken
 from ledger.harness import limits as limits_mod
 from ledger.harness import pipeline, protocol
 from ledger.harness.cells import stored_size
@@ -164,7 +165,8 @@ class AttemptWriter:
         for worker_try, result in enumerate(judged.executions, start=1):
             executed = add(events.SqlExecuted, **_struct_fields(result), worker_try=worker_try)
         if judged.score is None:
-            assert judged.cancelled is not None
+            if judged.cancelled is None:
+                raise broken(f"case {key[0]} attempt {key[1]}: no score and no cancellation")
             add(events.AttemptCancelled, reason="infrastructure", message=judged.cancelled)
             return out
         fields = judged.score
@@ -173,7 +175,8 @@ class AttemptWriter:
         check = self.bank.variant_check
         if check is not None and executed is not None and executed.ok and parsed is not None:
             # Diagnostics next to the score, recorded after it: they never change it.
-            assert parsed.sql is not None
+            if parsed.sql is None:
+                raise broken(f"case {key[0]} attempt {key[1]}: executed without SQL")
             variant, _ = stream.make(
                 events.VariantChecked, **ids, **check(case, parsed.sql, executed)
             )

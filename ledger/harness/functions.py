@@ -31,6 +31,8 @@ import msgspec
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
+from ledger.errors import broken
+
 __all__ = [
     "ALLOWED_FROM",
     "CALL_TYPES",
@@ -392,7 +394,8 @@ def sqlglot_call_refusal(node: exp.Func) -> tuple[str, str] | None:
     for name in names:
         if name in cat.denied and name not in cat.calls:
             why = cat.call_refusal(name)
-            assert why is not None
+            if why is None:
+                raise broken(f"function {name} is denied without a reason")
             return name, why
     if any(n in cat.calls or n in SYNTAX_CALLS for n in names):
         return None

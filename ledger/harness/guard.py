@@ -46,6 +46,7 @@ from sqlglot.optimizer.normalize_identifiers import normalize_identifiers
 from sqlglot.tokenizer_core import TokenType
 
 from ledger.codec import sha256_hex
+from ledger.errors import broken
 from ledger.events import Violation
 from ledger.harness import functions, sqlparse
 
@@ -312,7 +313,8 @@ class _CteScopes:
         while node is not None:
             if isinstance(node, exp.CTE):
                 with_ = node.parent
-                assert isinstance(with_, exp.With)
+                if not isinstance(with_, exp.With):
+                    raise broken("sqlglot gave a CTE outside a WITH")
                 if self._declared(with_, name, before=node.index):
                     return True
                 body = node.this

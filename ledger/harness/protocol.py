@@ -30,6 +30,7 @@ from typing import Annotated, Any, Final
 
 import msgspec
 
+from ledger.errors import broken
 from ledger.events import Plan
 
 __all__ = [
@@ -103,7 +104,8 @@ def _kind(tp: msgspec.inspect.Type) -> str:
 
 def _struct_fields(cls: type[msgspec.Struct]) -> tuple[msgspec.inspect.Field, ...]:
     info = msgspec.inspect.type_info(cls)
-    assert isinstance(info, msgspec.inspect.StructType)
+    if not isinstance(info, msgspec.inspect.StructType):
+        raise broken(f"{cls.__name__} is not a msgspec struct")
     return info.fields
 
 

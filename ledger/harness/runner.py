@@ -59,7 +59,7 @@ from ledger.adapters.base import (
     Request,
     adapter_secrets,
 )
-from ledger.errors import BankError, InternalError, LedgerError, UsageError
+from ledger.errors import BankError, InternalError, LedgerError, UsageError, broken
 from ledger.harness import score
 from ledger.harness.attempt import AttemptKey, AttemptWriter, BankContext, Stream
 from ledger.harness.limits import DEFAULT_LIMITS, validate
@@ -471,7 +471,8 @@ class _Session:
         key = (request.case_id, request.attempt)
         if isinstance(outcome, MissingRecording):
             return self.cancel(key, "missing_recording", outcome.message)
-        assert not isinstance(outcome, Exception)
+        if isinstance(outcome, Exception):
+            raise broken(f"case {key[0]} attempt {key[1]}: an exception passed as an answer")
         try:
             batch = self.append(lambda s: writer.events_for(s, key, request.prompt, outcome))
         except LedgerError:

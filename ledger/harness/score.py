@@ -36,7 +36,7 @@ from decimal import Decimal
 from fractions import Fraction
 from typing import Any
 
-from ledger.errors import BankError, LedgerError, UsageError
+from ledger.errors import BankError, LedgerError, UsageError, broken
 from ledger.events import (
     AstRule,
     CaseSpec,
@@ -138,7 +138,8 @@ class Scorer:
             if parsed is not None and (parsed.error or "").startswith(OUTPUT_TOO_LARGE):
                 detail = "output_too_large"
         else:
-            assert guarded is not None  # _check_evidence
+            if guarded is None:  # _check_evidence
+                raise broken("SQL to score without a SqlGuarded")
             sql = parsed.sql
             strict = parsed.protocol_strict
             items["protocol"] = Fraction(self.points.protocol if strict else 0)
@@ -161,7 +162,8 @@ class Scorer:
                 items["guard"] = Fraction(self.points.guard)
                 fields["ast_rules"] = rules
                 items["ast"] = self.ast_points(rules)
-                assert executed is not None  # _check_evidence
+                if executed is None:  # _check_evidence
+                    raise broken("guarded SQL to score without a SqlExecuted")
                 if not executed.ok:
                     failure = "execution"
                     if executed.error_kind == "result_too_large":

@@ -584,7 +584,8 @@ class _Worker:
             return _failure("worker_crash", message, us), False
         if reply.kind == "fault":
             raise SandboxError(f"the SQL worker failed (a harness bug):\n{reply.message}")
-        assert reply.result is not None
+        if reply.result is None:
+            raise SandboxError("the SQL worker answered without a result (a harness bug)")
         return reply.result, True
 
     def _exit_text(self) -> str:
