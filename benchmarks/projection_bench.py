@@ -163,7 +163,7 @@ def build(path: Path, caseruns: int) -> int:
         for i in range(PER_RUN):
             case, n = cases[i % CASES].id, i // CASES + 1
             ids = {"case_id": case, "attempt": n}
-            sql = f"SELECT COUNT(*) AS n FROM t WHERE k = {i}"
+            sql = f"SELECT COUNT(*) AS n FROM t WHERE k = {i}"  # noqa: S608 (made-up answer text)
             ev_links = [
                 make(ev.PromptSent, **ids, prompt=prompt + case, prompt_sha256=h),
                 make(ev.ModelResponded, **ids, raw_output='{"sql": "' + sql + '"}',

@@ -77,8 +77,10 @@ def test_prompt_in_output_and_usage_out(tmp_path: Path) -> None:
         '{"cache_read":100,"input":900,"model":"tiny-model-v2","output":50,"reasoning_output":20}'
     )
     assert reply.resolved_model == "tiny-model-v2"
-    assert reply.cost is None and reply.estimated_cost is None
-    assert reply.generation_us is not None and reply.generation_us > 0
+    assert reply.cost is None
+    assert reply.estimated_cost is None
+    assert reply.generation_us is not None
+    assert reply.generation_us > 0
     inv = a.invocation(CONTRACT, 0)
     assert (inv.harness_kind, inv.wire_protocol, inv.tools) == (
         "caseledger-command",
@@ -215,7 +217,8 @@ def test_cost_billed_estimated_and_oauth(tmp_path: Path) -> None:
     assert reply.estimated_cost == Decimal("0.00115")
     assert reply.cost is None
     oauth = ask(command(argv, model="tiny-model", price_snapshot=str(snap), auth="oauth"))
-    assert oauth.estimated_cost is None and oauth.cost is None
+    assert oauth.estimated_cost is None
+    assert oauth.cost is None
     billed_program = (
         "import json, os, sys\nsys.stdin.read()\nprint('x')\n"
         "json.dump({'input': 1, 'output': 2, 'cost': '0.0031'}, "

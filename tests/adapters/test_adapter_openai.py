@@ -20,7 +20,7 @@ import pytest
 from ledger.adapters import Failure, Reply, Request, build_adapter
 from ledger.errors import AdapterError, UsageError
 
-SECRET = "sk-test-SECRET-123"
+SECRET = "sk-test-SECRET-123"  # noqa: S105 (a fake key the tests plant and look for)
 ENV = {"TEST_OPENAI_KEY": SECRET}
 PROMPT = "Question: how many orders?\nAnswer in query-plan-v1 JSON."
 CONTRACT = "sha256:" + "c" * 64
@@ -138,8 +138,10 @@ def test_reply_holds_the_providers_values(server: Server) -> None:
     assert (usage.input, usage.cache_read, usage.cache_write) == (200, 1000, None)
     assert (usage.output, usage.reasoning_output) == (300, 120)
     assert usage.raw_json == USAGE_CANONICAL
-    assert reply.cost is None and reply.estimated_cost is None
-    assert reply.generation_us is not None and reply.generation_us > 0
+    assert reply.cost is None
+    assert reply.estimated_cost is None
+    assert reply.generation_us is not None
+    assert reply.generation_us > 0
 
 
 def test_request_on_the_wire(server: Server) -> None:
@@ -193,9 +195,11 @@ def test_invocation_and_identity(server: Server) -> None:
         "model",
         "gpt-test",
     )
-    assert ident.params.temperature == Decimal("0.2") and ident.params.max_tokens == 256
+    assert ident.params.temperature == Decimal("0.2")
+    assert ident.params.max_tokens == 256
     assert ident.timeout_ms == 5000
-    assert ident.replay_file_sha256 is None and ident.default_attempts is None
+    assert ident.replay_file_sha256 is None
+    assert ident.default_attempts is None
 
 
 def test_billed_cost_and_raw_usage_text_kept_when_it_has_a_float(server: Server) -> None:
@@ -244,7 +248,8 @@ def test_oauth_has_no_cost(server: Server) -> None:
     server.reply(200, body)
     reply = ask(adapter(server, auth="oauth"))
     assert isinstance(reply, Reply)
-    assert reply.cost is None and reply.estimated_cost is None
+    assert reply.cost is None
+    assert reply.estimated_cost is None
 
 
 @pytest.mark.parametrize(
@@ -312,7 +317,8 @@ def test_refusal_and_content_filter_are_policy_refusals(server: Server) -> None:
     assert failure.kind == "policy_refusal"
     assert failure.raw_output == "I can't help with that."
     assert failure.message == "model refused: I can't help with that."
-    assert failure.usage is not None and failure.usage.input == 200
+    assert failure.usage is not None
+    assert failure.usage.input == 200
 
     filtered = completion(content="partial")
     filtered["choices"][0]["finish_reason"] = "content_filter"
@@ -443,7 +449,8 @@ def test_usage_text_with_the_key_is_not_kept_as_received(server: Server) -> None
     )
     server.reply(200, body)
     reply = ask(adapter(server))
-    assert isinstance(reply, Reply) and reply.usage is not None
+    assert isinstance(reply, Reply)
+    assert reply.usage is not None
     assert reply.usage.raw_json == (
         '{"completion_tokens":5,"cost":"0.00012","prompt_tokens":10,"who":"[redacted]"}'
     )
@@ -459,7 +466,8 @@ def test_key_across_the_300_byte_cut_is_scrubbed_whole(server: Server) -> None:
         # Worked out by hand: the key becomes the 10-character marker, then 300 bytes.
         expected = ("x" * start + "[redacted]" + "y" * 50)[:300]
         assert failure.message == f"HTTP 500: {expected}", start
-        assert "sk-test-" not in failure.message and "SECRET" not in failure.message
+        assert "sk-test-" not in failure.message
+        assert "SECRET" not in failure.message
 
 
 def test_refusal_is_scrubbed_before_its_cut(server: Server) -> None:

@@ -57,7 +57,8 @@ def test_recordings_become_replies_and_failures(tmp_path: Path) -> None:
         None,
         None,
     )
-    assert first.cost is None and first.estimated_cost is None
+    assert first.cost is None
+    assert first.estimated_cost is None
     third = ask(a, "r01", 3)
     assert (third.raw_output, third.generation_us, third.usage) == ("second try", 42_000, None)
     failed = ask(a, "r02", 1)

@@ -221,7 +221,7 @@ def test_bill_accepts(value: object, expected: Decimal | None) -> None:
     [Decimal("-0.01"), "-1", "abc", "NaN", "Infinity", True, 0.5, [], "1e999999999", "1e-31"],
 )
 def test_bill_refuses(value: object) -> None:
-    with pytest.raises(ValueError) as exc:
+    with pytest.raises(ValueError, match=r"^cost must be a non-negative decimal number") as exc:
         bill(value)
     assert str(exc.value) == f"cost must be a non-negative decimal number, got {value!r}"
 
@@ -334,11 +334,13 @@ def test_d2_d4_an_unusable_bill_is_malformed_in_both(
     tmp_path: Path, provider: Any, wire: str, file_value: str, shown: tuple[str, str]
 ) -> None:
     openai = _openai_reply(tmp_path, provider, wire)
-    assert isinstance(openai, Failure) and openai.kind == "malformed_response"
+    assert isinstance(openai, Failure)
+    assert openai.kind == "malformed_response"
     assert openai.message == f"usage.cost must be a non-negative decimal number, got {shown[0]}"
     assert openai.raw_output == "ANSWER"  # the answer is kept, never replaced by an estimate
     command = _command_reply(tmp_path, {**COUNTS, "cost": file_value})
-    assert isinstance(command, Failure) and command.kind == "malformed_response"
+    assert isinstance(command, Failure)
+    assert command.kind == "malformed_response"
     assert command.message == (
         "usage file (CASELEDGER_USAGE_FILE): cost must be a non-negative decimal number, "
         f"got {shown[1]}"

@@ -54,7 +54,8 @@ def test_the_forms_of_the_key_are_what_the_issue_names() -> None:
     quoted = "sk-NEWCOMER%2Btest%2FKey%3D0123456789abcdefXYZ"
     lower_hex = "sk-NEWCOMER%2btest%2fKey%3d0123456789abcdefXYZ"
     b64 = base64.b64encode(KEY.encode()).decode()
-    assert len(KEY) == 40 and b64.endswith("==")  # 40 bytes = 13 x 3 + 1: two pad chars
+    assert len(KEY) == 40
+    assert b64.endswith("==")  # 40 bytes = 13 x 3 + 1: two pad chars
     assert forms(KEY)[:2] == [KEY, quoted]
     s = SecretSet([KEY])
     for form in (KEY, quoted, lower_hex, b64, b64.rstrip("=")):
@@ -88,7 +89,7 @@ def test_short_secret_only_whole() -> None:
 
 
 def test_json_escaped_and_non_ascii_secret() -> None:
-    secret = 'k"\\é-0123456789'
+    secret = 'k"\\é-0123456789'  # noqa: S105 (a fake secret to scrub)
     s = SecretSet([secret])
     body = msgspec.json.encode({"raw": f"see {secret}"})
     assert secret.encode() not in body  # the quote and backslash are escaped in JSON
@@ -105,9 +106,11 @@ def test_excerpt_scrubs_before_the_cut_at_every_offset() -> None:
         assert leaks(cut) == [], at
         assert len(cut) == 300
         raw = s.excerpt_bytes(text.encode(), 300)
-        assert leaks(raw) == [] and len(raw.encode()) == 300, at
+        assert leaks(raw) == [], at
+        assert len(raw.encode()) == 300, at
         tail = s.tail("y" * 400 + KEY + "x" * at, 300)
-        assert leaks(tail) == [] and len(tail) == 300, at
+        assert leaks(tail) == [], at
+        assert len(tail) == 300, at
 
 
 def test_excerpt_without_secret_is_the_plain_cut() -> None:
@@ -130,7 +133,7 @@ def test_excerpt_of_many_keys_leaves_no_tail_of_one() -> None:
 def test_marker_next_to_text_cannot_spell_a_new_run() -> None:
     # The secret holds ']' and 'd': after one pass the marker plus the text around
     # it spells a run again; scrubbing goes on until nothing is left.
-    secret = "ted]abcdefgh"
+    secret = "ted]abcdefgh"  # noqa: S105 (a fake secret to scrub)
     s = SecretSet([secret])
     out = s.scrub("ted]abcdefghabcdefgh" + "ted]abcd")
     assert [secret[i : i + 8] for i in range(5) if secret[i : i + 8] in out] == []
@@ -139,7 +142,8 @@ def test_marker_next_to_text_cannot_spell_a_new_run() -> None:
 def test_empty_set_and_repr() -> None:
     assert SecretSet([None, ""]).scrub(KEY) == KEY
     assert not SecretSet([])
-    assert KEY not in repr(SecretSet([KEY])) and repr(SecretSet([KEY])) == "SecretSet(1 secrets)"
+    assert KEY not in repr(SecretSet([KEY]))
+    assert repr(SecretSet([KEY])) == "SecretSet(1 secrets)"
 
 
 def test_scrub_json_strings_and_keys() -> None:
@@ -220,7 +224,8 @@ def test_store_refuses_a_body_with_a_secret(tmp_path: Path, leaked: str, what: s
             "bug, see docs/adapters.md, Secrets)"
         )
         assert exc.value.exit_code == 2
-        assert ledger.head() == before and ledger.size() == 2
+        assert ledger.head() == before
+        assert ledger.size() == 2
         assert ledger.append([_prompt("r2", "clean")], signer) == [2]
     data = (tmp_path / "l.db").read_bytes()
     assert leaks(data.decode("latin-1")) == []
@@ -291,9 +296,8 @@ def test_command_stdout_and_usage_file_are_scrubbed(tmp_path: Path) -> None:
     assert isinstance(reply, Reply)
     assert reply.raw_output == f"SELECT '{MARKER}'\n"
     assert reply.resolved_model == f"m-{MARKER}"
-    assert reply.usage is not None and reply.usage.raw_json == (
-        '{"model":"m-[redacted]","output":2}'
-    )
+    assert reply.usage is not None
+    assert reply.usage.raw_json == '{"model":"m-[redacted]","output":2}'
     assert adapter_secrets(a).find(KEY.encode()) == "a registered secret"
 
 
@@ -397,8 +401,9 @@ def command_model(tmp_path: Path) -> Path:
     then every call fails with the key straddling the 500-character stderr tail."""
     counter = tmp_path / "calls"
     script = tmp_path / "model.py"
+    # S608: this is a Python script (the fake model), not SQL; it answers with SQL text
     script.write_text(
-        f"#!{sys.executable}\n"
+        f"#!{sys.executable}\n"  # noqa: S608
         "import json, os, sys\n"
         "sys.stdin.read()\n"
         "key = os.environ['SECRETS_TEST_KEY']\n"
@@ -456,7 +461,8 @@ def test_a_server_and_a_command_echoing_the_key_leave_no_trace(
         assert done.returncode == 0, done.stderr
     finally:
         server.close()
-    assert server.count == 56 and set(server.auth) == {f"Bearer {KEY}"}
+    assert server.count == 56
+    assert set(server.auth) == {f"Bearer {KEY}"}
     script = command_model(tmp_path)
     done = cli(home, "run", "--bank", "sales-fixture", "--adapter", "command",
                "--command", str(script), "--api-key-env", "SECRETS_TEST_KEY",
@@ -491,11 +497,14 @@ def test_a_server_and_a_command_echoing_the_key_leave_no_trace(
     # the SQL, the summary (base64), a risk (URL-encoded) and an assumption
     assert any(r.raw_output.count(MARKER) == 4 for r in replies)
     usage = [r.usage.raw_json for r in replies if r.usage and "cost" in (r.usage.raw_json or "")]
-    assert usage and all(MARKER in u for u in usage)
+    assert usage
+    assert all(MARKER in u for u in usage)
     refusal = [f for f in failed if f.kind == "policy_refusal"]
-    assert refusal and all(len(f.message) == 300 for f in refusal)
+    assert refusal
+    assert all(len(f.message) == 300 for f in refusal)
     auth = [f for f in failed if f.kind == "auth"]
-    assert auth and all(f.provider_request_id == MARKER for f in auth)
+    assert auth
+    assert all(f.provider_request_id == MARKER for f in auth)
     # Scrubbed before the cut, worked out by hand: the key becomes the 10-character
     # marker, then the body is cut at 300 bytes; not one character of the key is left
     # at the edge (cutting first would leave up to 7, which no later scrub can find).
@@ -549,7 +558,9 @@ def test_store_refuses_a_prompt_holding_a_run_of_the_key(
         "error: append refused: the PromptSent event of stream leaky contains an 8-character "
         "run of a registered secret; nothing of its batch was appended"
     )
-    assert len(done.stderr.splitlines()) == 1 and "Traceback" not in done.stderr
+    assert len(done.stderr.splitlines()) == 1
+    assert "Traceback" not in done.stderr
     kinds = [type(s.event()).__name__ for s in stream(home, "leaky")]
-    assert "PromptSent" not in kinds and kinds[0] == "RunStarted"
+    assert "PromptSent" not in kinds
+    assert kinds[0] == "RunStarted"
     assert key not in done.stdout + done.stderr

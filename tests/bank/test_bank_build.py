@@ -14,6 +14,7 @@ from banktest import edit
 from ledger.bank import build_database, load_bank, open_bank_db, validate_bank
 from ledger.bank.build import table_digests
 from ledger.bank.registry import builtin_banks
+from ledger.errors import BankError
 
 # Run in a fresh interpreter: load, build into PATH, freeze gold, print what must agree.
 _CHILD = """
@@ -91,9 +92,9 @@ def test_built_database_is_read_only_with_fixed_settings(tiny: Path, tmp_path: P
     assert con.execute("SELECT current_setting('TimeZone')").fetchone() == ("UTC",)
     assert con.execute("SELECT current_setting('threads')").fetchone() == (1,)
     assert con.execute("SELECT current_setting('enable_external_access')").fetchone() == (False,)
-    with pytest.raises(duckdb.Error, match="read-only"):
+    with pytest.raises(duckdb.InvalidInputException, match="read-only"):
         con.execute("DELETE FROM orders")
-    with pytest.raises(duckdb.Error):
+    with pytest.raises(duckdb.InvalidInputException, match='option "TimeZone" - the config'):
         con.execute("SET TimeZone = 'Asia/Shanghai'")
     assert table_digests(con)["orders"].startswith("sha256:")
 
@@ -101,8 +102,9 @@ def test_built_database_is_read_only_with_fixed_settings(tiny: Path, tmp_path: P
 def test_build_refuses_to_overwrite(tiny: Path, tmp_path: Path) -> None:
     db = tmp_path / "t.duckdb"
     db.write_bytes(b"")
-    with pytest.raises(Exception, match="refusing to overwrite"):
+    with pytest.raises(BankError, match="refusing to overwrite") as exc:
         build_database(load_bank(tiny), db)
+    assert exc.value.message == f"refusing to overwrite {db}"
 
 
 def test_gold_rows_are_typed_and_literal(tiny: Path) -> None:

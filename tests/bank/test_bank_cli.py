@@ -54,7 +54,8 @@ def test_publish_show_list_diff(run, tiny: Path, tmp_path: Path) -> None:
     shown = run("bank", "show", "tiny@v1", "--json")
     assert shown.exit_code == 0, shown.output
     data = json.loads(shown.output)
-    assert data["bank"] == "tiny" and data["published_seq"] == 1
+    assert data["bank"] == "tiny"
+    assert data["published_seq"] == 1
     assert [(c["id"], c["weight"], c["dimension"], c["difficulty"]) for c in data["cases"]] == [
         ("tiny-01", "1", "basic", "easy"),
         ("tiny-02", "1.5", "time_window", "medium"),

@@ -378,4 +378,5 @@ def test_another_duckdb_version_is_refused(tiny: Path, monkeypatch: pytest.Monke
         validate_bank(tiny)
     assert "DuckDB 1.5.5 exactly" in info.value.message
     assert "DuckDB 1.4.3" in info.value.message
-    assert info.value.hint is not None and "duckdb==1.5.5" in info.value.hint
+    assert info.value.hint is not None
+    assert "duckdb==1.5.5" in info.value.hint

@@ -65,7 +65,8 @@ def test_every_rendered_prompt_is_free_of_hidden_material(checked) -> None:
         for other in bank.cases:
             assert " ".join(other.reference_sql.split()) not in collapsed
         assert spec.reference_sql_sha256[7:] not in prompt
-        assert "reference_sql" not in prompt and "required_ast" not in prompt
+        assert "reference_sql" not in prompt
+        assert "required_ast" not in prompt
         assert str(bank.source.folder) not in prompt
 
 
@@ -121,7 +122,8 @@ def test_prompt_contract_digest_covers_template_only() -> None:
     import msgspec
 
     digest = prompt_contract_digest(event)
-    assert digest.startswith("sha256:") and len(digest) == 71
+    assert digest.startswith("sha256:")
+    assert len(digest) == 71
     assert prompt_contract_digest(msgspec.structs.replace(event, gold=())) == digest
     changed = msgspec.structs.replace(event, prompt_template=event.prompt_template + "\n")
     assert prompt_contract_digest(changed) != digest

@@ -32,7 +32,8 @@ def test_publish_appends_one_event_with_hashes_and_gold(
     assert event == pb.event
     assert (event.bank_id, event.version, event.stream) == ("tiny", "v1", "ledger")
     assert event.build == BUILD_SETTINGS
-    assert event.build.duckdb_version == "1.5.5" and event.build.timezone == "UTC"
+    assert event.build.duckdb_version == "1.5.5"
+    assert event.build.timezone == "UTC"
     assert [t.name for t in event.tables] == ["customers", "orders"]
     assert [c.id for c in event.cases] == ["tiny-01", "tiny-02", "tiny-03"]
     assert [c.weight for c in event.cases] == [Decimal("1"), Decimal("1.5"), Decimal("2")]
@@ -86,11 +87,13 @@ def test_changed_bank_under_the_same_version_is_refused(
     with pytest.raises(BankError) as info:
         publish(ledger, signer, tiny, home)
     assert "tiny@v1 is already published" in info.value.message
-    assert info.value.hint is not None and "bump `version`" in info.value.hint
+    assert info.value.hint is not None
+    assert "bump `version`" in info.value.hint
     assert ledger.size() == size
     edit(tiny, "cases.yaml", "version: v1", "version: v2")
     second = publish(ledger, signer, tiny, home)
-    assert second.created and second.published.event.version == "v2"
+    assert second.created
+    assert second.published.event.version == "v2"
     # Lookup: latest published version by default, or the one asked for.
     assert find_published(ledger, home, "tiny").event.version == "v2"
     assert find_published(ledger, home, "tiny@v1").event.version == "v1"
@@ -111,7 +114,8 @@ def test_missing_database_is_rebuilt_on_republish(
     shutil.rmtree(pb.files_dir)
     again = publish(ledger, signer, tiny, home)
     assert not again.created
-    assert pb.db_path.is_file() and pb.files_dir.is_dir()
+    assert pb.db_path.is_file()
+    assert pb.files_dir.is_dir()
     assert pb.stored_bank().content_sha256 == pb.event.content_sha256
 
 

@@ -39,7 +39,8 @@ def home(tmp_path: Path) -> Path:
 
 def test_help() -> None:
     result = CliRunner().invoke(main, ["calibrate", "--help"])
-    assert result.exit_code == 0 and "--bank" in result.stdout
+    assert result.exit_code == 0
+    assert "--bank" in result.stdout
 
 
 def test_two_runs_give_the_same_report_bytes_and_are_recorded(home: Path) -> None:
@@ -52,7 +53,8 @@ def test_two_runs_give_the_same_report_bytes_and_are_recorded(home: Path) -> Non
     assert report["survivors"] == []
     assert report["positive_controls"]["passed"] == report["positive_controls"]["total"] == 9
     assert report["killed"] + report["equivalent"] + report["blocked"] == report["applicable"]
-    assert "calibration-" in err1 and err1 != err2  # two runs, two run ids
+    assert "calibration-" in err1
+    assert err1 != err2  # two runs, two run ids
 
     with Ledger.open(home / "ledger.db", readonly=True) as ledger:
         started = [s.event() for s in ledger.events_of_type(RunStarted)]
@@ -66,7 +68,8 @@ def test_two_runs_give_the_same_report_bytes_and_are_recorded(home: Path) -> Non
     assert sum(isinstance(e, CalibrationControlChecked) for e in stream) == 9
     finished = next(e for e in stream if isinstance(e, CalibrationFinished))
     assert finished.kill_rate == Decimal("1.0000")
-    assert isinstance(stream[-1], RunFinished) and stream[-1].status == "completed"
+    assert isinstance(stream[-1], RunFinished)
+    assert stream[-1].status == "completed"
     assert cli(home, "verify")[0] == 0
 
 
@@ -88,7 +91,8 @@ def test_a_rejected_positive_control_fails_calibration(home: Path, tmp_path: Pat
 
 def test_unknown_bank_could_not_check(home: Path) -> None:
     code, _, err = cli(home, "calibrate", "--bank", "nope@v1")
-    assert code == 2 and "no published bank 'nope@v1'" in err
+    assert code == 2
+    assert "no published bank 'nope@v1'" in err
 
 
 def test_retail_reaches_95_percent_with_every_survivor_reviewed(home: Path) -> None:

@@ -38,7 +38,8 @@ def test_calibration_changes_never_change_the_bank_hash(tmp_path: Path) -> None:
     assert bank_a.content_sha256 == bank_b.content_sha256
     assert load_calibration(bank_a) is None
     cal = load_calibration(bank_b)
-    assert cal is not None and cal.variants == ()
+    assert cal is not None
+    assert cal.variants == ()
 
 
 BAD = """\

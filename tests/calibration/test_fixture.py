@@ -28,7 +28,8 @@ def record(result: CalibrationResult, case: str, mutant: str) -> MutantRecord:
 
 def base_rows(rec: MutantRecord) -> list[list[object]]:
     result = rec.verdicts[0].result
-    assert rec.verdicts[0].database == "base" and result is not None
+    assert rec.verdicts[0].database == "base"
+    assert result is not None
     return sorted(list(r) for r in result.rows)
 
 
@@ -141,7 +142,8 @@ def test_weakened_fixture_shows_survivors_and_variants_kill_them(tmp_path: Path)
         assert (case, mutant) in survivors
         assert (case, mutant) in named
         assert f"- {case} {mutant}:" in text
-    assert before.kill_rate is not None and before.kill_rate < Decimal(1)
+    assert before.kill_rate is not None
+    assert before.kill_rate < Decimal(1)
 
     (weak / "calibration.yaml").write_text(VARIANTS_BACK, encoding="utf-8")
     _, after = run_calibration(weak, tmp_path / "w2")
@@ -149,7 +151,8 @@ def test_weakened_fixture_shows_survivors_and_variants_kill_them(tmp_path: Path)
         rec = record(after, case, mutant)
         assert rec.status == "killed"
         assert rec.killed_by == (variant,)  # the base snapshot still hides it
-    assert after.kill_rate is not None and after.kill_rate > before.kill_rate
+    assert after.kill_rate is not None
+    assert after.kill_rate > before.kill_rate
 
 
 EXCLUDING = """SELECT COUNT(*) AS order_count, SUM(amount) AS amount FROM sales
@@ -173,9 +176,11 @@ def test_scope_leak_flags_the_excluding_query_only(tmp_path: Path) -> None:
             excl = oracle.judge(case, EXCLUDING, "base", gold)
             sel = oracle.judge(case, SELECTING, "base", gold)
         # calibration never changes a score: both answers score the same on the base database
-        assert excl.result_correct is True and sel.result_correct is True
+        assert excl.result_correct is True
+        assert sel.result_correct is True
         assert excl.total == sel.total == Decimal("100.00")
-        assert excl.result is not None and sel.result is not None
+        assert excl.result is not None
+        assert sel.result is not None
         leak = diag.check(case, EXCLUDING, excl.result)
         clean = diag.check(case, SELECTING, sel.result)
     assert "scope_leak" in leak.flags

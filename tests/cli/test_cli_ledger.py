@@ -40,7 +40,8 @@ def init(home: Path) -> str:
 @pytest.mark.parametrize("command", COMMANDS, ids=" ".join)
 def test_every_command_has_help(command: list[str]) -> None:
     result = CliRunner().invoke(main, [*command, "--help"])
-    assert result.exit_code == 0 and "Usage:" in result.stdout
+    assert result.exit_code == 0
+    assert "Usage:" in result.stdout
 
 
 def test_init_makes_ledger_and_private_key(home: Path) -> None:
@@ -49,7 +50,8 @@ def test_init_makes_ledger_and_private_key(home: Path) -> None:
     assert oct((home / "keys" / "operator.key").stat().st_mode & 0o777) == "0o600"
     assert vkey.startswith("caseledger-operator+")
     code, _, err = run(home, "init")
-    assert code == 2 and "a ledger already exists" in err
+    assert code == 2
+    assert "a ledger already exists" in err
 
 
 def test_verify_checkpoint_and_proofs(home: Path, tmp_path: Path) -> None:
@@ -61,18 +63,23 @@ def test_verify_checkpoint_and_proofs(home: Path, tmp_path: Path) -> None:
     code, out, _ = run(
         home, "verify", "--checkpoint", str(cp1), "--checkpoint", str(cp2), "--key", vkey
     )
-    assert code == 0 and out.startswith("verified: 4 events, 1 streams, 2 signers")
+    assert code == 0
+    assert out.startswith("verified: 4 events, 1 streams, 2 signers")
     code, out, _ = run(home, "prove", "inclusion", "--seq", "2", "--checkpoint", str(cp2), "--json")
     proof = json.loads(out)
-    assert code == 0 and (proof["leaf_index"], proof["tree_size"]) == (2, 3)
+    assert code == 0
+    assert (proof["leaf_index"], proof["tree_size"]) == (2, 3)
     code, out, _ = run(
         home, "prove", "consistency", "--old", str(cp1), "--new", str(cp2), "--key", vkey
     )
-    assert code == 0 and out.startswith(f"verified: {cp2} (size 3) extends {cp1} (size 1)")
+    assert code == 0
+    assert out.startswith(f"verified: {cp2} (size 3) extends {cp1} (size 1)")
     code, _, err = run(home, "prove", "inclusion", "--seq", "5", "--checkpoint", str(cp2))
-    assert code == 2 and "seq 5 is not in" in err
+    assert code == 2
+    assert "seq 5 is not in" in err
     code, _, err = run(home, "prove", "consistency", "--old", str(cp2), "--new", str(cp1))
-    assert code == 2 and "swap --old and --new" in err
+    assert code == 2
+    assert "swap --old and --new" in err
 
 
 def test_tampering_exits_1_naming_the_seq(home: Path, tmp_path: Path) -> None:
@@ -89,7 +96,8 @@ def test_tampering_exits_1_naming_the_seq(home: Path, tmp_path: Path) -> None:
     conn.commit()
     conn.close()
     code, out, err = run(home, "verify")
-    assert code == 1 and out == ""
+    assert code == 1
+    assert out == ""
     assert err.startswith("verification FAILED: seq 1: body hashes to sha256:")
 
 
@@ -105,42 +113,54 @@ def test_cut_tail_exits_1_against_checkpoint(home: Path, tmp_path: Path) -> None
     conn.close()
     assert run(home, "verify")[0] == 0
     code, _, err = run(home, "verify", "--checkpoint", str(cp))
-    assert code == 1 and f"seq 1: the ledger ends at size 1, but {cp} covers 2 events" in err
+    assert code == 1
+    assert f"seq 1: the ledger ends at size 1, but {cp} covers 2 events" in err
 
 
 def test_could_not_check_exits_2(home: Path, tmp_path: Path) -> None:
     code, _, err = run(home, "verify")
-    assert code == 2 and err.startswith("error: no ledger at")
+    assert code == 2
+    assert err.startswith("error: no ledger at")
     init(home)
     bad = tmp_path / "bad.txt"
     bad.write_text("not a checkpoint")
     code, _, err = run(home, "verify", "--checkpoint", str(bad))
-    assert code == 2 and "not a signed checkpoint note" in err
+    assert code == 2
+    assert "not a signed checkpoint note" in err
     code, _, err = run(home, "verify", "--key", "nonsense")
-    assert code == 2 and "verifier key" in err
+    assert code == 2
+    assert "verifier key" in err
     code, _, err = run(home, "verify", "--checkpoint", str(tmp_path / "missing.txt"))
-    assert code == 2 and "cannot read checkpoint" in err
+    assert code == 2
+    assert "cannot read checkpoint" in err
     code, _, err = run(home, "log", "--type", "bogus")
-    assert code == 2 and "unknown event type 'bogus'" in err
+    assert code == 2
+    assert "unknown event type 'bogus'" in err
     code, _, err = run(home, "keys", "add", "../evil", "--role", "adapter")
-    assert code == 2 and "bad key name" in err
+    assert code == 2
+    assert "bad key name" in err
 
 
 def test_log_and_keys(home: Path) -> None:
     init(home)
     run(home, "keys", "add", "bot", "--role", "adapter")
     code, out, _ = run(home, "keys", "retire", "bot", "--reason", "done")
-    assert code == 0 and out.strip() == "retired bot at seq 2"
+    assert code == 0
+    assert out.strip() == "retired bot at seq 2"
     code, out, _ = run(home, "log", "--json", "--type", "signer.registered")
     rows = [json.loads(line) for line in out.splitlines()]
     assert [r["seq"] for r in rows] == [0, 1]
     assert [r["event"]["name"] for r in rows] == ["caseledger-operator", "bot"]
     code, out, _ = run(home, "log", "--run", "ledger")
-    assert code == 0 and len(out.splitlines()) == 3 and "signer.retired.v1" in out
+    assert code == 0
+    assert len(out.splitlines()) == 3
+    assert "signer.retired.v1" in out
     code, out, _ = run(home, "keys", "list")
-    assert "bot  adapter" in out and "retired" in out
+    assert "bot  adapter" in out
+    assert "retired" in out
     code, _, err = run(home, "keys", "retire", "caseledger-operator")
-    assert code == 2 and "would leave no active operator key" in err
+    assert code == 2
+    assert "would leave no active operator key" in err
 
 
 def test_console_script_in_a_real_process(home: Path) -> None:
@@ -148,8 +168,10 @@ def test_console_script_in_a_real_process(home: Path) -> None:
     args = [str(cli), "--ledger", str(home / "ledger.db")]
     assert subprocess.run([*args, "init"], capture_output=True, check=False).returncode == 0
     done = subprocess.run([*args, "verify"], capture_output=True, text=True, check=False)
-    assert done.returncode == 0 and done.stdout.startswith("verified: 1 events")
+    assert done.returncode == 0
+    assert done.stdout.startswith("verified: 1 events")
     done = subprocess.run(
         [*args, "prove", "inclusion"], capture_output=True, text=True, check=False
     )
-    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert done.returncode == 2
+    assert "Traceback" not in done.stderr

@@ -51,7 +51,8 @@ def test_runs_lines_and_json(ledger: Path):
     code, out, _ = run(ledger, "runs", "--json")
     rows = json.loads(out)
     assert [r["run"] for r in rows] == ["model-a", "self-test"]
-    assert rows[0]["done"] == 21 and rows[0]["planned"] == 21
+    assert rows[0]["done"] == 21
+    assert rows[0]["planned"] == 21
 
 
 def test_report_prints_the_tree_size_and_writes_the_file(ledger: Path, tmp_path: Path):
@@ -59,7 +60,8 @@ def test_report_prints_the_tree_size_and_writes_the_file(ledger: Path, tmp_path:
         size = led.size()
     out = tmp_path / "r.md"
     code, stdout, stderr = run(ledger, "report", "--format", "md", "-o", str(out))
-    assert code == 0 and stdout == ""
+    assert code == 0
+    assert stdout == ""
     assert stderr.startswith(f"report built at tree size {size}, root sha256:")
     text = out.read_text(encoding="utf-8")
     assert text.startswith("# caseledger report\n")
@@ -73,11 +75,14 @@ def test_report_selection_and_errors(ledger: Path):
     report = json.loads(out)
     assert [s["kind"] for s in report["sections"]] == ["self_test"]
     code, _, err = run(ledger, "report", "--run", "nope")
-    assert code == 2 and "no run nope" in err
+    assert code == 2
+    assert "no run nope" in err
     code, _, err = run(ledger, "report", "--at-size", "999999")
-    assert code == 2 and "out of range" in err
+    assert code == 2
+    assert "out of range" in err
     code, out, _ = run(ledger, "report", "--at-size", "1")
-    assert code == 0 and json.loads(out)["sections"] == []
+    assert code == 0
+    assert json.loads(out)["sections"] == []
 
 
 def test_rebuild(ledger: Path):
@@ -85,15 +90,18 @@ def test_rebuild(ledger: Path):
         size, root = opened.size(), root_hash(opened.leaf_hashes())
     code, out, _ = run(ledger, "rebuild")
     assert code == 0
-    assert f"replayed {size} events" in out and f"root sha256:{root.hex()}" in out
+    assert f"replayed {size} events" in out
+    assert f"root sha256:{root.hex()}" in out
     # nothing is written beside the ledger, and a store left by an earlier release is named
     stale = ledger.with_name(ledger.stem + ".projections.db")
     assert not stale.exists()
     stale.write_bytes(b"anything")
     code, out, _ = run(ledger, "rebuild")
-    assert code == 0 and "nothing reads it now" in out
+    assert code == 0
+    assert "nothing reads it now" in out
 
 
 def test_missing_ledger_exits_2(tmp_path: Path):
     code, _, err = run(tmp_path / "none.db", "report")
-    assert code == 2 and "no ledger" in err
+    assert code == 2
+    assert "no ledger" in err

@@ -34,7 +34,7 @@ from runkit import (
     stream,
 )
 
-SECRET = "sk-cli-run-SECRET-7f3a"
+SECRET = "sk-cli-run-SECRET-7f3a"  # noqa: S105 (a fake key the tests plant and look for)
 
 
 @pytest.fixture
@@ -105,7 +105,8 @@ def test_sigkill_halfway_then_resume_gives_one_chain_per_attempt(
     chains = check_attempts(stored, planned(home, "sales-fixture", 3))
     assert len(chains) == 21
     kinds = [type(s.event()) for s in stored]
-    assert kinds.count(events.RunStarted) == 1 and kinds.count(events.RunFinished) == 1
+    assert kinds.count(events.RunStarted) == 1
+    assert kinds.count(events.RunFinished) == 1
     assert kinds.count(events.PromptSent) == 21  # no attempt was asked twice
 
 
@@ -130,7 +131,8 @@ def test_ctrl_c_cancels_unfinished_attempts_and_resume_finishes_them(
     out, err = proc.communicate(timeout=30)
     assert time.monotonic() - t0 < 10, "an interrupt must not wait for the model"
     assert proc.returncode == 2
-    assert "interrupted: run ctrlc cancelled" in err and "--resume ctrlc" in err
+    assert "interrupted: run ctrlc cancelled" in err
+    assert "--resume ctrlc" in err
     no_traceback(out, err)
     hung = int(pids.read_text().split()[-1])
     wait_for(lambda: not _alive(hung), timeout=5)  # the model process was killed too
@@ -144,8 +146,10 @@ def test_ctrl_c_cancels_unfinished_attempts_and_resume_finishes_them(
         if isinstance(e, events.AttemptCancelled) and e.reason == "interrupted"
     }
     plan = planned(home, "sales-fixture", 2)
-    assert scored | interrupted == set(plan) and not scored & interrupted
-    assert isinstance(evs[-1], events.RunFinished) and evs[-1].status == "cancelled"
+    assert scored | interrupted == set(plan)
+    assert not scored & interrupted
+    assert isinstance(evs[-1], events.RunFinished)
+    assert evs[-1].status == "cancelled"
 
     flag.unlink()
     resumed = cli(home, *args[:-2], "--resume", "ctrlc")
@@ -155,7 +159,8 @@ def test_ctrl_c_cancels_unfinished_attempts_and_resume_finishes_them(
     stored = stream(home, "ctrlc")
     check_attempts(stored, plan)
     last = stored[-1].event()
-    assert isinstance(last, events.RunFinished) and last.status == "completed"
+    assert isinstance(last, events.RunFinished)
+    assert last.status == "completed"
 
 
 def _alive(pid: int) -> bool:
@@ -184,9 +189,11 @@ def test_reference_scores_100_on_every_attempt(
     stored = stream(home, "self")
     chains = check_attempts(stored, planned(home, bank, attempts))
     totals = {c[-1].total for c in chains.values()}  # type: ignore[attr-defined]
-    assert len(chains) == n and totals == {Decimal("100.00")}
+    assert len(chains) == n
+    assert totals == {Decimal("100.00")}
     started = stored[0].event()
-    assert isinstance(started, events.RunStarted) and started.run_kind == "self_test"
+    assert isinstance(started, events.RunStarted)
+    assert started.run_kind == "self_test"
     assert cli(home, "verify").returncode == 0
 
 
@@ -260,15 +267,18 @@ def test_existing_run_id_is_refused_unless_resumed(home: Path) -> None:
     before = head(home)
     again = cli(home, *args)
     assert again.returncode == 2
-    assert "run mine already exists" in again.stderr and "--resume mine" in again.stderr
+    assert "run mine already exists" in again.stderr
+    assert "--resume mine" in again.stderr
     no_traceback(again.stderr)
     assert head(home) == before
     other = cli(home, "run", "--bank", "sales-fixture", "--adapter", "reference",
                 "--run-id", "mine", "--resume", "yours")  # fmt: skip
-    assert other.returncode == 2 and "name different runs" in other.stderr
+    assert other.returncode == 2
+    assert "name different runs" in other.stderr
     resumed = cli(home, "run", "--bank", "sales-fixture", "--adapter", "reference",
                   "--resume", "mine")  # fmt: skip
-    assert resumed.returncode == 0 and "attempts: 7 planned, 7 done" in resumed.stdout
+    assert resumed.returncode == 0
+    assert "attempts: 7 planned, 7 done" in resumed.stdout
     assert head(home) == before  # a finished run: nothing to add
 
 
@@ -284,7 +294,8 @@ def test_missing_recordings_are_cancelled_and_stay_planned(home: Path, tmp_path:
     assert "missing_recording 12" in done.stdout
     evs = [s.event() for s in stream(home, "gaps")]
     missing = [e for e in evs if isinstance(e, events.AttemptCancelled)]
-    assert len(missing) == 12 and {e.reason for e in missing} == {"missing_recording"}
+    assert len(missing) == 12
+    assert {e.reason for e in missing} == {"missing_recording"}
     assert sum(isinstance(e, events.PromptSent) for e in evs) == 2  # missing ones never prompted
 
 
@@ -315,7 +326,8 @@ def test_prompt_leak_through_the_cli_exits_2(
     assert "run lk failed: the prompt of case sf-01 leaks" in result.stderr
     assert isinstance(result.exception, SystemExit)
     evs = [s.event() for s in stream(home, "lk")]
-    assert isinstance(evs[-1], events.RunFinished) and evs[-1].status == "failed"
+    assert isinstance(evs[-1], events.RunFinished)
+    assert evs[-1].status == "failed"
     assert not any(isinstance(e, events.PromptSent) for e in evs)
 
 
@@ -406,7 +418,8 @@ def test_openai_end_to_end_against_a_local_server(home: Path, fake_openai: FakeO
         assert (usage.input, usage.cache_read, usage.output, usage.reasoning_output) == (
             400, 600, 80, 30,
         )  # fmt: skip
-        assert usage.raw_json is not None and '"cached_tokens":600' in usage.raw_json
+        assert usage.raw_json is not None
+        assert '"cached_tokens":600' in usage.raw_json
         assert score.result_correct is (cid not in {"sf-02", "sf-05"})
     started = stored[0].event()
     assert isinstance(started, events.RunStarted)

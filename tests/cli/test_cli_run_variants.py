@@ -56,7 +56,8 @@ def test_scope_leak_is_flagged_after_an_unchanged_score(tmp_path_factory, tmp_pa
         assert isinstance(last, events.VariantChecked)
         assert last.flags == expected_flags
         scores = [e for e in flagged[attempt] if isinstance(e, events.ScoreComputed)]
-        assert len(scores) == 1 and scores[0].total == Decimal("100.00")
+        assert len(scores) == 1
+        assert scores[0].total == Decimal("100.00")
         assert scores[0].result_correct is True
         # the same answer without diagnostics scores exactly the same
         (same,) = [e for e in plain[attempt] if isinstance(e, events.ScoreComputed)]

@@ -257,14 +257,16 @@ def test_a_ledger_open_for_writing_is_exported_as_of_its_last_commit(
         )
         assert seq == len(before)
         wal = home / "ledger.db-wal"
-        assert wal.is_file() and wal.stat().st_size > 0
+        assert wal.is_file()
+        assert wal.stat().st_size > 0
         naive = tmp_path / "naive.db"
         shutil.copyfile(home / "ledger.db", naive)
         assert len(leaf_hashes(naive)) < len(before) + 1
         done = export(home, tmp_path / "out")
         assert done.returncode == 0, done.stderr
     exported = leaf_hashes(tmp_path / "out" / "ledger.db")
-    assert exported[:-1] == before and len(exported) == len(before) + 1
+    assert exported[:-1] == before
+    assert len(exported) == len(before) + 1
     verified = shell(readme_commands(tmp_path / "out")[0], tmp_path / "out")
     assert verified.returncode == 0, verified.stderr
     assert "2 signers" in verified.stdout
@@ -328,9 +330,11 @@ def test_recompute_without_bank_files_could_not_check(home: Path, tmp_path: Path
     code, _, err = cli("--ledger", ledger, "verify", "--recompute", "--banks", str(nowhere))
     assert code == 2
     assert err.startswith(f"error: the files of bank sales-fixture@v1 (seq 1) are not in {nowhere}")
-    assert "caseledger export audit" in err and "bank publish" not in err
+    assert "caseledger export audit" in err
+    assert "bank publish" not in err
     code, _, err = cli("--ledger", ledger, "verify", "--banks", str(nowhere))
-    assert code == 2 and "--banks is only read with --recompute" in err
+    assert code == 2
+    assert "--banks is only read with --recompute" in err
     # the operator's own layout (banks/<hex>/ beside the ledger) is the default
     code, out, err = cli("--ledger", ledger, "verify", "--recompute")
     assert code == 0, err

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import shutil
 import sqlite3
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -103,7 +104,7 @@ OTHER_CASES = [
         ["bank", "validate", "/no/such/folder"],
         ["bank", "diff", "sales-fixture", "/no/such"],
         ["verify", "--checkpoint", "/no/such/file"],
-        ["verify", "--banks", "/tmp"],
+        ["verify", "--banks", tempfile.gettempdir()],  # a folder that holds no banks
         ["verify", "--key", "not-a-key"],
         ["verify", "--key", "a+b+c"],
         ["verify", "--key", "name+00000000+AAAA"],
@@ -521,7 +522,11 @@ BAD_CONTENT = [
     ("text-stream-seq", "UPDATE events SET stream_seq = 'x' WHERE seq = 4;", 1),
     ("short-leaf-hash", "UPDATE events SET leaf_hash = x'00' WHERE seq = 2;", 1),
     ("deleted-middle", "DELETE FROM events WHERE seq = 3;", 1),
-    ("huge-seq", f"UPDATE events SET seq = {2**62} WHERE seq = (SELECT MAX(seq) FROM events);", 1),
+    (  # 4611686018427387904 is 2**62
+        "huge-seq",
+        "UPDATE events SET seq = 4611686018427387904 WHERE seq = (SELECT MAX(seq) FROM events);",
+        1,
+    ),
 ]
 READ_COMMANDS = [["verify"], ["log"], ["log", "--json"], ["report"], ["bank", "list"], ["runs"]]
 

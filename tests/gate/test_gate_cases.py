@@ -220,7 +220,9 @@ def test_ci_with_gate_disabled(side, tmp_path: Path, name: str, text: str) -> No
     report = side("base4")
     code, output = gate(["--baseline", report, "--current", report, "--ci"])
     assert code == 2
-    assert output.count("\n") == 1 and "disabled" in output and "--ci refuses" in output
+    assert output.count("\n") == 1
+    assert "disabled" in output
+    assert "--ci refuses" in output
     code, _ = gate(["--baseline", report, "--current", report])  # asked by hand: judged
     assert code == 0
 
@@ -235,7 +237,8 @@ def test_config_tolerances_and_ignore(side, tmp_path: Path) -> None:
     assert gate(["--baseline", base, "--current", cur, "--tol", "result_correct_rate=0.02"])[0] == 1
     code, output = gate(["--baseline", base, "--current", cur, "--ignore", "result_correct_rate",
                          "--tol", "result_correct_rate=0.02"])  # fmt: skip
-    assert code == 0 and "ignored" in output
+    assert code == 0
+    assert "ignored" in output
     (tmp_path / "caseledger.yaml").write_text("gate:\n  min_n: 100\n", "utf-8")
     assert gate(["--baseline", base, "--current", base])[0] == 2
 
@@ -263,7 +266,8 @@ def test_bad_configuration_exits_2(side, tmp_path: Path, config, args, message) 
 def test_report_with_several_runs_needs_a_run(gate_report, write_json) -> None:
     path = write_json("all.json", gate_report)
     result = CliRunner().invoke(main, ["gate", "--baseline", str(path), "--current", str(path)])
-    assert result.exit_code == 2 and "name one" in result.output
+    assert result.exit_code == 2
+    assert "name one" in result.output
     code, _ = gate(["--baseline", f"{path}:base4", "--current", f"{path}:base4"])
     assert code == 0
 
@@ -274,13 +278,16 @@ def test_freeze_check_and_gate_against_a_frozen_baseline(gate_ledger: Path, tmp_
     args = ["--ledger", str(gate_ledger), "baseline", "freeze", "base4", "-o", str(out)]
     result = runner.invoke(main, args)
     assert result.exit_code == 0, result.output
-    assert "28 planned attempts" in result.output and "result_correct_rate 0.8571" in result.output
+    assert "28 planned attempts" in result.output
+    assert "result_correct_rate 0.8571" in result.output
     assert runner.invoke(main, args).exit_code == 2  # refuses to overwrite
     check = runner.invoke(main, ["baseline", "check", str(out), "--require-full"])
     assert check.exit_code == 0, check.output
     assert "7 cases x 4 attempts planned, 28 scored" in check.output
     code, output = gate(["--baseline", str(out), "--current", f"{gate_ledger}:cur3", *REAL_TIMING])
-    assert code == 0 and "frozen baseline" in output and "drift -0.2500" in output
+    assert code == 0
+    assert "frozen baseline" in output
+    assert "drift -0.2500" in output
 
 
 def test_frozen_partly_cancelled_run(gate_ledger: Path, tmp_path: Path) -> None:

@@ -109,7 +109,8 @@ def test_flipped_body_byte_fails(bundle: Path) -> None:
     _write(bundle, lines)
     result = CliRunner().invoke(main, ["baseline", "check", str(bundle)])
     assert result.exit_code == 1
-    assert f"seq {lines[40]['seq']}" in result.output and "hashes to" in result.output
+    assert f"seq {lines[40]['seq']}" in result.output
+    assert "hashes to" in result.output
 
 
 def test_foreign_signature_fails(bundle: Path) -> None:
@@ -128,17 +129,20 @@ def test_dropped_event_breaks_the_stream(bundle: Path) -> None:
     del lines[50]
     _write(bundle, lines)
     errors = check_baseline(bundle).errors
-    assert len(errors) == 1 and "stream demo-northwind-sql-pro: stream_seq" in errors[0]
+    assert len(errors) == 1
+    assert "stream demo-northwind-sql-pro: stream_seq" in errors[0]
 
 
 def test_not_a_baseline_exits_2(tmp_path: Path) -> None:
     result = CliRunner().invoke(main, ["baseline", "check", str(tmp_path)])
-    assert result.exit_code == 2 and "manifest.json is missing" in result.output
+    assert result.exit_code == 2
+    assert "manifest.json is missing" in result.output
 
 
 def test_unknown_required_field_exits_2(bundle: Path) -> None:
     result = CliRunner().invoke(main, ["baseline", "check", str(bundle), "--require-fields", "x"])
-    assert result.exit_code == 2 and "unknown field 'x'" in result.output
+    assert result.exit_code == 2
+    assert "unknown field 'x'" in result.output
 
 
 def test_require_fields_gap_is_an_error() -> None:

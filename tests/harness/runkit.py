@@ -162,6 +162,7 @@ def check_attempts(
             chain = chain[:-1]  # diagnostics after the score, not evidence of it
         links = tuple(link_of(s.leaf_hash) for s, _ in chain[:-1])
         score = chain[-1][1]
-        assert isinstance(score, events.ScoreComputed) and score.evidence == links
+        assert isinstance(score, events.ScoreComputed)
+        assert score.evidence == links
         chains[key] = [e for _, e in chain]
     return chains

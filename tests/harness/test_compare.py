@@ -207,7 +207,8 @@ def test_non_finite_cell_rejects_the_whole_result(bad, abs_tol):
     c = cmp(gold_cols, gold, gold_cols, [("a", "1.0"), ("b", bad)], abs_tol=abs_tol)
     assert c.non_finite
     assert (c.matched, c.precision, c.recall, c.f1, c.order_ok) == (0, 0, 0, 0, False)
-    assert c.column_count_ok and c.column_names_ok  # still judged
+    assert c.column_count_ok
+    assert c.column_names_ok  # still judged
     # even when the matching rows alone would be a perfect answer to a one-row gold
     c = cmp(gold_cols, gold[:1], gold_cols, [("a", "1.0"), ("x", bad)], abs_tol=abs_tol)
     assert c.matched == 0
@@ -262,7 +263,8 @@ def test_column_count_mismatch_is_no_mapping():
     c = cmp(K, [("A",)], [*K, col("n", "INTEGER")], [("A", 1)])
     assert c.alignment == "count_mismatch"
     assert c.column_mapping is None
-    assert not c.column_count_ok and not c.column_names_ok
+    assert not c.column_count_ok
+    assert not c.column_names_ok
     assert (c.matched, c.f1, c.order_ok) == (0, 0, False)
 
 
@@ -572,7 +574,8 @@ def test_columns_far_from_the_boundary_never_convert_to_decimal():
     assert _values_within(gold, near, Decimal("0.001"), ZERO) is True
     assert _values_within(gold, far, Decimal("0.001"), ZERO) is False
     for info in (gold, near, far):
-        assert "sorted_raw" not in vars(info) and "sorted_numbers" not in vars(info)
+        assert "sorted_raw" not in vars(info)
+        assert "sorted_numbers" not in vars(info)
 
 
 @given(boundary_pairs())

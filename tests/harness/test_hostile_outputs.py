@@ -172,7 +172,8 @@ def test_cli_refuses_a_cap_out_of_range(tmp_path_factory, tmp_path: Path) -> Non
     done = cli(home, "run", "--bank", "sales-fixture", "--adapter", "reference",
                "--max-result-bytes", str(10**30))  # fmt: skip
     assert done.returncode == 2
-    assert "--max-result-bytes" in done.stderr and "Traceback" not in done.stderr
+    assert "--max-result-bytes" in done.stderr
+    assert "Traceback" not in done.stderr
     assert (home / "ledger.db").read_bytes() == before
 
 
@@ -240,7 +241,8 @@ def test_a_run_of_hostile_outputs_has_bounded_cost(tmp_path_factory, tmp_path: P
     planned = [(f"sf-0{c}", n) for c in range(1, 8) for n in (1, 2, 3, 4)]
     chains = check_attempts(stored, planned)  # one terminal ScoreComputed per attempt
     started, finished = stored[0].event(), stored[-1].event()
-    assert isinstance(started, events.RunStarted) and isinstance(finished, events.RunFinished)
+    assert isinstance(started, events.RunStarted)
+    assert isinstance(finished, events.RunFinished)
     assert finished.status == "completed"
     assert started.limits == events.Limits(
         max_output_bytes=1048576, max_sql_bytes=65536, max_nesting=32,

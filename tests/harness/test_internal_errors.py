@@ -73,7 +73,8 @@ def test_run_stops_and_records_nothing_for_the_attempt(
         f"internal error: TypeError: {FAULT} (this is a caseledger bug; "
         "nothing was recorded for case sf-03 attempt 1)"
     )
-    assert "Traceback" not in err and "run r: completed" not in out
+    assert "Traceback" not in err
+    assert "run r: completed" not in out
     stored = [s.event() for s in stream(home, "r")]
     # RunStarted, two whole attempts (prompt, answer, parse, guard, execution, score), the end
     assert [type(e).__name__ for e in stored] == [
@@ -115,7 +116,8 @@ def test_rescore_stops_and_appends_nothing(home: Path, monkeypatch: pytest.Monke
         f"internal error: TypeError: {FAULT} (this is a caseledger bug; nothing was "
         "recorded for run r; it stopped at case sf-01 attempt 1)"
     )
-    assert "Traceback" not in err and "rescored" not in out
+    assert "Traceback" not in err
+    assert "rescored" not in out
     assert head(home) == before
 
 

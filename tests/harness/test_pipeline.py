@@ -107,11 +107,13 @@ def test_fresh_answers_score_by_hand(
     judged = pipeline.judge(
         bench(bank, case_id), parsed=parsed_of(case_id, strict(text)), pool=pool
     )
-    assert judged.score is not None and judged.cancelled is None
+    assert judged.score is not None
+    assert judged.cancelled is None
     assert judged.score["total"] == Decimal(total)
     assert judged.score["failure_kind"] == failure
     assert len(judged.executions) == runs
-    assert judged.guard is not None and judged.guard.passed == (failure != "guard")
+    assert judged.guard is not None
+    assert judged.guard.passed == (failure != "guard")
 
 
 def test_a_crash_is_retried_once_and_both_are_kept(bank: PublishedBank, pool: WorkerPool) -> None:
@@ -120,14 +122,16 @@ def test_a_crash_is_retried_once_and_both_are_kept(bank: PublishedBank, pool: Wo
     judged = pipeline.judge(bench(bank, "sf-01"), parsed=parsed_of("sf-01", strict(ref)), pool=once)  # type: ignore[arg-type]
     assert once.calls == 2
     assert [r.error_kind for r in judged.executions] == ["worker_crash", None]
-    assert judged.score is not None and judged.score["total"] == Decimal("100.00")
+    assert judged.score is not None
+    assert judged.score["total"] == Decimal("100.00")
 
     twice = Crashing(pool, 2)
     judged = pipeline.judge(
         bench(bank, "sf-01"), parsed=parsed_of("sf-01", strict(ref)), pool=twice
     )  # type: ignore[arg-type]
     assert twice.calls == 2  # never a third try
-    assert judged.score is None and judged.crashed_twice
+    assert judged.score is None
+    assert judged.crashed_twice
     assert judged.cancelled == "the SQL worker crashed twice"
 
 
@@ -141,7 +145,8 @@ def test_a_provider_failure_scores_zero_and_runs_nothing(bank: PublishedBank) ->
         **ENV, case_id="sf-01", attempt=2, kind="timeout", message="m", invocation=inv
     )
     judged = pipeline.judge(bench(bank, "sf-01"), failure=failure)
-    assert judged.guard is None and judged.executions == ()
+    assert judged.guard is None
+    assert judged.executions == ()
     assert judged.score is not None
     assert (judged.score["total"], judged.score["failure_kind"]) == (Decimal("0.00"), "provider")
 
@@ -154,7 +159,8 @@ def test_the_judge_budget_rejects_as_too_complex(bank: PublishedBank, pool: Work
         pool=pool,
         spent_ns=lambda: over,
     )
-    assert judged.guard is not None and not judged.guard.passed
+    assert judged.guard is not None
+    assert not judged.guard.passed
     assert judged.guard.violations[-1].check == "too_complex"
     assert judged.executions == ()
     assert judged.score is not None
@@ -168,7 +174,9 @@ def test_recorded_evidence_is_never_repaired(bank: PublishedBank, pool: WorkerPo
     judged = pipeline.judge(
         bench(bank, "sf-01"), parsed=parsed, pool=pool, recorded=pipeline.Recorded()
     )
-    assert judged.guard is None and judged.executions == () and judged.score is None
+    assert judged.guard is None
+    assert judged.executions == ()
+    assert judged.score is None
     assert judged.refusal is not None
     assert judged.cancelled == (
         "scoring failed: case sf-01: cannot score: SQL was extracted but has no guard verdict"

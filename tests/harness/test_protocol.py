@@ -204,7 +204,8 @@ def test_verdict_table(raw: str, expected: str) -> None:
 def test_table_is_large_and_covers_all_three_verdicts() -> None:
     outcomes = [e for _, _, e in TABLE]
     assert len(TABLE) >= 30
-    assert STRICT in outcomes and RECOVERED in outcomes
+    assert STRICT in outcomes
+    assert RECOVERED in outcomes
     assert len({e for e in outcomes if e not in (STRICT, RECOVERED)}) >= 20
 
 
@@ -261,7 +262,8 @@ def test_parsed_becomes_an_output_parsed_event() -> None:
             attempt=1,
             **msgspec.structs.asdict(parsed),
         )
-        assert event.error == parsed.error and event.sql == parsed.sql
+        assert event.error == parsed.error
+        assert event.sql == parsed.sql
 
 
 def test_field_lists_match_the_event_shapes() -> None:
@@ -393,13 +395,15 @@ def test_any_well_typed_answer_round_trips(
     }
     text = json.dumps(obj, ensure_ascii=False)
     strict = parse_output(pad[0] + text + pad[1])
-    assert strict.error is None and strict.protocol_strict
+    assert strict.error is None
+    assert strict.protocol_strict
     assert (strict.sql, strict.summary, strict.assumptions) == (sql, summary, tuple(assumptions))
     fenced = parse_output(pad[0] + "```json\n" + text + "\n```" + pad[1])
     if "```" in text:
         assert fenced.error == "several fences"
     else:
-        assert fenced.recovered_from_fence and fenced.sql == sql
+        assert fenced.recovered_from_fence
+        assert fenced.sql == sql
 
 
 @given(st.text(max_size=200))
@@ -407,4 +411,5 @@ def test_arbitrary_text_never_raises(raw: str) -> None:
     parsed = parse_output(raw)
     assert (parsed.error is None) == (parsed.plan is not None)
     if parsed.error is not None:
-        assert parsed.sql is None and not parsed.protocol_strict
+        assert parsed.sql is None
+        assert not parsed.protocol_strict

@@ -20,7 +20,7 @@ from ledger.adapters.base import Reply, Request
 from ledger.bank.leak import leak_findings
 from ledger.bank.registry import PublishedBank, find_published
 from ledger.cli.run import bank_context
-from ledger.errors import BankError, UsageError
+from ledger.errors import AdapterError, BankError, UsageError
 from ledger.harness import pipeline, protocol
 from ledger.harness.attempt import BankContext
 from ledger.harness.runner import RunPlan, plan_keys, run
@@ -177,7 +177,8 @@ def test_replay_scores_equal_the_scorer_case_by_case(
     assert (summary.planned, summary.done, summary.status) == (36, 36, "completed")
     assert summary.failures["missing_recording"] == 2
     started = stored[0].event()
-    assert isinstance(started, events.RunStarted) and started.attempts == 2
+    assert isinstance(started, events.RunStarted)
+    assert started.attempts == 2
     assert started.replay_file_sha256 is not None
 
 
@@ -240,7 +241,8 @@ def test_prompt_leak_cancels_fails_the_run_and_sends_nothing(
     with pytest.raises(BankError) as err:
         go(ledger, home, leaky, adapter, run_id="leaky", attempts=2)
     assert err.value.exit_code == 2
-    assert "leaks" in err.value.message and "prompt.md" in (err.value.hint or "")
+    assert "leaks" in err.value.message
+    assert "prompt.md" in (err.value.hint or "")
     assert adapter.calls == 0
     kinds = [type(s.event()).__name__ for s in ledger.stream_events("leaky")]
     assert kinds == ["RunStarted"] + ["AttemptCancelled"] * 14 + ["RunFinished"]
@@ -250,7 +252,8 @@ def test_prompt_leak_cancels_fails_the_run_and_sends_nothing(
     assert stored[-1].event().status == "failed"  # type: ignore[union-attr]
     # The cancellation says what leaked, never the leaked text itself.
     body = b"".join(s.body for s in stored)
-    assert str(bank.db_path).encode() not in body and str(home).encode() not in body
+    assert str(bank.db_path).encode() not in body
+    assert str(home).encode() not in body
 
 
 # ------------------------------------------------------------------ adapter fault
@@ -277,7 +280,8 @@ def test_adapter_exception_keeps_every_answer_and_resume_finishes(
     if concurrency == 1:
         assert scored == {(c, 1) for c in case_ids[:3]}
     finished = stored[-1].event()
-    assert isinstance(finished, events.RunFinished) and finished.status == "failed"
+    assert isinstance(finished, events.RunFinished)
+    assert finished.status == "failed"
     assert f"case {case_ids[3]} attempt 1" in finished.message
     summary = go(
         ledger, home, ctx, reference(bank), run_id="fault", resume=True, concurrency=concurrency
@@ -311,7 +315,8 @@ def test_resume_rules(home: Path, ledger: Ledger, tmp_path: Path) -> None:
     # A finished run resumed: nothing to do, nothing appended, no call made.
     idle = reference(bank)
     again = go(ledger, home, ctx, idle, run_id="r1", resume=True)
-    assert idle.calls == 0 and again.done == 14
+    assert idle.calls == 0
+    assert again.done == 14
     assert head(home) == before
 
 
@@ -322,8 +327,12 @@ def test_replay_file_of_the_wrong_bank_appends_nothing(
     ctx = bank_context(bank, ledger.path, tmp_path)
     replay = write_replay(tmp_path / "r.jsonl", [{"case": "basic-01", "attempt": 1, "output": "x"}])
     before = head(home)
-    with pytest.raises(Exception, match="line 1: unknown case id 'basic-01'"):
+    with pytest.raises(AdapterError, match="line 1: unknown case id 'basic-01'") as exc:
         go(ledger, home, ctx, build_adapter("replay", {"replay_file": str(replay)}), run_id="w")
+    assert exc.value.message == (
+        f"replay file {replay} line 1: unknown case id 'basic-01' (not in the bank)"
+    )
+    assert exc.value.hint == "check the bank and version given with --bank"
     assert head(home) == before
 
 
@@ -346,9 +355,11 @@ def test_retries_call_again_and_record_the_last_answer(
 
     flaky = Flaky(inner.inner)
     summary = go(ledger, home, ctx, flaky, run_id="flaky", retries=1)
-    assert flaky.calls == 14 and summary.correct == 7
+    assert flaky.calls == 14
+    assert summary.correct == 7
     started = ledger.stream_events("flaky")[0].event()
-    assert isinstance(started, events.RunStarted) and started.retries == 1
+    assert isinstance(started, events.RunStarted)
+    assert started.retries == 1
     chains = check_attempts(ledger.stream_events("flaky"), plan_keys(bank.event.cases, 1))
     assert all(isinstance(c[1], events.ModelResponded) for c in chains.values())
     assert all(c[1].invocation.retries == 1 for c in chains.values())  # type: ignore[union-attr]
@@ -376,7 +387,8 @@ def test_caps_are_recorded_applied_and_kept_on_resume(
     adapter = build_adapter("replay", {"replay_file": str(replay)})
     go(ledger, home, ctx, adapter, run_id="caps", limits=caps)
     stored = [s.event() for s in ledger.stream_events("caps")]
-    assert isinstance(stored[0], events.RunStarted) and stored[0].limits == caps
+    assert isinstance(stored[0], events.RunStarted)
+    assert stored[0].limits == caps
     by_key = {}
     for e in stored:
         if hasattr(e, "case_id"):

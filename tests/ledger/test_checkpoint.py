@@ -462,7 +462,9 @@ def test_worked_example_in_formats_md_verifies() -> None:
     vkey = re.search(r"verifier key: (\S+)", doc)
     skey = re.search(r"signer key: +(\S+)", doc)
     note = re.search(r"```\n(example\.com/caseledger\n3\n.*?\n\n— .*?\n)```", doc, re.S)
-    assert vkey and skey and note
+    assert vkey
+    assert skey
+    assert note
     verifier = parse_verifier_key(vkey.group(1))
     checkpoint, _ = open_checkpoint(note.group(1), [verifier], "example.com/caseledger")
     leaves = [hashlib.sha256(b"\x00" + x).digest() for x in (b"a", b"b", b"c")]

@@ -47,7 +47,8 @@ def test_two_processes_append_1000_each_into_one_chain(tmp_path: Path) -> None:
     Ledger.create(path, operator(), clock=fixed_clock).close()
     writers = [spawn(path, run, 1000, 10) for run in ("run-a", "run-b")]
     for w in writers:
-        assert w.stdout is not None and w.stdout.readline().strip() == "ready"
+        assert w.stdout is not None
+        assert w.stdout.readline().strip() == "ready"
     for w in writers:
         assert w.stdin is not None
         w.stdin.write("go\n")
@@ -75,7 +76,8 @@ def test_sigkill_mid_batch_leaves_a_verifying_ledger_without_partial_batch(
     Ledger.create(path, operator(), clock=fixed_clock).close()
     batch = 5000
     writer = spawn(path, "run-k", 10 * batch, batch)
-    assert writer.stdout is not None and writer.stdin is not None
+    assert writer.stdout is not None
+    assert writer.stdin is not None
     assert writer.stdout.readline().strip() == "ready"
     writer.stdin.write("go\n")
     writer.stdin.flush()
@@ -85,7 +87,8 @@ def test_sigkill_mid_batch_leaves_a_verifying_ledger_without_partial_batch(
     writer.wait(timeout=30)
     assert writer.returncode == -signal.SIGKILL
     result = verify_ledger(path)
-    assert (result.size - 1) % batch == 0 and result.size >= 1 + batch
+    assert (result.size - 1) % batch == 0
+    assert result.size >= 1 + batch
     # The lock died with the process: the next writer appends at once.
     with Ledger.open(path, busy_timeout_s=1) as ledger:
         assert ledger.append([], operator()) == []

@@ -26,7 +26,8 @@ def ledger(tmp_path: Path) -> Ledger:
 
 def test_genesis_row_follows_the_design_formulas(ledger: Ledger) -> None:
     row = ledger.get(0)
-    assert row is not None and ledger.size() == 1
+    assert row is not None
+    assert ledger.size() == 1
     assert row.leaf_hash == hashlib.sha256(b"\x00" + row.body).digest()
     assert row.chain == hashlib.sha256(bytes(32) + row.leaf_hash).digest()
     op = operator()
@@ -128,7 +129,9 @@ def test_unregistered_and_retired_signers_are_refused(ledger: Ledger) -> None:
     with pytest.raises(UsageError, match="after it was retired at seq 3"):
         ledger.append([prompt("run-a", 1)], ad)
     entry = ledger.keyring().by_name("test-adapter")
-    assert entry is not None and entry.retired_seq == 3 and entry.reason == "rotated"
+    assert entry is not None
+    assert entry.retired_seq == 3
+    assert entry.reason == "rotated"
 
 
 def test_reregistering_a_name_under_another_key_is_refused(ledger: Ledger) -> None:
@@ -200,5 +203,6 @@ def test_readonly_open_cannot_write(ledger: Ledger, tmp_path: Path) -> None:
 def test_bodies_are_the_canonical_bytes(ledger: Ledger) -> None:
     (seq,) = ledger.append([prompt("run-a", 7)], operator())
     row = ledger.get(seq)
-    assert row is not None and row.body == codec.encode(row.event())
+    assert row is not None
+    assert row.body == codec.encode(row.event())
     assert row.body.startswith(b'{"at":"2026-12-02T10:00:00.000000Z","attempt":1,"case_id":')

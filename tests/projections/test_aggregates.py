@@ -116,8 +116,10 @@ def test_efficiency_per_correct_and_incomplete_figures(hand_ledger):
     e = run["efficiency"]
     assert e["correct"] == 2
     # one attempt lacks tokens and cost: per-correct is null, coverage says why
-    assert e["tokens"]["per_correct"] is None and e["tokens"]["coverage"] == "0.6667"
-    assert e["cost"]["per_correct"] is None and e["cost"]["coverage"] == "0.6667"
+    assert e["tokens"]["per_correct"] is None
+    assert e["tokens"]["coverage"] == "0.6667"
+    assert e["cost"]["per_correct"] is None
+    assert e["cost"]["coverage"] == "0.6667"
     assert e["cost"]["kind"] == "billed"
     # generation time is complete: (2 + 4 + 3) ms / 2 correct = 4.5 ms
     assert e["generation_ms"]["per_correct"] == "4.500"

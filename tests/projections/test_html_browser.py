@@ -55,7 +55,9 @@ def _png_pixels(data: bytes) -> tuple[int, int, list[tuple[int, int, int]]]:
         pos += 12 + length
     assert header is not None
     width, height, depth, color, _, _, interlace = header
-    assert depth == 8 and color in (2, 6) and interlace == 0
+    assert depth == 8
+    assert color in (2, 6)
+    assert interlace == 0
     bpp = 3 if color == 2 else 4
     raw = zlib.decompress(idat)
     stride = width * bpp
@@ -126,8 +128,10 @@ def test_html_has_no_external_reference(report_html: Path):
     text = report_html.read_text(encoding="utf-8")
     assert not re.search(r"""(src|href)\s*=\s*["']?\s*(https?:)?//""", text, re.I)
     assert "url(" not in text.split("</style>")[0]  # no CSS fetches
-    assert "<script" not in text and "<link" not in text
-    assert "Content-Security-Policy" in text and "default-src 'none'" in text
+    assert "<script" not in text
+    assert "<link" not in text
+    assert "Content-Security-Policy" in text
+    assert "default-src 'none'" in text
 
 
 def test_html_renders_in_chromium(report_html: Path, tmp_path: Path):

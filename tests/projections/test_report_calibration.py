@@ -111,7 +111,8 @@ def test_excluding_query_is_the_one_scope_leak_of_its_run(built: dict[str, Any])
     excl, sel = by_key[("leaky", "sf-01", 1)], by_key[("leaky", "sf-01", 2)]
     assert excl["variants"]["flags"] == ["scope_leak", "variant_mismatch"]
     third = next(o for o in excl["variants"]["outcomes"] if o["variant"] == "third-region")
-    assert third["non_interfering"] is True and third["moved"] is True
+    assert third["non_interfering"] is True
+    assert third["moved"] is True
     assert sel["variants"]["flags"] == []
     # both score exactly as without diagnostics
     assert excl["score"]["total"] == sel["score"]["total"] == "100.00"
@@ -147,10 +148,13 @@ def test_calibration_section_matches_what_calibrate_printed(built: dict[str, Any
     assert section["title"].startswith(
         "Calibration (oracle checks, never ranked) - bank sales-fixture v1 "
     )
-    assert section["ranked"] is False and section["fairness"] is None
+    assert section["ranked"] is False
+    assert section["fairness"] is None
     assert section["caseruns"] == []
     (entry,) = section["runs"]
-    assert entry["rank"] is None and "quality" not in entry and "scores" not in entry
+    assert entry["rank"] is None
+    assert "quality" not in entry
+    assert "scores" not in entry
     c = entry["calibration"]
     # By hand: the sales fixture's data and calibration.yaml variants kill every mutant that
     # runs (tests/calibration/test_fixture.py names them), so survived = 0 and

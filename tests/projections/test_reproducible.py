@@ -87,7 +87,8 @@ def test_report_content_of_the_real_run(real_ledger: Path):
     # not format_ok; guard, timeout and missing recording are not correct.
     assert q["total"] == 21
     assert q["correct"] == 18
-    assert q["failures"]["guard"] == 1 and q["failures"]["provider"] == 1
+    assert q["failures"]["guard"] == 1
+    assert q["failures"]["provider"] == 1
     assert q["cancelled"] == {"missing_recording": 1}
     assert q["evaluated"] == 20
     assert (
@@ -122,7 +123,8 @@ def test_snapshot_folds_like_a_replay_of_the_decoded_events(real_ledger: Path):
                 (seq, leaf, codec.decode(body)) for seq, leaf, body in ledger.iter_bodies(0, stop)
             )
             snap = read_state(ledger, at_size=stop)
-            assert snap.size == stop and snap.state.runs == plain.runs
+            assert snap.size == stop
+            assert snap.state.runs == plain.runs
             assert snap.state.banks == plain.banks
             assert sorted(snap.state.caseruns) == sorted(plain.caseruns)
             assert snap.root == root_hash(ledger.leaf_hashes(stop))

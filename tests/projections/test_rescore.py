@@ -81,7 +81,8 @@ def test_rescore_appends_and_old_report_keeps_its_bytes(real_ledger: Path, test_
     assert report(real_ledger, "--at-size", str(old_size)) == old
     # a second rescore appends nothing
     code, out, _ = cli(real_ledger, "rescore", "--scorer", test_scorer)
-    assert "rescored 0 attempts" in out and "already_scored 27" in out
+    assert "rescored 0 attempts" in out
+    assert "already_scored 27" in out
     assert size_of(real_ledger) == old_size + 27
 
     new = json.loads(report(real_ledger, "--scorer", test_scorer))
@@ -158,9 +159,11 @@ def test_verify_recompute_with_an_unknown_scorer_could_not_check(real_ledger, mo
 def test_rescore_refuses_unknown_version_and_run(real_ledger: Path):
     size = size_of(real_ledger)
     code, _, err = cli(real_ledger, "rescore", "--scorer", "9.9.9")
-    assert code == 2 and "unknown scorer version" in err
+    assert code == 2
+    assert "unknown scorer version" in err
     code, _, err = cli(real_ledger, "rescore", "--scorer", "2.0.0", "--run", "nope")
-    assert code == 2 and "no run nope" in err
+    assert code == 2
+    assert "no run nope" in err
     assert size_of(real_ledger) == size
 
 
@@ -171,7 +174,8 @@ def test_rescore_reexecute_records_new_executions(real_ledger: Path, test_scorer
         real_ledger, "rescore", "--scorer", test_scorer, "--run", "self-test", "--reexecute"
     )
     assert code == 0, err
-    assert "rescored 7 attempts of 1 runs" in out and "re-executed 7" in out
+    assert "rescored 7 attempts of 1 runs" in out
+    assert "re-executed 7" in out
     assert size_of(real_ledger) == size + 14  # a SqlExecuted and a ScoreComputed each
     code, _, err = cli(real_ledger, "verify", "--recompute")
     assert code == 0, err

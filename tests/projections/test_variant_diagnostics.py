@@ -172,16 +172,20 @@ def test_flags_follow_their_batch_and_survive_a_rescore(hand_ledger):
     from projections.caseruns import attempts_of_run
 
     first, second = attempts_of_run(state, "r1", "2.0.0")
-    assert first.variant is not None and first.variant.flags == ("scope_leak",)
-    assert second.outcome == "scored" and second.variant is None
+    assert first.variant is not None
+    assert first.variant.flags == ("scope_leak",)
+    assert second.outcome == "scored"
+    assert second.variant is None
     # a rescore ScoreComputed naming the same evidence keeps the batch's flags
     steps = state.caseruns["r1\x1fa\x1f1"].steps
     score = steps[-2].event  # ScoreComputed, then VariantChecked
     h.append(_draft_rescore(score))
     state = read_state(h.ledger).state
     rescored = attempts_of_run(state, "r1", "2.1.0")[0]
-    assert rescored.score is not None and rescored.score.scorer_version == "2.1.0"
-    assert rescored.variant is not None and rescored.variant.flags == ("scope_leak",)
+    assert rescored.score is not None
+    assert rescored.score.scorer_version == "2.1.0"
+    assert rescored.variant is not None
+    assert rescored.variant.flags == ("scope_leak",)
 
 
 def _draft_rescore(score):
@@ -251,9 +255,12 @@ def test_calibration_section_by_hand(hand_ledger):
         "not_applicable": 1,
     }
     assert c["applicable"] == 5
-    assert c["positive_controls"]["passed"] == 1 and c["positive_controls"]["total"] == 2
+    assert c["positive_controls"]["passed"] == 1
+    assert c["positive_controls"]["total"] == 2
     assert [(f["case"], f["index"]) for f in c["positive_controls"]["failed"]] == [("b", 1)]
-    assert c["passed"] is False and one["status"] == "failed" and one["rank"] is None
+    assert c["passed"] is False
+    assert one["status"] == "failed"
+    assert one["rank"] is None
     assert [(s["case"], s["mutant"], s["operator"]) for s in c["survivors"]] == [
         ("b", "one_to_many_join#0", "one_to_many_join")
     ]
@@ -273,9 +280,12 @@ def test_calibration_section_by_hand(hand_ledger):
     assert "| cal-1 | b | one_to_many_join#0 | one_to_many_join |" in md
     assert "FAILED positive control in cal-1: case b alternative_sql[1]" in md
     html = render(report, "html").decode()
-    assert '<div id="calibration">' in html and "one_to_many_join#0" in html
+    assert '<div id="calibration">' in html
+    assert "one_to_many_join#0" in html
     rows = {r["run"]: r for r in run_overview(state)}
     assert (rows["cal-1"]["done"], rows["cal-1"]["kill_rate"]) == (2, "0.6667")
-    assert rows["cal-1"]["result_correct_rate"] is None and rows["cal-1"]["score"] is None
+    assert rows["cal-1"]["result_correct_rate"] is None
+    assert rows["cal-1"]["score"] is None
     assert (rows["cal-2"]["done"], rows["cal-2"]["kill_rate"]) == (0, None)
-    assert rows["m1"]["kill_rate"] is None and rows["m1"]["done"] == 1
+    assert rows["m1"]["kill_rate"] is None
+    assert rows["m1"]["done"] == 1
