@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-import pytest
+import json
+import os
+import subprocess
+import sys
 
 from ledger.calibration.operators import ANSWER_NOT_CHECKED, OPERATOR_NAMES, OPERATORS, mutants_for
 
@@ -176,14 +179,33 @@ def test_stale_snapshot_mutant_per_stale_variant() -> None:
     ]
 
 
-@pytest.mark.parametrize("operator", OPERATOR_NAMES)
-def test_mutant_ids_are_stable(operator: str) -> None:
-    sql = (
-        "SELECT s.region, COUNT(DISTINCT s.sale_id) FROM sales AS s JOIN stores AS st "
-        "ON st.store_id = s.store_id WHERE s.valid = 'Y' AND s.region = 'A' "
-        "AND s.deal_time < TIMESTAMPTZ '2026-10-01 00:00:00+08:00' GROUP BY s.region "
-        "ORDER BY 1, 2 LIMIT 5"
-    )
-    first = [(m.id, m.sql) for m in mutants_for("c", sql, SCHEMA) if m.operator == operator]
-    again = [(m.id, m.sql) for m in mutants_for("c", sql, SCHEMA) if m.operator == operator]
-    assert first == again
+STABLE_SQL = (
+    "SELECT s.region, COUNT(DISTINCT s.sale_id) FROM sales AS s JOIN stores AS st "
+    "ON st.store_id = s.store_id WHERE s.valid = 'Y' AND s.region = 'A' "
+    "AND s.deal_time < TIMESTAMPTZ '2026-10-01 00:00:00+08:00' GROUP BY s.region "
+    "ORDER BY 1, 2 LIMIT 5"
+)
+_CHILD = """
+import json, sys
+from ledger.calibration.operators import mutants_for
+sql, schema = json.loads(sys.argv[1])
+print(json.dumps([[m.id, m.operator, m.sql] for m in mutants_for("c", sql, schema)]))
+"""
+
+
+def test_mutant_ids_are_stable_across_processes_and_hash_seeds() -> None:
+    # A calibration record names a mutant by id: the same query must give the same ids
+    # (and the same SQL behind each) in another process with another string-hash seed.
+    here = [[m.id, m.operator, m.sql] for m in mutants_for("c", STABLE_SQL, SCHEMA)]
+    assert {m[1] for m in here} == set(OPERATOR_NAMES)  # every operator applies here
+    assert len({m[0] for m in here}) == len(here)  # and no id is given twice
+    for seed in ("0", "12345"):
+        child = subprocess.run(
+            [sys.executable, "-c", _CHILD, json.dumps([STABLE_SQL, SCHEMA])],
+            env={**os.environ, "PYTHONHASHSEED": seed},
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        assert child.returncode == 0, child.stderr
+        assert json.loads(child.stdout) == here, seed

@@ -336,18 +336,37 @@ def test_exact_violations(sql: str, expected: list[tuple[str, str]]) -> None:
     assert verdict.violations == tuple(Violation(check=c, message=m) for c, m in expected)
 
 
-def test_empty_table_allowlist_rejects_everything() -> None:
-    verdict = guard("SELECT 1", [])
-    assert verdict == Verdict(
-        passed=False,
-        violations=(
-            Violation(
-                check="table_allowlist",
-                message="no published tables given: every query is rejected",
-            ),
+_NO_TABLES = Verdict(
+    passed=False,
+    violations=(
+        Violation(
+            check="table_allowlist",
+            message="no published tables given: every query is rejected",
         ),
-        ast_digest=None,
-    )
+    ),
+    ast_digest=None,
+)
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SELECT 1",  # no table at all
+        "SELECT * FROM orders",  # passes with the published tables
+        "WITH x AS (SELECT 1 AS a) SELECT a FROM x",
+        "SELECT 1 UNION ALL SELECT 2",
+        "DROP TABLE orders",
+        "",
+    ],
+)
+def test_empty_table_allowlist_rejects_everything(sql: str) -> None:
+    assert guard(sql, []) == _NO_TABLES
+
+
+@settings(max_examples=200, deadline=None)
+@given(sql=st.text(max_size=200))
+def test_empty_table_allowlist_rejects_any_text(sql: str) -> None:
+    assert guard(sql, []) == _NO_TABLES
 
 
 def test_blank_table_names_do_not_count() -> None:

@@ -181,6 +181,29 @@ def test_recorded_evidence_is_never_repaired(bank: PublishedBank, pool: WorkerPo
     assert judged.cancelled == (
         "scoring failed: case sf-01: cannot score: SQL was extracted but has no guard verdict"
     )
+    # A recorded refusal of SQL that passes the guard today stays a refusal: not guarded
+    # again, not executed even with a pool at hand, scored as refused (protocol 5 only).
+    refused = events.SqlGuarded(
+        **ENV,
+        case_id="sf-01",
+        attempt=1,
+        passed=False,
+        violations=(events.Violation(check="read_only_root", message="recorded refusal"),),
+        ast_digest=None,
+    )
+    judged = pipeline.judge(
+        bench(bank, "sf-01"),
+        parsed=parsed,
+        pool=pool,
+        recorded=pipeline.Recorded(guarded=refused),
+    )
+    assert judged.guard is not None
+    assert judged.guard.passed is False
+    assert [v.message for v in judged.guard.violations] == ["recorded refusal"]
+    assert judged.executions == ()
+    assert judged.score is not None
+    assert judged.score["total"] == Decimal("5.00")
+    assert judged.score["failure_kind"] == "guard"
 
 
 def test_an_unknown_case_is_a_named_refusal(bank: PublishedBank) -> None:
