@@ -31,6 +31,7 @@ from msgspec import UNSET, UnsetType
 __all__ = [
     "DIFFICULTIES",
     "DIMENSIONS",
+    "ENGINES",
     "LEDGER_STREAM",
     "UPCASTERS",
     "AstRule",
@@ -44,6 +45,7 @@ __all__ = [
     "CheckpointIssued",
     "Column",
     "DatabaseVerdict",
+    "EngineDifference",
     "Event",
     "EventBase",
     "GenerationParams",
@@ -114,18 +116,40 @@ class TableSchema(_Part, frozen=True, kw_only=True):
     columns: tuple[Column, ...]
 
 
-class BuildSettings(_Part, frozen=True, kw_only=True):
-    """How a bank database was built."""
+class EngineDifference(_Part, frozen=True, kw_only=True):
+    """A case whose gold on the bank's engine differs from its gold on DuckDB."""
+
+    case_id: str
+    detail: str
+
+
+class BuildSettings(_Part, frozen=True, kw_only=True, omit_defaults=True):
+    """How a bank database was built.
+
+    ``engine`` executes the bank (``duckdb``, ``sqlite`` or ``postgres``) at
+    ``engine_version``; a DuckDB bank leaves both at their defaults, so its bytes
+    are those of a bank published before engines existed. ``transpiled_from``
+    names the dialect the bank's SQL was written in when it was published for
+    another engine (``bank publish --engine``), and ``engine_differences`` lists
+    the cases whose gold differs between the two (accepted with
+    ``--accept-engine-differences``).
+    """
 
     duckdb_version: str
     timezone: str
     threads: int
     external_access: bool
+    engine: str = "duckdb"
+    engine_version: str = ""
+    transpiled_from: str | None = None
+    engine_differences: tuple[EngineDifference, ...] = ()
 
 
 #: The values of ``CaseSpec.dimension`` (DESIGN "Question bank"), in the order the
 #: radar draws them; the bank loader accepts only these and projections group by them.
 DIMENSIONS = ("basic", "joins_grain", "aggregation_metrics", "time_window", "complex", "data_dev")
+#: The execution engines a bank may name (cases.yaml ``engine:``), the default first.
+ENGINES = ("duckdb", "sqlite", "postgres")
 #: The values of ``CaseSpec.difficulty``, easiest first.
 DIFFICULTIES = ("easy", "medium", "hard")
 

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ledger.bank.model import Bank, validate_source
-from ledger.bank.source import CALIBRATION_FILE, BankSource, read_source
+from ledger.bank.source import CALIBRATION_FILE, BankSource, content_hash, read_source
 from ledger.codec import sha256_hex
 from ledger.errors import BankError, StoreError, UsageError, VerificationError, broken
 from ledger.events import BankPublished, CheckpointIssued
@@ -135,10 +135,11 @@ def check_bank_files(folder: Path, event: BankPublished, seq: int) -> BankSource
         )
     if source is None:
         raise broken("bank files checked but not read")
-    if source.content_sha256 != event.content_sha256:
+    content = content_hash(source.file_hashes, event.build.engine)
+    if content != event.content_sha256:
         raise VerificationError(
             f"seq {seq}: bank {_ref(event)}: the per-file hashes of BankPublished give "
-            f"{source.content_sha256}, but it records content {event.content_sha256}",
+            f"{content}, but it records content {event.content_sha256}",
             seq=seq,
         )
     return source
@@ -152,7 +153,7 @@ def published_references(banks_dir: Path, event: BankPublished, seq: int) -> dic
         VerificationError: they are there but differ from what was published.
     """
     bank = published_bank(banks_dir, event, seq)
-    return {case.id: case.reference_sql for case in bank.cases}
+    return {case.id: bank.engine_sql(case.reference_sql) for case in bank.cases}
 
 
 def published_bank(banks_dir: Path, event: BankPublished, seq: int) -> Bank:
@@ -174,7 +175,7 @@ def published_bank(banks_dir: Path, event: BankPublished, seq: int) -> Bank:
         )
     source = check_bank_files(folder, event, seq)
     try:
-        return validate_source(source)
+        return validate_source(source, engine=event.build.engine)
     except BankError as exc:
         raise UsageError(
             f"bank {_ref(event)} in {folder} hashes as published but does not load: {exc.message}",

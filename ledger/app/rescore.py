@@ -25,9 +25,10 @@ import msgspec
 
 from ledger.app.audit import published_bank
 from ledger.app.snapshot import read_state
-from ledger.bank.build import build_database, freeze_gold, gold_digest, open_bank_db
+from ledger.bank.build import build_database, freeze_gold_at, gold_digest
 from ledger.bank.model import Bank
-from ledger.bank.registry import PublishedBank, bank_paths
+from ledger.bank.registry import DB_SUFFIX, PublishedBank, bank_paths
+from ledger.engines import Executor, executor_for
 from ledger.errors import (
     BankError,
     InternalError,
@@ -51,7 +52,6 @@ from ledger.harness import pipeline
 from ledger.harness import score as score_mod
 from ledger.harness.attempt import Stream
 from ledger.harness.limits import DEFAULT_LIMITS
-from ledger.harness.worker import WorkerPool
 from ledger.keys import Signer
 from ledger.store import Ledger, StoredEvent, link_of
 from projections.caseruns import CaseRun, State
@@ -86,7 +86,7 @@ class RescoreSummary:
 
 
 def _references(home: Path, info: BankPublished, seq: int) -> dict[str, str]:
-    db_path, files_dir = bank_paths(home, info.content_sha256)
+    db_path, files_dir = bank_paths(home, info.content_sha256, info.build.engine)
     try:
         return PublishedBank(info, seq, db_path, files_dir).references()
     except BankError as exc:
@@ -220,10 +220,8 @@ def _rescore_run(
     limits = _run_limits(started)
     pool = None
     if reexecute:
-        from ledger.harness.worker import WorkerPool
-
-        db_path, _ = bank_paths(home, bank.content_sha256)
-        pool = WorkerPool(db_path)
+        db_path, _ = bank_paths(home, bank.content_sha256, bank.build.engine)
+        pool = executor_for(bank, db_path)
     head = ledger.stream_events(run_id)[-1]
     stream = Stream(run_id, clock, head)
     out: list[EventBase] = []
@@ -373,7 +371,7 @@ class _Walk:
         self.runs: dict[str, RunStarted] = {}
         self.evidence: dict[str, tuple[int, EventBase]] = {}
         self.rerun_done: set[str] = set()
-        self.pools: dict[str, WorkerPool] = {}
+        self.pools: dict[str, Executor] = {}
         self.tmp: tempfile.TemporaryDirectory[str] | None = None
 
     def close(self) -> None:
@@ -399,20 +397,17 @@ class _Walk:
             self.loaded[bank_hash] = published_bank(self.owner.banks_dir, event, seq)
         return self.loaded[bank_hash]
 
-    def pool(self, bank_hash: str) -> WorkerPool:
+    def pool(self, bank_hash: str) -> Executor:
         """A worker over the bank's database, built now from its checked files."""
         if bank_hash not in self.pools:
             event, seq = self.banks[bank_hash]
             bank = self.bank(bank_hash)
             if self.tmp is None:
                 self.tmp = tempfile.TemporaryDirectory(prefix="caseledger-recompute-")
-            db = Path(self.tmp.name) / f"{event.content_sha256.removeprefix('sha256:')}.duckdb"
+            hexhash = event.content_sha256.removeprefix("sha256:")
+            db = Path(self.tmp.name) / f"recompute-{hexhash}{DB_SUFFIX[event.build.engine]}"
             build_database(bank, db)
-            con = open_bank_db(db)
-            try:
-                gold = gold_digest(freeze_gold(con, bank))
-            finally:
-                con.close()
+            gold = gold_digest(freeze_gold_at(db, bank))
             if gold != event.gold_digest:
                 raise VerificationError(
                     f"seq {seq}: bank {event.bank_id}@{event.version}: building its published "
@@ -421,7 +416,7 @@ class _Walk:
                     hint="build with the DuckDB version BankPublished names "
                     f"({event.build.duckdb_version})",
                 )
-            self.pools[bank_hash] = WorkerPool(db)
+            self.pools[bank_hash] = executor_for(event, db)
         return self.pools[bank_hash]
 
     def check_score(self, seq: int, event: ScoreComputed) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import math
 import os
+from collections.abc import Callable
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -22,19 +23,41 @@ __all__ = [
     "BUILD_SETTINGS",
     "REQUIRED_DUCKDB",
     "build_database",
+    "build_settings",
+    "build_sql",
     "connect",
     "freeze_gold",
+    "freeze_gold_at",
     "gold_digest",
     "open_bank_db",
     "require_duckdb",
+    "run_query",
     "table_digests",
     "table_snapshot",
+    "tables_at",
 ]
 
 REQUIRED_DUCKDB = "1.5.5"
 BUILD_SETTINGS = BuildSettings(
     duckdb_version=REQUIRED_DUCKDB, timezone="UTC", threads=1, external_access=False
 )
+
+
+def build_settings(bank: Bank) -> BuildSettings:
+    """The BuildSettings a bank is published with (DuckDB's are :data:`BUILD_SETTINGS`)."""
+    if bank.engine == "duckdb":
+        return BUILD_SETTINGS
+    from ledger.engines import get_engine
+
+    return BuildSettings(
+        duckdb_version=REQUIRED_DUCKDB,
+        timezone="UTC",
+        threads=1,
+        external_access=False,
+        engine=bank.engine,
+        engine_version=get_engine(bank.engine).version(),
+        transpiled_from=bank.written_for if bank.written_for != bank.engine else None,
+    )
 
 
 def require_duckdb() -> None:
@@ -74,11 +97,25 @@ def _first_line(exc: BaseException) -> str:
 
 
 def build_database(bank: Bank, path: Path) -> None:
-    """Run schema.sql then seed.sql (normalised text) into a new database file at ``path``.
+    """Build ``bank`` into a new database at ``path`` on the bank's engine.
 
-    Builds into a temporary file beside ``path`` and moves it into place, so a
-    half-built database never sits under the final name.
+    DuckDB runs schema.sql then seed.sql (normalised text); another engine gets
+    them in its own dialect (``Bank.engine_sql``). Built into a temporary file
+    beside ``path`` and moved into place, so a half-built database never sits
+    under the final name.
     """
+    if bank.engine != "duckdb":
+        from ledger.engines import get_engine
+
+        get_engine(bank.engine).build(
+            bank.engine_sql(bank.schema_sql), bank.engine_sql(bank.seed_sql), path
+        )
+        return
+    build_sql(bank.schema_sql, bank.seed_sql, path, where=f"bank {bank.ref}")
+
+
+def build_sql(schema_sql: str, seed_sql: str, path: Path, *, where: str) -> None:
+    """Run ``schema_sql`` then ``seed_sql`` into a new DuckDB file at ``path`` (atomic)."""
     require_duckdb()
     if path.exists():
         raise BankError(f"refusing to overwrite {path}")
@@ -87,12 +124,12 @@ def build_database(bank: Bank, path: Path) -> None:
     try:
         con = connect(tmp, read_only=False)
         try:
-            for name, sql in (("schema.sql", bank.schema_sql), ("seed.sql", bank.seed_sql)):
+            for name, sql in (("schema.sql", schema_sql), ("seed.sql", seed_sql)):
                 try:
                     con.execute(sql)
                 except duckdb.Error as exc:
                     raise BankError(
-                        f"bank {bank.ref}: {name}: DuckDB error: {_first_line(exc)}",
+                        f"{where}: {name}: DuckDB error: {_first_line(exc)}",
                         hint=f"fix {name} so it runs in DuckDB {REQUIRED_DUCKDB}",
                     ) from None
             con.execute("CHECKPOINT")
@@ -144,26 +181,45 @@ def _non_finite(value: Any) -> bool:
     return False
 
 
+Query = Callable[[str], tuple[tuple[Column, ...], list[tuple[Any, ...]]]]
+
+
+def run_query(
+    con: duckdb.DuckDBPyConnection, sql: str
+) -> tuple[tuple[Column, ...], list[tuple[Any, ...]]]:
+    """Run one DuckDB query: its typed columns and raw rows.
+
+    Raises duckdb.Error as DuckDB does, and EngineQueryError when ``sql`` is not
+    exactly one statement returning rows.
+    """
+    from ledger.engines.base import EngineQueryError
+
+    statements = con.extract_statements(sql)
+    if len(statements) != 1:
+        raise EngineQueryError(f"must be exactly one statement, found {len(statements)}")
+    rel = con.sql(sql)
+    if rel is None:
+        raise EngineQueryError("does not return rows (it must be a query)")
+    columns = tuple(
+        Column(name=n, type=str(t)) for n, t in zip(rel.columns, rel.types, strict=True)
+    )
+    return columns, rel.fetchall()
+
+
 def _run_reference(
-    con: duckdb.DuckDBPyConnection, bank: Bank, case: CaseDef, problems: Problems
+    query: Query, bank: Bank, case: CaseDef, problems: Problems
 ) -> GoldResult | None:
+    from ledger.engines.base import EngineQueryError
+
     def bad(message: str, field: str = "reference_sql") -> None:
         line = bank.line_of(case, field)
         problems.add("cases.yaml", message, line=line, case=case.id, field=field)
 
     try:
-        statements = con.extract_statements(case.reference_sql)
-        if len(statements) != 1:
-            bad(f"must be exactly one statement, found {len(statements)}")
-            return None
-        rel = con.sql(case.reference_sql)
-        if rel is None:
-            bad("does not return rows (it must be a query)")
-            return None
-        columns = tuple(
-            Column(name=n, type=str(t)) for n, t in zip(rel.columns, rel.types, strict=True)
-        )
-        raw_rows = rel.fetchall()
+        columns, raw_rows = query(bank.engine_sql(case.reference_sql))
+    except EngineQueryError as exc:
+        bad(f"fails on {bank.engine}: {exc}" if bank.engine != "duckdb" else str(exc))
+        return None
     except duckdb.Error as exc:
         bad(f"fails to execute: {_first_line(exc)}")
         return None
@@ -187,8 +243,39 @@ def freeze_gold(con: duckdb.DuckDBPyConnection, bank: Bank) -> tuple[GoldResult,
     Raises one BankError listing every case whose reference SQL fails, returns
     NaN/Infinity, or returns as many rows as max_rows or more.
     """
+    return _freeze(lambda sql: run_query(con, sql), bank)
+
+
+def freeze_gold_at(db_path: Path, bank: Bank) -> tuple[GoldResult, ...]:
+    """:func:`freeze_gold` on the bank's own engine, over the database built at ``db_path``."""
+    if bank.engine == "duckdb":
+        con = open_bank_db(db_path)
+        try:
+            return freeze_gold(con, bank)
+        finally:
+            con.close()
+    from ledger.engines import get_engine
+
+    engine = get_engine(bank.engine)
+    return _freeze(lambda sql: engine.reference(db_path, sql), bank)
+
+
+def tables_at(db_path: Path, bank: Bank) -> tuple[TableSchema, ...]:
+    """The tables of the database built at ``db_path`` on the bank's own engine."""
+    if bank.engine == "duckdb":
+        con = open_bank_db(db_path)
+        try:
+            return table_snapshot(con)
+        finally:
+            con.close()
+    from ledger.engines import get_engine
+
+    return get_engine(bank.engine).tables(db_path)
+
+
+def _freeze(query: Query, bank: Bank) -> tuple[GoldResult, ...]:
     problems = Problems(bank.ref)
-    gold = [_run_reference(con, bank, case, problems) for case in bank.cases]
+    gold = [_run_reference(query, bank, case, problems) for case in bank.cases]
     problems.raise_if_any()
     return tuple(g for g in gold if g is not None)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
@@ -10,10 +11,10 @@ from typing import Any
 
 from ledger.bank.problems import Problems
 from ledger.bank.purity import check_purity
-from ledger.bank.source import BankSource, read_source
+from ledger.bank.source import BankSource, content_hash, read_source
 from ledger.bounds import MAX_ROWS, MAX_WEIGHT, decimal_problem
 from ledger.codec import sha256_hex
-from ledger.events import DIFFICULTIES, DIMENSIONS, CaseSpec
+from ledger.events import DIFFICULTIES, DIMENSIONS, ENGINES, CaseSpec
 from ledger.harness.ast_rules import KNOWN_RULES
 
 __all__ = [
@@ -31,7 +32,7 @@ __all__ = [
 
 PLACEHOLDERS = ("dialect", "schema", "semantic", "question", "output_schema")
 SEMANTIC_KEYS = ("entities", "relations", "metrics", "dimensions", "business_rules")
-TOP_FIELDS = ("bank", "version", "description", "cases")
+TOP_FIELDS = ("bank", "version", "description", "engine", "cases")
 _REQUIRED = ("id", "dimension", "difficulty", "weight", "question", "reference_sql", "max_rows")
 _OPTIONAL = (
     "question_en",
@@ -102,6 +103,18 @@ class Bank:
     version: str
     description: str
     cases: tuple[CaseDef, ...]
+    # The engine the bank runs on, and the one its SQL files are written for
+    # (cases.yaml ``engine:``); they differ when published with ``--engine``.
+    engine: str = "duckdb"
+    written_for: str = "duckdb"
+
+    def engine_sql(self, sql: str) -> str:
+        """``sql`` (written for ``written_for``) in the dialect of ``engine``."""
+        if self.engine == self.written_for:
+            return sql
+        from ledger.engines.transpile import transpile
+
+        return transpile(sql, self.written_for, self.engine)
 
     @property
     def content_sha256(self) -> str:
@@ -294,7 +307,7 @@ def _check_placeholders(template: str, problems: Problems) -> None:
             )
 
 
-def validate_source(src: BankSource) -> Bank:
+def validate_source(src: BankSource, *, engine: str | None = None) -> Bank:
     """Check everything that needs no database. Raises one BankError listing every problem."""
     problems = Problems(str(src.folder))
     doc = src.cases_doc
@@ -363,16 +376,36 @@ def validate_source(src: BankSource) -> Bank:
     _check_placeholders(src.text("prompt.md"), problems)
     check_purity(src.text("schema.sql"), "schema.sql", problems)
     check_purity(src.text("seed.sql"), "seed.sql", problems)
+    written_for = doc.get("engine", "duckdb")
+    if written_for not in ENGINES:
+        problems.add(
+            "cases.yaml",
+            f"must be one of {', '.join(ENGINES)}, got {written_for!r:.60}",
+            line=lines.get(("engine",)),
+            field="engine",
+        )
+        written_for = "duckdb"
+    if engine is not None and engine not in ENGINES:
+        problems.add(str(src.folder), f"--engine must be one of {', '.join(ENGINES)}")
     problems.raise_if_any()
+    runs_on = engine or written_for
+    if runs_on != "duckdb":  # the engine is part of the bank's identity
+        src = dataclasses.replace(src, content_sha256=content_hash(src.file_hashes, runs_on))
     return Bank(
         source=src,
         bank_id=str(bank_id),
         version=str(version),
         description=description if isinstance(description, str) else "",
         cases=tuple(cases),
+        engine=runs_on,
+        written_for=written_for,
     )
 
 
-def load_bank(folder: Path) -> Bank:
-    """Read, normalise, hash and structurally validate a bank folder."""
-    return validate_source(read_source(folder))
+def load_bank(folder: Path, *, engine: str | None = None) -> Bank:
+    """Read, normalise, hash and structurally validate a bank folder.
+
+    ``engine`` publishes the bank for another engine than the one cases.yaml
+    names (its SQL is transpiled with sqlglot); None: the bank's own.
+    """
+    return validate_source(read_source(folder), engine=engine)

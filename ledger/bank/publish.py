@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import json
 import os
 import shutil
 import tempfile
@@ -11,22 +13,24 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
 from ledger.bank.build import (
-    BUILD_SETTINGS,
     build_database,
-    freeze_gold,
+    build_settings,
+    freeze_gold_at,
     gold_digest,
-    open_bank_db,
     require_duckdb,
-    table_snapshot,
+    tables_at,
 )
 from ledger.bank.leak import leak_context, leak_findings
 from ledger.bank.model import Bank, load_bank
 from ledger.bank.problems import Problems
-from ledger.bank.registry import REPO_ROOT, PublishedBank, bank_paths, list_published
+from ledger.bank.registry import DB_SUFFIX, REPO_ROOT, PublishedBank, bank_paths, list_published
 from ledger.bank.source import CALIBRATION_FILE
 from ledger.errors import BankError, StoreConflictError, broken
-from ledger.events import LEDGER_STREAM, BankPublished
+from ledger.events import LEDGER_STREAM, BankPublished, EngineDifference
+from ledger.harness.compare import compare
 from ledger.harness.prompt import render_prompt
 from ledger.keys import Signer
 from ledger.store import Draft, Ledger
@@ -62,13 +66,14 @@ class PublishResult:
     created: bool
 
 
-def _fields(bank: Bank, db_path: Path) -> dict[str, Any]:
-    con = open_bank_db(db_path)
-    try:
-        tables = table_snapshot(con)
-        gold = freeze_gold(con, bank)
-    finally:
-        con.close()
+def _fields(
+    bank: Bank, db_path: Path, differences: tuple[EngineDifference, ...] = ()
+) -> dict[str, Any]:
+    tables = tables_at(db_path, bank)
+    gold = freeze_gold_at(db_path, bank)
+    settings = build_settings(bank)
+    if differences:
+        settings = msgspec.structs.replace(settings, engine_differences=differences)
     src = bank.source
     return {
         "bank_id": bank.bank_id,
@@ -77,8 +82,8 @@ def _fields(bank: Bank, db_path: Path) -> dict[str, Any]:
         "content_sha256": src.content_sha256,
         "files": dict(src.file_hashes),
         "calibration_sha256": src.calibration_sha256,
-        "build": BUILD_SETTINGS,
-        "schema_sql": bank.schema_sql,
+        "build": settings,
+        "schema_sql": bank.engine_sql(bank.schema_sql),
         "tables": tables,
         "semantic_json": bank.semantic_json,
         "prompt_template": bank.prompt_template,
@@ -111,23 +116,96 @@ def _anti_memorisation(checked: Checked, paths: Iterable[Path], cwd: Path | None
     problems.raise_if_any(hint="a prompt must never carry answers; remove the leaking text")
 
 
+def engine_differences(bank: Bank, built: Path, work: Path) -> tuple[EngineDifference, ...]:
+    """The cases whose gold on ``bank.engine`` differs from their gold on the engine the
+    bank's SQL is written for (none when they are the same engine).
+
+    The source engine's database is built in ``work``. Two golds are the same when
+    the scorer's comparator (the case's tolerances and order contract) matches every
+    row with the columns aligned by name.
+    """
+    if bank.engine == bank.written_for:
+        return ()
+    source = dataclasses.replace(bank, engine=bank.written_for)
+    source_db = work / f"source{DB_SUFFIX[bank.written_for]}"
+    build_database(source, source_db)
+    theirs = {g.case_id: g for g in freeze_gold_at(source_db, source)}
+    ours = {g.case_id: g for g in freeze_gold_at(built, bank)}
+    found = []
+    for case in bank.cases:
+        a, b = theirs[case.id], ours[case.id]
+        c = compare(
+            a.columns,
+            a.rows,
+            b.columns,
+            b.rows,
+            abs_tolerance=case.abs_tolerance,
+            rel_tolerance=case.rel_tolerance,
+            order_significant=case.row_order_significant,
+        )
+        if c.alignment == "names" and c.matched == c.expected_rows == c.actual_rows and c.order_ok:
+            continue
+        detail = (
+            f"{bank.written_for}: {len(a.rows)} rows {_preview(a.rows)}; "
+            f"{bank.engine}: {len(b.rows)} rows {_preview(b.rows)}"
+        )
+        found.append(EngineDifference(case_id=case.id, detail=detail))
+    return tuple(found)
+
+
+def _preview(rows: Iterable[Iterable[Any]]) -> str:
+    first = [list(r) for r in list(rows)[:2]]
+    return json.dumps(first, default=str, ensure_ascii=False)[:160]
+
+
 def check_built(
-    bank: Bank, db_path: Path, *, paths: Iterable[Path] = (), cwd: Path | None = None
+    bank: Bank,
+    db_path: Path,
+    *,
+    paths: Iterable[Path] = (),
+    cwd: Path | None = None,
+    differences: tuple[EngineDifference, ...] = (),
 ) -> Checked:
     """Freeze gold on a built database, snapshot its tables and run the leak check."""
-    checked = Checked(bank, _fields(bank, db_path))
+    checked = Checked(bank, _fields(bank, db_path, differences))
     _anti_memorisation(checked, [bank.source.folder, db_path, REPO_ROOT, *paths], cwd)
     return checked
 
 
-def validate_bank(folder: Path, *, paths: Iterable[Path] = (), cwd: Path | None = None) -> Checked:
+def validate_bank(
+    folder: Path,
+    *,
+    paths: Iterable[Path] = (),
+    cwd: Path | None = None,
+    engine: str | None = None,
+    accept_engine_differences: bool = False,
+) -> Checked:
     """Everything publishing checks, with the database built in a temporary folder."""
     require_duckdb()
-    bank = load_bank(folder)
+    bank = load_bank(folder, engine=engine)
     with tempfile.TemporaryDirectory(prefix="caseledger-bank-") as tmp:
-        db_path = Path(tmp) / f"{bank.source.hexhash}.duckdb"
+        db_path = Path(tmp) / f"validate-{bank.source.hexhash}{DB_SUFFIX[bank.engine]}"
         build_database(bank, db_path)
-        return check_built(bank, db_path, paths=paths, cwd=cwd)
+        differences = _accepted(bank, db_path, Path(tmp), accept_engine_differences)
+        return check_built(bank, db_path, paths=paths, cwd=cwd, differences=differences)
+
+
+def _accepted(bank: Bank, built: Path, work: Path, accept: bool) -> tuple[EngineDifference, ...]:
+    differences = engine_differences(bank, built, work)
+    if differences and not accept:
+        problems = Problems(f"{bank.ref} on {bank.engine}")
+        for d in differences:
+            problems.add(
+                "cases.yaml",
+                f"gold on {bank.engine} differs from gold on {bank.written_for}: {d.detail}",
+                case=d.case_id,
+                field="reference_sql",
+            )
+        problems.raise_if_any(
+            hint="fix the reference SQL so both engines agree, or pass "
+            "--accept-engine-differences to publish with the differences listed"
+        )
+    return differences
 
 
 def _store_files(bank: Bank, files_dir: Path) -> None:
@@ -164,7 +242,7 @@ def _restore(found: PublishedBank, bank: Bank) -> None:
         return
     found.db_path.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=found.db_path.parent) as tmp:
-        built = Path(tmp) / "bank.duckdb"
+        built = Path(tmp) / found.db_path.name
         build_database(bank, built)
         fields = _fields(bank, built)
         if fields["gold_digest"] != found.event.gold_digest:
@@ -179,7 +257,8 @@ def _existing(ledger: Ledger, home: Path, bank: Bank) -> PublishedBank | None:
     for found in list_published(ledger, home):
         if found.event.content_sha256 == bank.content_sha256:
             return found
-        if (found.event.bank_id, found.event.version) == (bank.bank_id, bank.version):
+        same = (found.event.bank_id, found.event.version, found.event.build.engine)
+        if same == (bank.bank_id, bank.version, bank.engine):
             raise BankError(
                 f"bank {bank.ref} is already published (seq {found.seq}) with content "
                 f"{found.event.content_sha256}; {bank.source.folder} hashes to "
@@ -197,25 +276,33 @@ def publish(
     home: Path,
     *,
     cwd: Path | None = None,
+    engine: str | None = None,
+    accept_engine_differences: bool = False,
 ) -> PublishResult:
     """Validate, build, freeze gold and append one BankPublished (a no-op when already published).
 
-    The database goes to ``<home>/banks/<hex>.duckdb`` and the normalised files to
-    ``<home>/banks/<hex>/``, both read-only from then on.
+    The database goes to ``<home>/banks/<hex>.duckdb`` (``.sqlite``; for PostgreSQL
+    a ``.postgres.json`` naming the server database) and the normalised files to
+    ``<home>/banks/<hex>/``, both read-only from then on. ``engine``: publish for
+    another engine than cases.yaml names (SQL transpiled; gold compared with the
+    bank's own engine, differences refused unless ``accept_engine_differences``).
     """
     require_duckdb()
-    bank = load_bank(source_folder)
+    bank = load_bank(source_folder, engine=engine)
     found = _existing(ledger, home, bank)
     if found is not None:
         _restore(found, bank)
         return PublishResult(found, created=False)
-    db_path, files_dir = bank_paths(home, bank.content_sha256)
+    db_path, files_dir = bank_paths(home, bank.content_sha256, bank.engine)
     db_path.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=db_path.parent, prefix=".build-") as tmp:
         built = Path(tmp) / db_path.name
         build_database(bank, built)
+        differences = _accepted(bank, built, Path(tmp), accept_engine_differences)
         private = [db_path, files_dir, home, ledger.path, built]
-        checked = check_built(bank, built, paths=private, cwd=cwd or Path.cwd())
+        checked = check_built(
+            bank, built, paths=private, cwd=cwd or Path.cwd(), differences=differences
+        )
         _place(bank, built, db_path, files_dir)
     draft = Draft(BankPublished, LEDGER_STREAM, checked.fields)
     for _ in range(3):

@@ -9,7 +9,7 @@ from pathlib import Path
 from ledger.bank.leak import LeakContext, leak_context
 from ledger.bank.model import Bank, load_bank
 from ledger.errors import BankError, broken
-from ledger.events import BankPublished, CaseSpec
+from ledger.events import ENGINES, BankPublished, CaseSpec
 from ledger.store import Ledger
 
 __all__ = [
@@ -30,10 +30,16 @@ BUILTIN_DIR = Path(__file__).resolve().parents[1] / "banks"
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
-def bank_paths(home: Path, content_sha256: str) -> tuple[Path, Path]:
-    """``(<home>/banks/<hex>.duckdb, <home>/banks/<hex>/)`` for a content hash."""
+#: The file name suffix of a built bank database per engine (PostgreSQL: a file
+#: naming the database on the server).
+DB_SUFFIX = {"duckdb": ".duckdb", "sqlite": ".sqlite", "postgres": ".postgres.json"}
+
+
+def bank_paths(home: Path, content_sha256: str, engine: str = "duckdb") -> tuple[Path, Path]:
+    """``(<home>/banks/<hex>.duckdb, <home>/banks/<hex>/)`` for a content hash (the
+    database's suffix is the engine's: ``.sqlite``, ``.postgres.json``)."""
     hexhash = content_sha256.removeprefix("sha256:")
-    return home / "banks" / f"{hexhash}.duckdb", home / "banks" / hexhash
+    return home / "banks" / f"{hexhash}{DB_SUFFIX[engine]}", home / "banks" / hexhash
 
 
 @dataclass(frozen=True)
@@ -64,7 +70,7 @@ class PublishedBank:
                 f"the files of bank {self.ref} are missing at {self.files_dir}",
                 hint="publish the bank folder again to restore them",
             )
-        bank = load_bank(self.files_dir)
+        bank = load_bank(self.files_dir, engine=self.event.build.engine)
         if bank.content_sha256 != self.event.content_sha256:
             raise BankError(
                 f"the stored files of bank {self.ref} at {self.files_dir} hash to "
@@ -74,8 +80,10 @@ class PublishedBank:
         return bank
 
     def references(self) -> dict[str, str]:
-        """Reference SQL by case id, read from the stored files (never from the event)."""
-        return {case.id: case.reference_sql for case in self.stored_bank().cases}
+        """Reference SQL by case id, read from the stored files (never from the event),
+        in the dialect of the engine the bank was published for."""
+        bank = self.stored_bank()
+        return {case.id: bank.engine_sql(case.reference_sql) for case in bank.cases}
 
     def leak_context(
         self, *, ledger_path: Path | None, cwd: Path | None, extra: Iterable[Path] = ()
@@ -100,7 +108,7 @@ def list_published(ledger: Ledger, home: Path) -> list[PublishedBank]:
         event = stored.event()
         if not isinstance(event, BankPublished):
             raise broken(f"seq {stored.seq}: events_of_type gave another type")
-        db_path, files_dir = bank_paths(home, event.content_sha256)
+        db_path, files_dir = bank_paths(home, event.content_sha256, event.build.engine)
         out.append(PublishedBank(event, stored.seq, db_path, files_dir))
     return out
 
@@ -116,20 +124,32 @@ def parse_ref(ref: str) -> tuple[str, str | None]:
 def _matching(banks: list[PublishedBank], ref: str) -> list[PublishedBank]:
     if ref.startswith("sha256:"):
         return [b for b in banks if b.event.content_sha256 == ref]
+    engine = None
+    head, sep, tail = ref.rpartition(":")
+    if sep and tail in ENGINES:
+        ref, engine = head, tail
     name, version = parse_ref(ref)
     return [
         b
         for b in banks
-        if b.event.bank_id == name and (version is None or b.event.version == version)
+        if b.event.bank_id == name
+        and (version is None or b.event.version == version)
+        and (engine is None or b.event.build.engine == engine)
     ]
 
 
+def _label(bank: PublishedBank) -> str:
+    engine = bank.event.build.engine
+    return bank.ref if engine == "duckdb" else f"{bank.ref}:{engine}"
+
+
 def find_published(ledger: Ledger, home: Path, ref: str) -> PublishedBank:
-    """A published bank by ``NAME[@VERSION]`` (latest published when no version) or content hash."""
+    """A published bank by ``NAME[@VERSION][:ENGINE]`` (latest published when no version or
+    engine is given) or content hash."""
     banks = list_published(ledger, home)
     found = _matching(banks, ref)
     if not found:
-        known = ", ".join(sorted({b.ref for b in banks})) or "none"
+        known = ", ".join(sorted({_label(b) for b in banks})) or "none"
         raise BankError(
             f"no published bank {ref!r} in {ledger.path} (published: {known})",
             hint="publish it first: caseledger bank publish DIR|NAME",

@@ -353,13 +353,16 @@ def parse_json(text: str, name: str, problems: Problems) -> Any:
 # ------------------------------------------------------------------ the folder
 
 
-def content_hash(file_hashes: dict[str, str]) -> str:
-    """SHA-256 of the manifest: a header line, then ``<name> <sha256:hex>`` per bank file.
+def content_hash(file_hashes: dict[str, str], engine: str = "duckdb") -> str:
+    """SHA-256 of the manifest: a header line, then ``<name> <sha256:hex>`` per bank file,
+    then ``engine <name>`` for a bank that runs on another engine than DuckDB.
 
     >>> content_hash({n: "sha256:" + "0" * 64 for n in BANK_FILES})[:15]
     'sha256:facf40e8'
     """
     lines = [_MANIFEST_HEADER] + [f"{n} {file_hashes[n]}\n" for n in sorted(BANK_FILES)]
+    if engine != "duckdb":
+        lines.append(f"engine {engine}\n")
     return sha256_hex("".join(lines).encode("utf-8"))
 
 

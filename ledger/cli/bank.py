@@ -25,6 +25,7 @@ from ledger.bank.describe import (
 )
 from ledger.cli.common import Context, exit_with, pass_ctx
 from ledger.errors import LedgerError
+from ledger.events import ENGINES
 from ledger.keys import load_default_signer
 from ledger.store import Ledger
 
@@ -65,11 +66,28 @@ def list_cmd(ctx: Context) -> None:
 
 @bank_group.command("validate")
 @click.argument("source")
+@click.option(
+    "--engine",
+    type=click.Choice(ENGINES),
+    default=None,
+    help="Run the bank on this engine instead of the one cases.yaml names (SQL transpiled).",
+)
+@click.option(
+    "--accept-engine-differences",
+    is_flag=True,
+    help="With --engine: publish even where gold differs between the engines (listed).",
+)
 @pass_ctx
-def validate_cmd(ctx: Context, source: str) -> None:
+def validate_cmd(
+    ctx: Context, source: str, engine: str | None, accept_engine_differences: bool
+) -> None:
     """Check a bank folder or built-in NAME: build it, freeze gold, run the leak check."""
     checked = validate_bank(
-        resolve_source(source), paths=[ctx.ledger_path, ctx.home], cwd=Path.cwd()
+        resolve_source(source),
+        paths=[ctx.ledger_path, ctx.home],
+        cwd=Path.cwd(),
+        engine=engine,
+        accept_engine_differences=accept_engine_differences,
     )
     gold_rows = sum(len(g.rows) for g in checked.fields["gold"])
     click.echo(
@@ -85,8 +103,25 @@ def validate_cmd(ctx: Context, source: str) -> None:
     is_flag=True,
     help="First check calibration.yaml's metamorphic relations of the gold (exit 1 if broken).",
 )
+@click.option(
+    "--engine",
+    type=click.Choice(ENGINES),
+    default=None,
+    help="Run the bank on this engine instead of the one cases.yaml names (SQL transpiled).",
+)
+@click.option(
+    "--accept-engine-differences",
+    is_flag=True,
+    help="With --engine: publish even where gold differs between the engines (listed).",
+)
 @pass_ctx
-def publish_cmd(ctx: Context, source: str, check_relations: bool) -> None:
+def publish_cmd(
+    ctx: Context,
+    source: str,
+    check_relations: bool,
+    engine: str | None,
+    accept_engine_differences: bool,
+) -> None:
     """Publish a bank folder or built-in NAME into the ledger (no-op when already published)."""
     signer = load_default_signer(ctx.home)
     if check_relations:
@@ -100,10 +135,21 @@ def publish_cmd(ctx: Context, source: str, check_relations: bool) -> None:
             exit_with(1)
         click.echo("relations hold", err=True)
     with Ledger.open(ctx.ledger_path) as ledger:
-        result = publish(ledger, signer, resolve_source(source), ctx.home, cwd=Path.cwd())
+        result = publish(
+            ledger,
+            signer,
+            resolve_source(source),
+            ctx.home,
+            cwd=Path.cwd(),
+            engine=engine,
+            accept_engine_differences=accept_engine_differences,
+        )
     pb = result.published
     verb = "published" if result.created else "already published"
-    click.echo(f"{verb}: {pb.ref} {pb.event.content_sha256} at seq {pb.seq}")
+    on = "" if pb.event.build.engine == "duckdb" else f" on {pb.event.build.engine}"
+    click.echo(f"{verb}: {pb.ref}{on} {pb.event.content_sha256} at seq {pb.seq}")
+    for d in pb.event.build.engine_differences:
+        click.echo(f"  gold differs from {pb.event.build.transpiled_from}: {d.case_id}: {d.detail}")
 
 
 @bank_group.command("show")

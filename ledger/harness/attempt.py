@@ -22,7 +22,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ledger import codec, events
 from ledger.adapters.base import Failure, Reply
@@ -30,8 +30,10 @@ from ledger.errors import broken
 from ledger.harness import limits as limits_mod
 from ledger.harness import pipeline, protocol
 from ledger.harness.cells import stored_size
-from ledger.harness.worker import WorkerPool
 from ledger.store import StoredEvent, link_of
+
+if TYPE_CHECKING:
+    from ledger.engines.base import Executor
 
 __all__ = ["AttemptKey", "AttemptWriter", "BankContext", "Stream"]
 
@@ -91,7 +93,7 @@ class AttemptWriter:
     def __init__(
         self,
         bank: BankContext,
-        pool: WorkerPool,
+        pool: Executor,
         invocation: events.Invocation,
         version: str,
         limits: events.Limits = limits_mod.DEFAULT_LIMITS,

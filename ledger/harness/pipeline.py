@@ -27,14 +27,17 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
 from ledger import events
 from ledger.harness import limits as limits_mod
 from ledger.harness import score as score_mod
-from ledger.harness.worker import ExecResult, WorkerPool
+from ledger.harness.worker import ExecResult
+
+if TYPE_CHECKING:
+    from ledger.engines.base import Executor
 
 __all__ = [
     "COMPARED_FIELDS",
@@ -144,7 +147,7 @@ def _fields(value: Any) -> dict[str, Any]:
     return {name: getattr(value, name) for name in value.__struct_fields__}
 
 
-def _execute(pool: WorkerPool, sql: str, max_rows: int, limits: events.Limits) -> ExecResult:
+def _execute(pool: Executor, sql: str, max_rows: int, limits: events.Limits) -> ExecResult:
     return pool.execute(
         sql,
         max_rows=max_rows,
@@ -158,7 +161,7 @@ def judge(
     *,
     parsed: events.OutputParsed | None = None,
     failure: events.ProviderFailed | None = None,
-    pool: WorkerPool | None = None,
+    pool: Executor | None = None,
     recorded: Recorded | None = None,
     limits: events.Limits = limits_mod.DEFAULT_LIMITS,
     version: str = score_mod.SCORER_VERSION,

@@ -24,6 +24,7 @@ __all__ = [
     "OUTPUT_CONTRACT",
     "QUERY_PLAN_V1_SCHEMA",
     "QUERY_PLAN_V1_SCHEMA_TEXT",
+    "dialect_notes",
     "prompt_contract_digest",
     "render_prompt",
 ]
@@ -52,6 +53,16 @@ SQL dialect: DuckDB 1.5.5.
   DDL, DML, PRAGMA, SET, ATTACH, COPY or file functions.
 """
 
+
+def dialect_notes(engine: str) -> str:
+    """What the prompt's ``{{dialect}}`` says for a bank on ``engine``."""
+    if engine == "duckdb":
+        return DIALECT_NOTES
+    from ledger.engines import get_engine
+
+    return get_engine(engine).dialect_notes()
+
+
 _SLOT = re.compile(r"\{\{(dialect|schema|semantic|question|output_schema)\}\}")
 
 
@@ -63,11 +74,11 @@ def _pretty_json(text: str) -> str:
 def render_prompt(bank: BankPublished, case: CaseSpec) -> str:
     """Fill the bank's prompt template for one case (one pass: filled text is never re-expanded).
 
-    Reads only ``bank.prompt_template``, ``bank.schema_sql``, ``bank.semantic_json``
-    and ``case.question``.
+    Reads only ``bank.prompt_template``, ``bank.schema_sql``, ``bank.semantic_json``,
+    ``bank.build.engine`` (the dialect notes of the bank's engine) and ``case.question``.
     """
     values = {
-        "dialect": DIALECT_NOTES.rstrip("\n"),
+        "dialect": dialect_notes(bank.build.engine).rstrip("\n"),
         "schema": bank.schema_sql.strip("\n"),
         "semantic": _pretty_json(bank.semantic_json),
         "question": case.question.strip("\n"),
@@ -85,7 +96,7 @@ def prompt_contract_digest(bank: BankPublished) -> str:
         {
             "output_contract": OUTPUT_CONTRACT,
             "template": bank.prompt_template,
-            "dialect": DIALECT_NOTES,
+            "dialect": dialect_notes(bank.build.engine),
             "output_schema": QUERY_PLAN_V1_SCHEMA_TEXT,
         }
     )

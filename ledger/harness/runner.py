@@ -59,12 +59,12 @@ from ledger.adapters.base import (
     Request,
     adapter_secrets,
 )
+from ledger.engines import executor_for
 from ledger.errors import BankError, InternalError, LedgerError, UsageError, broken
 from ledger.harness import score
 from ledger.harness.attempt import AttemptKey, AttemptWriter, BankContext, Stream
 from ledger.harness.limits import DEFAULT_LIMITS, validate
 from ledger.harness.protocol import OUTPUT_CONTRACT
-from ledger.harness.worker import WorkerPool
 from ledger.keys import Signer
 from ledger.store import Ledger, StoredEvent
 from projections.outcome import Terminal
@@ -535,7 +535,7 @@ def run(
         if started is None:
             session.one(events.RunStarted, **fresh)
         _stop_for_leaks(session, plan.run_id, todo, leaks)
-    with WorkerPool(bank.db_path) as pool:
+    with executor_for(bank.event, bank.db_path) as pool:
         if started is None:
             session.one(events.RunStarted, **fresh)
         invocation = adapter.invocation(bank.prompt_contract_digest, plan.retries)

@@ -19,7 +19,8 @@ from ledger.harness.prompt import (
     render_prompt,
 )
 
-_ALLOWED_BANK = {"prompt_template", "schema_sql", "semantic_json"}
+# build: only its engine, which picks the dialect notes (issue 15).
+_ALLOWED_BANK = {"prompt_template", "schema_sql", "semantic_json", "build"}
 _ALLOWED_CASE = {"question"}
 
 

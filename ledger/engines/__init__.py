@@ -1,0 +1,48 @@
+"""Execution engines: DuckDB (default), SQLite and PostgreSQL behind one contract.
+
+``base`` defines the contract; ``duckdb``, ``sqlite`` and ``postgres`` implement
+it; ``transpile`` rewrites a bank written for one engine into another's dialect.
+:func:`get_engine` is the one place an engine name becomes an engine, and
+:func:`executor_for` the one place a published bank gets its sandboxed executor.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+from ledger.engines.base import ENGINES, Engine, EngineQueryError, Executor
+from ledger.errors import UsageError
+from ledger.events import BankPublished
+
+__all__ = ["ENGINES", "Engine", "EngineQueryError", "Executor", "executor_for", "get_engine"]
+
+
+def get_engine(name: str, *, environ: Mapping[str, str] | None = None) -> Engine:
+    """The engine called ``name``; PostgreSQL reads its server from ``CASELEDGER_PG_DSN``.
+
+    Raises:
+        UsageError: an unknown name, or PostgreSQL without a server to use.
+    """
+    if name == "duckdb":
+        from ledger.engines.duckdb import DuckDBEngine
+
+        return DuckDBEngine()
+    if name == "sqlite":
+        from ledger.engines.sqlite import SQLiteEngine
+
+        return SQLiteEngine()
+    if name == "postgres":
+        from ledger.engines.postgres import from_environment
+
+        return from_environment(os.environ if environ is None else environ)
+    raise UsageError(f"unknown engine {name!r}", hint=f"an engine is one of {', '.join(ENGINES)}")
+
+
+def executor_for(
+    event: BankPublished, database: Path, *, timeout_s: float = 5.0, memory_limit: str = "512MB"
+) -> Executor:
+    """The sandboxed executor of a published bank, on the engine it was published for."""
+    engine = get_engine(event.build.engine)
+    return engine.executor(database, timeout_s=timeout_s, memory_limit=memory_limit)
