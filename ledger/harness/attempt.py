@@ -192,6 +192,7 @@ class AttemptWriter:
             self.gold[case_id],
             self.tables,
             self.bank.reference_sql.get(case_id),
+            self.bank.event.build.engine,
         )
 
     def _bounded(self, raw: str) -> dict[str, Any]:

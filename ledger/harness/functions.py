@@ -275,6 +275,9 @@ class Catalog:
         entries = [msgspec.convert(e, FunctionEntry) for e in doc["functions"]]
         reasons = {r["pattern"]: r["reason"] for r in doc["deny_rules"]}
         self.duckdb_version: str = doc["duckdb_version"]
+        # Another engine's catalog names itself (``engine``), else it is DuckDB's.
+        self.engine_label: str = doc.get("engine", "DuckDB")
+        self.engine_version: str = doc.get("engine_version", self.duckdb_version)
         self.entries: tuple[FunctionEntry, ...] = tuple(entries)
         self.known: frozenset[str] = frozenset(fold(e.name) for e in entries)
         self.calls: frozenset[str] = frozenset(
@@ -306,13 +309,28 @@ class Catalog:
         found = self.denied.get(folded)
         if found is not None:
             return f"is denied ({found[0]}: {found[1]})"
-        return f"is not a DuckDB {self.duckdb_version} function the allow-list knows"
+        return f"is not a {self.engine_label} {self.engine_version} function the allow-list knows"
 
 
 _TYPE_REASONS = {
     "table_function": "a table function; only unnest, range and generate_series in FROM",
     "pragma": "a PRAGMA, not a query function",
 }
+
+
+def engine_rules(engine: str) -> tuple[str, Catalog]:
+    """The sqlglot dialect and function allow-list the guard uses for a bank on ``engine``."""
+    if engine == "duckdb":
+        return "duckdb", catalog()
+    if engine == "sqlite":
+        from ledger.engines import sqlite_catalog
+
+        return "sqlite", sqlite_catalog.catalog()
+    if engine == "postgres":
+        from ledger.engines import postgres
+
+        return "postgres", postgres.catalog()
+    raise broken(f"no guard rules for engine {engine!r}")
 
 
 @functools.cache
@@ -344,7 +362,7 @@ def _shape(value: object) -> Hashable:
     return value if isinstance(value, Hashable) else repr(value)
 
 
-def sqlglot_names(node: exp.Func) -> tuple[str, ...]:
+def sqlglot_names(node: exp.Func, dialect: str = "duckdb") -> tuple[str, ...]:
     """Every name a function node may stand for, the DuckDB spelling first.
 
     An unknown function keeps the name as written. A known one is regenerated as
@@ -355,7 +373,7 @@ def sqlglot_names(node: exp.Func) -> tuple[str, ...]:
     if isinstance(node, exp.Anonymous):
         return (fold(node.name),)
     names: list[str] = []
-    rendered = _render(node)
+    rendered = _render(node, dialect)
     if rendered is not None:
         names.append(rendered)
     # Abstract function classes have no SQL name.
@@ -364,13 +382,13 @@ def sqlglot_names(node: exp.Func) -> tuple[str, ...]:
     return tuple(dict.fromkeys(names))
 
 
-def _render(node: exp.Func) -> str | None:
-    key = (type(node), tuple((k, _shape(v)) for k, v in node.args.items()))
+def _render(node: exp.Func, dialect: str = "duckdb") -> str | None:
+    key = (dialect, type(node), tuple((k, _shape(v)) for k, v in node.args.items()))
     found = _RENDERED.get(key, _MISSING)
     if found is _MISSING:
         found = None
         try:
-            text = type(node)(**{k: _stub(v) for k, v in node.args.items()}).sql(dialect="duckdb")
+            text = type(node)(**{k: _stub(v) for k, v in node.args.items()}).sql(dialect=dialect)
         except (SqlglotError, ValueError, TypeError, KeyError, AttributeError):
             text = ""  # the name then comes from the class alone
         match = _CALL_NAME.match(text)
@@ -385,11 +403,16 @@ _MISSING = object()
 _RENDERED: dict[Hashable, object] = {}
 
 
-def sqlglot_call_refusal(node: exp.Func) -> tuple[str, str] | None:
-    """(name, why) when the allow-list refuses this call; None when it is allowed."""
-    cat = catalog()
-    names = sqlglot_names(node)
-    if isinstance(node, exp.Binary | exp.Unary) and _render(node) is None:
+def sqlglot_call_refusal(
+    node: exp.Func, cat: Catalog | None = None, dialect: str = "duckdb"
+) -> tuple[str, str] | None:
+    """(name, why) when the allow-list refuses this call; None when it is allowed.
+
+    ``cat`` and ``dialect``: the engine's allow-list and sqlglot dialect (DuckDB's by default).
+    """
+    cat = catalog() if cat is None else cat
+    names = sqlglot_names(node, dialect)
+    if isinstance(node, exp.Binary | exp.Unary) and _render(node, dialect) is None:
         return None  # an operator (AND, ||, ->>, ...), not a call
     for name in names:
         if name in cat.denied and name not in cat.calls:

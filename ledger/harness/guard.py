@@ -179,10 +179,13 @@ class Verdict(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class Context(NamedTuple):
-    """What a check may read besides the tree: the published tables and the SQL text."""
+    """What a check may read besides the tree: the published tables, the SQL text, and
+    the engine's sqlglot dialect and function allow-list."""
 
     tables: frozenset[str]
     sql: str
+    dialect: str = DIALECT
+    catalog: functions.Catalog | None = None  # None: DuckDB's
 
 
 Check = Callable[[exp.Expr, Context], Iterator[Violation]]
@@ -268,7 +271,7 @@ def table_functions(tree: exp.Expr, ctx: Context) -> Iterator[Violation]:
         qualified = isinstance(item, exp.Table) and bool(item.args.get("db"))
         if isinstance(call, exp.Unnest) and not qualified:
             continue
-        names = functions.sqlglot_names(call) if isinstance(call, exp.Func) else ()
+        names = functions.sqlglot_names(call, ctx.dialect) if isinstance(call, exp.Func) else ()
         if (
             isinstance(call, exp.GenerateSeries)
             and not qualified
@@ -434,7 +437,7 @@ def pivot_values(tree: exp.Expr, ctx: Context) -> Iterator[Violation]:
             if not isinstance(column, exp.In):
                 yield Violation(
                     check="pivot_values",
-                    message=f"PIVOT ON {column.sql(dialect=DIALECT)}{_where(column)} has no IN "
+                    message=f"PIVOT ON {column.sql(dialect=ctx.dialect)}{_where(column)} has no IN "
                     "list: DuckDB first creates an ENUM type of its values (a second "
                     "statement); list the values: ON column IN (...)",
                 )
@@ -444,7 +447,7 @@ def function_allowlist(tree: exp.Expr, ctx: Context) -> Iterator[Violation]:
     """Every function call, anywhere, is on the allow-list generated from DuckDB's catalog."""
     for node in tree.walk():
         if isinstance(node, exp.Func):
-            refused = functions.sqlglot_call_refusal(node)
+            refused = functions.sqlglot_call_refusal(node, ctx.catalog, ctx.dialect)
             if refused is not None:
                 name, why = refused
                 yield Violation(
@@ -512,12 +515,12 @@ CHECKS: tuple[Check, ...] = (
 # -------------------------------------------------------------------------- guard
 
 
-def _parse(sql: str) -> tuple[list[exp.Expr], Violation | None]:
+def _parse(sql: str, dialect: str = DIALECT) -> tuple[list[exp.Expr], Violation | None]:
     """Parse with sqlglot; empty statements (``;`` alone, a trailing comment) are dropped."""
     if not sql.strip():
         return [], Violation(check="parse", message="empty SQL")
     try:
-        statements = sqlparse.parse(sql)
+        statements = sqlparse.parse(sql, dialect)
     except ParseError as error:
         first = error.errors[0] if error.errors else {}
         reason = str(first.get("description", error))
@@ -538,17 +541,19 @@ def _parse(sql: str) -> tuple[list[exp.Expr], Violation | None]:
     return real, None
 
 
-def _digest(tree: exp.Expr) -> str:
-    normalised = normalize_identifiers(tree.copy(), dialect=DIALECT)
-    return sha256_hex(normalised.sql(dialect=DIALECT, comments=False).encode("utf-8"))
+def _digest(tree: exp.Expr, dialect: str) -> str:
+    normalised = normalize_identifiers(tree.copy(), dialect=dialect)
+    return sha256_hex(normalised.sql(dialect=dialect, comments=False).encode("utf-8"))
 
 
-def guard(sql: str, tables: Collection[str]) -> Verdict:
+def guard(sql: str, tables: Collection[str], engine: str = "duckdb") -> Verdict:
     """Judge one model SQL against the bank's published ``main`` tables.
 
     Args:
         sql: the SQL text exactly as the model wrote it.
         tables: names of the published tables (compared case-insensitively).
+        engine: the bank's engine: its sqlglot dialect parses the SQL and its
+            function allow-list judges every call (``functions.engine_catalog``).
 
     Returns:
         A Verdict; ``passed`` is true only when there is no violation at all.
@@ -561,18 +566,19 @@ def guard(sql: str, tables: Collection[str]) -> Verdict:
     """
     allowed = frozenset(fold(t) for t in tables if t)
     if len(sql) > sqlparse.CACHED_CHARS:
-        return _judge(sql, allowed)
-    return _judged(sql, allowed)
+        return _judge(sql, allowed, engine)
+    return _judged(sql, allowed, engine)
 
 
-def _judge(sql: str, allowed: frozenset[str]) -> Verdict:
+def _judge(sql: str, allowed: frozenset[str], engine: str = "duckdb") -> Verdict:
     if not allowed:
         # Without this an empty allow-list would still let table-free queries through.
         violation = Violation(
             check="table_allowlist", message="no published tables given: every query is rejected"
         )
         return Verdict(passed=False, violations=(violation,), ast_digest=None)
-    statements, failure = _parse(sql)
+    dialect, catalog = functions.engine_rules(engine)
+    statements, failure = _parse(sql, dialect)
     if failure is not None:
         return Verdict(passed=False, violations=(failure,), ast_digest=None)
     if len(statements) != 1:
@@ -583,13 +589,13 @@ def _judge(sql: str, allowed: frozenset[str]) -> Verdict:
         return Verdict(passed=False, violations=(violation,), ast_digest=None)
     tree = statements[0]
     found: list[Violation] = list(adjacent_literals(sql))
-    ctx = Context(tables=allowed, sql=sql)
+    ctx = Context(tables=allowed, sql=sql, dialect=dialect, catalog=catalog)
     try:
         for check in CHECKS:
             for violation in check(tree, ctx):
                 if violation not in found:
                     found.append(violation)
-        digest = _digest(tree)
+        digest = _digest(tree, dialect)
     except RecursionError:
         # sqlglot parses some chains (`- - - 1`) deeper than it can regenerate.
         violation = Violation(check="nesting", message="nested too deeply to check")

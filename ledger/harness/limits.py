@@ -33,7 +33,7 @@ from dataclasses import dataclass
 
 from ledger.errors import UsageError
 from ledger.events import Limits, Violation
-from ledger.harness import cells
+from ledger.harness import cells, functions
 from ledger.harness import guard as guard_mod
 from ledger.harness.ast_rules import check_rules, structural_match
 from ledger.harness.cells import prefix_within, stored_size
@@ -198,6 +198,7 @@ def judge_sql(
     reference_sql: str | None,
     limits: Limits,
     spent_ns: Callable[[], int],
+    engine: str = "duckdb",
 ) -> Judged:
     """Judge one model SQL under the caps: size, nesting, then the guard, AST rules and the
     structural match within the CPU budget; ``spent_ns()`` is the CPU time (ns) the
@@ -218,14 +219,15 @@ def judge_sql(
             "too_complex", f"nesting depth {depth} is over the cap of {limits.max_nesting}"
         )
     try:
-        verdict = guard_mod.guard(sql, tables)
+        verdict = guard_mod.guard(sql, tables, engine)
+        dialect = functions.engine_rules(engine)[0]
         if _too_deep(verdict.violations):
             return _rejected("too_complex", "nested too deeply for the SQL parser")
         # The scorer reads the rules of SQL that passed, and the structural match of any.
         if verdict.passed:
-            check_rules(sql, rules)
+            check_rules(sql, rules, dialect)
         if reference_sql is not None:
-            structural_match(sql, reference_sql)
+            structural_match(sql, reference_sql, dialect)
     except RecursionError:
         return _rejected("too_complex", "nested too deeply for the SQL parser")
     if spent_ns() > limits.judge_budget_ms * 1_000_000:

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from ledger import events
+from ledger.harness import functions
 from ledger.harness import limits as limits_mod
 from ledger.harness import score as score_mod
 from ledger.harness.worker import ExecResult
@@ -83,6 +84,7 @@ class Bench:
     gold: events.GoldResult
     tables: frozenset[str]
     reference_sql: str | None
+    engine: str = "duckdb"
 
     @classmethod
     def of(cls, bank: events.BankPublished, case_id: str, references: dict[str, str]) -> Bench:
@@ -96,7 +98,7 @@ class Bench:
         if case is None or gold is None:
             raise score_mod.ScoringError(f"bank {bank.bank_id} has no case {case_id!r}")
         tables = frozenset(t.name for t in bank.tables)
-        return cls(case, gold, tables, references.get(case_id))
+        return cls(case, gold, tables, references.get(case_id), bank.build.engine)
 
 
 @dataclass(frozen=True)
@@ -195,6 +197,7 @@ def judge(
             reference_sql=bench.reference_sql,
             limits=limits,
             spent_ns=spent_ns,
+            engine=bench.engine,
         )
         guarded = events.SqlGuarded(
             **_ENVELOPE,
@@ -222,6 +225,7 @@ def judge(
             provider_failure=failure,
             reference_sql=bench.reference_sql,
             version=version,
+            dialect=functions.engine_rules(bench.engine)[0],
         )
     except score_mod.ScoringError as exc:
         return Judgement(verdict, tuple(runs), None, exc)

@@ -118,8 +118,13 @@ class Scorer:
         executed: SqlExecuted | None,
         provider_failure: ProviderFailed | None,
         reference_sql: str | None,
+        dialect: str = "duckdb",
     ) -> dict[str, Any]:
-        """The ScoreComputed fields (all but envelope, case_id, attempt and evidence)."""
+        """The ScoreComputed fields (all but envelope, case_id, attempt and evidence).
+
+        ``dialect``: the sqlglot dialect of the bank's engine, for the AST rules and
+        the structural match.
+        """
         _check_evidence(case, gold, parsed, guarded, executed, provider_failure)
         items = dict(_ZERO_ITEMS)
         fields: dict[str, Any] = {
@@ -147,8 +152,8 @@ class Scorer:
             try:
                 # SQL refused by a cap is never handed to sqlglot.
                 if reference_sql is not None and detail is None:
-                    fields["sql_structural_match"] = structural_match(sql, reference_sql)
-                rules = check_rules(sql, case.required_ast) if guarded.passed else ()
+                    fields["sql_structural_match"] = structural_match(sql, reference_sql, dialect)
+                rules = check_rules(sql, case.required_ast, dialect) if guarded.passed else ()
             except RecursionError:
                 fields["sql_structural_match"] = None
                 detail, rules = "too_complex", ()
@@ -355,6 +360,7 @@ def score_attempt(
     provider_failure: ProviderFailed | None,
     reference_sql: str | None,
     version: str = SCORER_VERSION,
+    dialect: str = "duckdb",
 ) -> dict[str, Any]:
     """Score one attempt; the result unpacks into ScoreComputed next to the envelope.
 
@@ -374,4 +380,5 @@ def score_attempt(
         executed=executed,
         provider_failure=provider_failure,
         reference_sql=reference_sql,
+        dialect=dialect,
     )

@@ -24,7 +24,7 @@ DIALECT = "duckdb"
 CACHED_CHARS = 65536
 
 
-def parse(sql: str) -> tuple[exp.Expr | None, ...]:
+def parse(sql: str, dialect: str = DIALECT) -> tuple[exp.Expr | None, ...]:
     """The statements of ``sql`` as sqlglot parses them (DuckDB dialect); read-only.
 
     Raises whatever ``sqlglot.parse`` raises (ParseError, TokenError, RecursionError).
@@ -34,11 +34,11 @@ def parse(sql: str) -> tuple[exp.Expr | None, ...]:
     >>> parse("SELECT 1") is parse("SELECT 1")
     True
     """
-    return _cached(sql) if len(sql) <= CACHED_CHARS else _parse(sql)
+    return _cached(sql, dialect) if len(sql) <= CACHED_CHARS else _parse(sql, dialect)
 
 
-def _parse(sql: str) -> tuple[exp.Expr | None, ...]:
-    return tuple(sqlglot.parse(sql, read=DIALECT))
+def _parse(sql: str, dialect: str) -> tuple[exp.Expr | None, ...]:
+    return tuple(sqlglot.parse(sql, read=dialect))
 
 
 _cached = functools.lru_cache(maxsize=256)(_parse)
