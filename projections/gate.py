@@ -151,6 +151,7 @@ def scorecard(report: Report | Mapping[str, Any], run: str | None = None) -> dic
             id=field_at(section, ("bank", "id")),
             version=field_at(section, ("bank", "version")),
             hash=field_at(section, ("bank", "hash")),
+            engine=_engine_name(field_at(section, ("bank", "engine", "name"))),
         ),
         scorer_version=field_at(entry, ("scorer_version",)),
         scorer_major=field_at(section, ("scorer_major",)),
@@ -337,12 +338,27 @@ def _completeness_problem(side: str, card: Scorecard) -> str | None:
     return f"{side} run {card.run} is not complete (status {c.status}): " + "; ".join(parts)
 
 
+def _engine_name(value: Any) -> str | msgspec.UnsetType:
+    return value if isinstance(value, str) else msgspec.UNSET
+
+
+def _engine_of(card: Scorecard) -> str:
+    engine = card.bank.engine
+    return engine if isinstance(engine, str) else "duckdb"
+
+
 def _comparability(base: Scorecard, cur: Scorecard) -> list[str]:
     problems = [
         p
         for p in (_completeness_problem("baseline", base), _completeness_problem("current", cur))
         if p
     ]
+    engines = (_engine_of(base), _engine_of(cur))
+    if engines[0] != engines[1]:
+        problems.append(
+            f"engine differs: baseline {engines[0]}, current {engines[1]} (results of "
+            "different engines are never compared)"
+        )
     if base.bank.hash != cur.bank.hash:
         problems.append(
             f"bank hash differs: baseline {base.bank.id}@{base.bank.version} "

@@ -19,7 +19,7 @@ import msgspec
 
 from ledger.codec import canonical_json
 from ledger.errors import InternalError, UsageError
-from ledger.events import CaseSpec, RunStarted
+from ledger.events import BankPublished, CaseSpec, RunStarted
 from projections import aggregates, calibration, efficiency, fairness, quality, variants
 from projections.caseruns import Attempt, RunInfo, State, attempts_of_run, type_name
 from projections.report import schema as S
@@ -362,13 +362,14 @@ def _section(
     return S.Section(
         kind=kind,
         ranked=ranked,
-        title=_title(kind, bank.bank_id, bank.version, bank_hash, major),
+        title=_title(kind, bank.bank_id, bank.version, bank_hash, major, bank.build.engine),
         bank=S.Bank(
             id=bank.bank_id,
             version=bank.version,
             hash=bank_hash,
             published_seq=state.banks[bank_hash].seq,
             gold_digest=bank.gold_digest,
+            engine=_engine(bank),
         ),
         scorer_major=major,
         scorer_versions=sorted({v for _, v in runs}),
@@ -396,10 +397,25 @@ def _section(
     )
 
 
-def _title(kind: str, bank_id: str, version: str, bank_hash: str, major: str) -> str:
+def _engine(bank: BankPublished) -> S.BankEngine | msgspec.UnsetType:
+    b = bank.build
+    if b.engine == "duckdb":
+        return msgspec.UNSET
+    return S.BankEngine(
+        name=b.engine,
+        version=b.engine_version,
+        transpiled_from=b.transpiled_from,
+        differences=[f"{d.case_id}: {d.detail}" for d in b.engine_differences],
+    )
+
+
+def _title(
+    kind: str, bank_id: str, version: str, bank_hash: str, major: str, engine: str = "duckdb"
+) -> str:
     label = _KIND_LABEL[kind]
     short = bank_hash.removeprefix("sha256:")[:12]
-    return f"{label} - bank {bank_id} {version} (sha256:{short}) - scorer {major}.x"
+    on = "" if engine == "duckdb" else f" on {engine}"
+    return f"{label} - bank {bank_id} {version} (sha256:{short}){on} - scorer {major}.x"
 
 
 def build_report(

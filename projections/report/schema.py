@@ -93,6 +93,15 @@ class Selection(_S, frozen=True, kw_only=True):
     runs: list[str] | None
 
 
+class BankEngine(_S, frozen=True, kw_only=True):
+    """The engine of a bank that is not DuckDB."""
+
+    name: str
+    version: str
+    transpiled_from: str | None
+    differences: list[str]
+
+
 class Bank(_S, frozen=True, kw_only=True):
     """The bank of a section."""
 
@@ -101,6 +110,9 @@ class Bank(_S, frozen=True, kw_only=True):
     hash: Sha256
     published_seq: Count
     gold_digest: str
+    #: The engine the bank runs on, with its version and the engine differences it was
+    #: published with; absent for DuckDB (the default engine).
+    engine: BankEngine | msgspec.UnsetType = msgspec.UNSET
 
 
 class SectionCase(_S, frozen=True, kw_only=True):
@@ -607,11 +619,12 @@ class Report(_S, frozen=True, kw_only=True):
 
 
 class ScorecardBank(_S, frozen=True, kw_only=True):
-    """The bank a scorecard's run answered."""
+    """The bank a scorecard's run answered (``engine``: absent for DuckDB)."""
 
     id: str
     version: str
     hash: Sha256
+    engine: str | msgspec.UnsetType = msgspec.UNSET
 
 
 class Completeness(_S, frozen=True, kw_only=True):
