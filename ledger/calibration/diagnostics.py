@@ -182,9 +182,13 @@ def open_for_published(published: Any) -> VariantDiagnostics | None:
     """Variant diagnostics of a published bank (its stored calibration.yaml), or None.
 
     None when the bank was published without calibration data or declares no
-    variants. Variant databases are cached beside the bank's database.
+    variants, and for a bank on another engine than DuckDB (variant databases are
+    DuckDB builds). Variant databases are cached beside the bank's database.
     """
     from ledger.calibration.config import load_calibration
+
+    if published.event.build.engine != "duckdb":
+        return None
 
     bank = published.stored_bank()
     calibration = load_calibration(bank)

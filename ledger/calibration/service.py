@@ -11,6 +11,7 @@ from ledger.bank.registry import PublishedBank, builtin_banks, find_published
 from ledger.calibration.calibrate import CalibrationResult, calibrate
 from ledger.calibration.config import load_calibration
 from ledger.calibration.record import record_calibration
+from ledger.errors import UsageError
 from ledger.keys import Signer
 from ledger.store import Ledger
 
@@ -53,6 +54,12 @@ def run_calibration(
 ) -> CalibrationRun:
     """Calibrate bank ``arg`` and append the calibration run to ``ledger``."""
     bank, published, created = resolve_bank(ledger, signer, arg, home, cwd=cwd)
+    if published.event.build.engine != "duckdb":
+        raise UsageError(
+            f"bank {published.ref} runs on {published.event.build.engine}: calibration "
+            "(mutants, variant databases) runs on DuckDB banks only",
+            hint="calibrate the bank's DuckDB publication (publish it without --engine)",
+        )
     calibration = load_calibration(bank)
     result = calibrate(
         bank, calibration, published.db_path, variant_cache(published), timeout_s=timeout_s
