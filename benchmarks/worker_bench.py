@@ -14,6 +14,9 @@ ways of running each query are timed, end to end as the caller sees them:
 - pool: ``WorkerPool.execute`` on a warm persistent worker;
 - spawn: ``execute_once`` (a fresh worker process per query).
 
+``--postgres`` adds the PostgreSQL executor's overhead against psycopg on the
+retail bank (``worker_bench_postgres.py``: 3 rounds, median and range).
+
 The overhead of a mode is its median minus the in-process median of the same
 query.  Target: pool overhead <= 5 ms per query at the median.
 """
@@ -202,6 +205,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--reps", type=int, default=30, help="timed runs per query and mode")
     parser.add_argument("--spawn-reps", type=int, default=5, help="timed fresh-spawn runs")
     parser.add_argument("--max-rows", type=int, default=1000, help="when the file gives none")
+    parser.add_argument(
+        "--postgres", action="store_true", help="add the PostgreSQL column (retail bank)"
+    )
     args = parser.parse_args(argv)
     queries = load_queries(args.queries, args.max_rows)
     with tempfile.TemporaryDirectory() as tmp:
@@ -211,6 +217,11 @@ def main(argv: list[str] | None = None) -> int:
             build_default_db(db)
         table = bench(db, queries, args.reps, args.spawn_reps)
     print(render(table))
+    if args.postgres:
+        from worker_bench_postgres import run as postgres_run  # this folder's sibling
+
+        print()
+        print(postgres_run(None, args.reps, 3))
     return 0
 
 
