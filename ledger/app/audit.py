@@ -153,7 +153,7 @@ def published_references(banks_dir: Path, event: BankPublished, seq: int) -> dic
         VerificationError: they are there but differ from what was published.
     """
     bank = published_bank(banks_dir, event, seq)
-    return {case.id: bank.engine_sql(case.reference_sql) for case in bank.cases}
+    return bank.references()
 
 
 def published_bank(banks_dir: Path, event: BankPublished, seq: int) -> Bank:

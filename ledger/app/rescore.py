@@ -28,7 +28,7 @@ from ledger.app.snapshot import read_state
 from ledger.bank.build import build_database, freeze_gold_at, gold_digest
 from ledger.bank.model import Bank
 from ledger.bank.registry import DB_SUFFIX, PublishedBank, bank_paths
-from ledger.engines import Executor, executor_for
+from ledger.engines import Executor, discard, executor_for
 from ledger.errors import (
     BankError,
     InternalError,
@@ -373,10 +373,13 @@ class _Walk:
         self.rerun_done: set[str] = set()
         self.pools: dict[str, Executor] = {}
         self.tmp: tempfile.TemporaryDirectory[str] | None = None
+        self.built: list[tuple[str, Path]] = []  # (engine, database) of temporary builds
 
     def close(self) -> None:
         for pool in self.pools.values():
             pool.close()
+        for engine, db in self.built:
+            discard(engine, db)
         if self.tmp is not None:
             self.tmp.cleanup()
 
@@ -406,6 +409,7 @@ class _Walk:
                 self.tmp = tempfile.TemporaryDirectory(prefix="caseledger-recompute-")
             hexhash = event.content_sha256.removeprefix("sha256:")
             db = Path(self.tmp.name) / f"recompute-{hexhash}{DB_SUFFIX[event.build.engine]}"
+            self.built.append((event.build.engine, db))
             build_database(bank, db)
             gold = gold_digest(freeze_gold_at(db, bank))
             if gold != event.gold_digest:
@@ -430,7 +434,7 @@ class _Walk:
                 f"ScoreComputed in stream {event.stream}, which has no run on a published bank"
             )
         bank_event = self.banks[bank_hash][0]
-        references = {case.id: case.reference_sql for case in self.bank(bank_hash).cases}
+        references = self.bank(bank_hash).references()
         named: list[tuple[str, int, EventBase]] = []
         for link in event.evidence:
             found = self.evidence.get(link)

@@ -108,6 +108,10 @@ class Bank:
     engine: str = "duckdb"
     written_for: str = "duckdb"
 
+    def references(self) -> dict[str, str]:
+        """Reference SQL by case id, in the dialect of the engine the bank runs on."""
+        return {case.id: self.engine_sql(case.reference_sql) for case in self.cases}
+
     def engine_sql(self, sql: str) -> str:
         """``sql`` (written for ``written_for``) in the dialect of ``engine``."""
         if self.engine == self.written_for:

@@ -28,6 +28,7 @@ from ledger.bank.model import Bank, load_bank
 from ledger.bank.problems import Problems
 from ledger.bank.registry import DB_SUFFIX, REPO_ROOT, PublishedBank, bank_paths, list_published
 from ledger.bank.source import CALIBRATION_FILE
+from ledger.engines import discard
 from ledger.errors import BankError, StoreConflictError, broken
 from ledger.events import LEDGER_STREAM, BankPublished, EngineDifference
 from ledger.harness.compare import compare
@@ -128,8 +129,11 @@ def engine_differences(bank: Bank, built: Path, work: Path) -> tuple[EngineDiffe
         return ()
     source = dataclasses.replace(bank, engine=bank.written_for)
     source_db = work / f"source{DB_SUFFIX[bank.written_for]}"
-    build_database(source, source_db)
-    theirs = {g.case_id: g for g in freeze_gold_at(source_db, source)}
+    try:
+        build_database(source, source_db)
+        theirs = {g.case_id: g for g in freeze_gold_at(source_db, source)}
+    finally:
+        discard(bank.written_for, source_db)
     ours = {g.case_id: g for g in freeze_gold_at(built, bank)}
     found = []
     for case in bank.cases:
@@ -185,9 +189,12 @@ def validate_bank(
     bank = load_bank(folder, engine=engine)
     with tempfile.TemporaryDirectory(prefix="caseledger-bank-") as tmp:
         db_path = Path(tmp) / f"validate-{bank.source.hexhash}{DB_SUFFIX[bank.engine]}"
-        build_database(bank, db_path)
-        differences = _accepted(bank, db_path, Path(tmp), accept_engine_differences)
-        return check_built(bank, db_path, paths=paths, cwd=cwd, differences=differences)
+        try:
+            build_database(bank, db_path)
+            differences = _accepted(bank, db_path, Path(tmp), accept_engine_differences)
+            return check_built(bank, db_path, paths=paths, cwd=cwd, differences=differences)
+        finally:
+            discard(bank.engine, db_path)
 
 
 def _accepted(bank: Bank, built: Path, work: Path, accept: bool) -> tuple[EngineDifference, ...]:
@@ -231,6 +238,10 @@ def _store_files(bank: Bank, files_dir: Path) -> None:
 def _place(bank: Bank, built: Path, db_path: Path, files_dir: Path) -> None:
     _store_files(bank, files_dir)
     if not db_path.exists():
+        # Files an engine keeps beside its database (``<name>.password`` of a
+        # PostgreSQL build) move with it.
+        for side in sorted(built.parent.glob(f"{built.name}.*")):
+            os.replace(side, db_path.with_name(db_path.name + side.name[len(built.name) :]))
         built.chmod(0o444)
         os.replace(built, db_path)
 
@@ -297,12 +308,16 @@ def publish(
     db_path.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=db_path.parent, prefix=".build-") as tmp:
         built = Path(tmp) / db_path.name
-        build_database(bank, built)
-        differences = _accepted(bank, built, Path(tmp), accept_engine_differences)
-        private = [db_path, files_dir, home, ledger.path, built]
-        checked = check_built(
-            bank, built, paths=private, cwd=cwd or Path.cwd(), differences=differences
-        )
+        try:
+            build_database(bank, built)
+            differences = _accepted(bank, built, Path(tmp), accept_engine_differences)
+            private = [db_path, files_dir, home, ledger.path, built]
+            checked = check_built(
+                bank, built, paths=private, cwd=cwd or Path.cwd(), differences=differences
+            )
+        except BaseException:
+            discard(bank.engine, built)
+            raise
         _place(bank, built, db_path, files_dir)
     draft = Draft(BankPublished, LEDGER_STREAM, checked.fields)
     for _ in range(3):

@@ -82,8 +82,7 @@ class PublishedBank:
     def references(self) -> dict[str, str]:
         """Reference SQL by case id, read from the stored files (never from the event),
         in the dialect of the engine the bank was published for."""
-        bank = self.stored_bank()
-        return {case.id: bank.engine_sql(case.reference_sql) for case in bank.cases}
+        return self.stored_bank().references()
 
     def leak_context(
         self, *, ledger_path: Path | None, cwd: Path | None, extra: Iterable[Path] = ()

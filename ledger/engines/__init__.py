@@ -16,7 +16,15 @@ from ledger.engines.base import ENGINES, Engine, EngineQueryError, Executor
 from ledger.errors import UsageError
 from ledger.events import BankPublished
 
-__all__ = ["ENGINES", "Engine", "EngineQueryError", "Executor", "executor_for", "get_engine"]
+__all__ = [
+    "ENGINES",
+    "Engine",
+    "EngineQueryError",
+    "Executor",
+    "discard",
+    "executor_for",
+    "get_engine",
+]
 
 
 def get_engine(name: str, *, environ: Mapping[str, str] | None = None) -> Engine:
@@ -38,6 +46,19 @@ def get_engine(name: str, *, environ: Mapping[str, str] | None = None) -> Engine
 
         return from_environment(os.environ if environ is None else environ)
     raise UsageError(f"unknown engine {name!r}", hint=f"an engine is one of {', '.join(ENGINES)}")
+
+
+def discard(engine: str, database: Path) -> None:
+    """Remove a temporary build (validate, engine comparison, recompute) from the engine.
+
+    A file engine's database goes with its temporary folder; a server engine
+    (PostgreSQL) keeps a database per build, which is dropped here. Nothing to do
+    when the build never got as far as writing ``database``.
+    """
+    if engine == "postgres" and database.exists():
+        from ledger.engines.postgres import from_environment
+
+        from_environment(os.environ).drop(database)
 
 
 def executor_for(

@@ -264,6 +264,10 @@ def _from_items(tree: exp.Expr) -> Iterator[exp.Expr]:
             yield node
 
 
+def _call_of(item: exp.Expr) -> exp.Expr:
+    return item.this if isinstance(item, exp.Table) else item
+
+
 def table_functions(tree: exp.Expr, ctx: Context) -> Iterator[Violation]:
     """Only UNNEST, VALUES, range() and generate_series() may be called in FROM."""
     for item in _from_items(tree):
@@ -444,9 +448,17 @@ def pivot_values(tree: exp.Expr, ctx: Context) -> Iterator[Violation]:
 
 
 def function_allowlist(tree: exp.Expr, ctx: Context) -> Iterator[Violation]:
-    """Every function call, anywhere, is on the allow-list generated from DuckDB's catalog."""
+    """Every function call, anywhere, is on the allow-list generated from DuckDB's catalog
+    (or the bank engine's); a call in FROM may also be one of its allowed table functions
+    (which ``table_functions`` narrows further)."""
+    sources = {id(_call_of(item)) for item in _from_items(tree)}
+    table_ok = (ctx.catalog or functions.catalog()).from_functions
     for node in tree.walk():
         if isinstance(node, exp.Func):
+            if id(node) in sources and table_ok.intersection(
+                functions.sqlglot_names(node, ctx.dialect)
+            ):
+                continue
             refused = functions.sqlglot_call_refusal(node, ctx.catalog, ctx.dialect)
             if refused is not None:
                 name, why = refused
