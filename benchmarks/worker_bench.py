@@ -16,6 +16,8 @@ ways of running each query are timed, end to end as the caller sees them:
 
 ``--postgres`` adds the PostgreSQL executor's overhead against psycopg on the
 retail bank (``worker_bench_postgres.py``: 3 rounds, median and range).
+``--sqlite`` adds the SQLite executor's overhead against sqlite3 in-process on
+the retail bank (``worker_bench_sqlite.py``: 3 rounds, median and range).
 
 The overhead of a mode is its median minus the in-process median of the same
 query.  Target: pool overhead <= 5 ms per query at the median.
@@ -208,6 +210,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--postgres", action="store_true", help="add the PostgreSQL column (retail bank)"
     )
+    parser.add_argument("--sqlite", action="store_true", help="add the SQLite column (retail bank)")
     args = parser.parse_args(argv)
     queries = load_queries(args.queries, args.max_rows)
     with tempfile.TemporaryDirectory() as tmp:
@@ -222,6 +225,11 @@ def main(argv: list[str] | None = None) -> int:
 
         print()
         print(postgres_run(None, args.reps, 3))
+    if args.sqlite:
+        from worker_bench_sqlite import run as sqlite_run  # this folder's sibling
+
+        print()
+        print(sqlite_run(args.reps, 3))
     return 0
 
 
