@@ -1,7 +1,7 @@
 """The built-in banks on SQLite: schema, seed and reference SQL transpiled from DuckDB with
-sqlglot statement by statement, built with the SQLite engine; every reference runs through
-the gold's path (reference()) and the worker with equal results, and the hand-computed
-numbers of tests/banks hold on SQLite."""
+sqlglot statement by statement (``ledger.engines.transpile``, the publish path), built with
+the SQLite engine; every reference runs through the gold's path (reference()) and the worker
+with equal results, and the hand-computed numbers of tests/banks hold on SQLite."""
 
 from __future__ import annotations
 
@@ -16,12 +16,12 @@ from typing import Any
 import pytest
 import sqlglot
 import yaml
-from sqlglot import exp
 from test_retail_traps import EXPECTED as RETAIL_EXPECTED
 from test_sales_fixture import EXPECTED as SALES_EXPECTED
 
 from ledger.engines.base import EngineQueryError
-from ledger.engines.sqlite import SQLiteEngine, SQLiteExecutor
+from ledger.engines.sqlite import SQLiteEngine, SQLiteExecutor, split_statements
+from ledger.engines.transpile import transpile
 from ledger.harness.cells import encode_row
 
 REPO = Path(__file__).resolve().parents[2]
@@ -36,28 +36,13 @@ UNTRANSPILABLE = {"time-01"}
 
 
 def _plain(sql: str) -> list[str]:
-    """What sqlglot writes, statement by statement."""
+    """What sqlglot alone writes, statement by statement."""
     return sqlglot.transpile(sql, read="duckdb", write="sqlite")
 
 
-def _instant(node: exp.Expr) -> exp.Expr:
-    # sqlglot writes DuckDB's TIMESTAMPTZ '...' as CAST('...' AS TIMESTAMPTZ), which SQLite
-    # reads with NUMERIC affinity: the number 2026 (see the test below). DATETIME('...')
-    # is the instant as UTC text, which compares in time order.
-    if (
-        isinstance(node, exp.Cast)
-        and node.to.is_type(exp.DataType.Type.TIMESTAMPTZ)
-        and isinstance(node.this, exp.Literal)
-        and node.this.is_string
-    ):
-        return exp.func("datetime", node.this.copy())
-    return node
-
-
 def _to_sqlite(sql: str) -> list[str]:
-    """sqlglot's rewrite, with TIMESTAMPTZ literals as DATETIME() (the one fix needed)."""
-    trees = sqlglot.parse(sql, read="duckdb")
-    return [t.transform(_instant).sql(dialect="sqlite") for t in trees if t is not None]
+    """The publish path's rewrite (sqlglot, TIMESTAMPTZ literals as UTC text), per statement."""
+    return [text for _, text in split_statements(transpile(sql, "duckdb", "sqlite"))]
 
 
 def _cases(bank: str) -> list[dict[str, Any]]:
@@ -69,7 +54,7 @@ def _build(bank: str, folder: Path) -> Path:
     schema = (BANKS / bank / "schema.sql").read_text(encoding="utf-8")
     seed = (BANKS / bank / "seed.sql").read_text(encoding="utf-8")
     target = folder / f"{bank}.sqlite"
-    ENGINE.build(";\n".join(_to_sqlite(schema)), ";\n".join(_to_sqlite(seed)), target)
+    ENGINE.build(transpile(schema, "duckdb", "sqlite"), transpile(seed, "duckdb", "sqlite"), target)
     return target
 
 
@@ -109,12 +94,15 @@ def _rows(rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
 
 
 def test_plain_sqlglot_turns_a_timestamptz_literal_into_a_number() -> None:
-    (sql,) = _plain("SELECT TIMESTAMPTZ '2026-09-01 00:00:00+08:00' AS t")
+    # Why the publish path rewrites instants itself: SQLite reads sqlglot's cast with
+    # NUMERIC affinity, so every instant of the sales fixture would be the number 2026.
+    literal = "SELECT TIMESTAMPTZ '2026-09-01 00:00:00+08:00' AS t"
+    (sql,) = _plain(literal)
     assert sql == "SELECT CAST('2026-09-01 00:00:00+08:00' AS TIMESTAMPTZ) AS t"
     con = sqlite3.connect(":memory:")
     try:
         assert con.execute(sql).fetchall() == [(2026,)]
-        (fixed,) = _to_sqlite("SELECT TIMESTAMPTZ '2026-09-01 00:00:00+08:00' AS t")
+        (fixed,) = _to_sqlite(literal)
         assert con.execute(fixed).fetchall() == [("2026-08-31 16:00:00",)]  # 00:00 +08 in UTC
     finally:
         con.close()
