@@ -137,7 +137,8 @@ def _matching(banks: list[PublishedBank], ref: str) -> list[PublishedBank]:
     ]
 
 
-def _label(bank: PublishedBank) -> str:
+def label(bank: PublishedBank) -> str:
+    """``NAME@VERSION``, with ``:ENGINE`` when the bank is not on DuckDB."""
     engine = bank.event.build.engine
     return bank.ref if engine == "duckdb" else f"{bank.ref}:{engine}"
 
@@ -148,7 +149,7 @@ def find_published(ledger: Ledger, home: Path, ref: str) -> PublishedBank:
     banks = list_published(ledger, home)
     found = _matching(banks, ref)
     if not found:
-        known = ", ".join(sorted({_label(b) for b in banks})) or "none"
+        known = ", ".join(sorted({label(b) for b in banks})) or "none"
         raise BankError(
             f"no published bank {ref!r} in {ledger.path} (published: {known})",
             hint="publish it first: caseledger bank publish DIR|NAME",

@@ -23,6 +23,7 @@ from ledger.bank.describe import (
     format_show,
     to_json,
 )
+from ledger.bank.registry import label
 from ledger.cli.common import Context, exit_with, pass_ctx
 from ledger.errors import LedgerError
 from ledger.events import ENGINES
@@ -61,7 +62,8 @@ def list_cmd(ctx: Context) -> None:
         with ledger:
             for pb in list_published(ledger, ctx.home):
                 cases = len(pb.event.cases)
-                click.echo(f"  {pb.ref:<24} {pb.event.content_sha256}  seq {pb.seq}  {cases} cases")
+                ref = label(pb)
+                click.echo(f"  {ref:<24} {pb.event.content_sha256}  seq {pb.seq}  {cases} cases")
 
 
 @bank_group.command("validate")

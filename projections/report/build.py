@@ -525,6 +525,13 @@ def from_plain(document: Mapping[str, Any]) -> S.Report:
         ) from None
 
 
+def _on(state: State, started: RunStarted) -> str:
+    """``:<engine>`` for a run on a bank that is not on DuckDB (as ``--bank`` spells it)."""
+    bank = state.banks.get(started.bank_hash)
+    engine = "duckdb" if bank is None else bank.event.build.engine
+    return "" if engine == "duckdb" else f":{engine}"
+
+
 def run_overview(state: State) -> list[dict[str, Any]]:
     """One row per run (in run id order) for ``caseledger runs``, under each run's own scorer."""
     rows = []
@@ -538,7 +545,7 @@ def run_overview(state: State) -> list[dict[str, Any]]:
         row: dict[str, Any] = {
             "run": run_id,
             "run_kind": started.run_kind,
-            "bank": f"{started.bank_id}@{started.bank_version}",
+            "bank": f"{started.bank_id}@{started.bank_version}{_on(state, started)}",
             "bank_hash": started.bank_hash,
             "adapter": started.adapter_kind,
             "profile": started.profile,
