@@ -16,8 +16,9 @@ TINY = Path(__file__).resolve().parents[2] / "docs" / "examples" / "tiny-bank"
 
 # REAL is a 4-byte float in DuckDB and an 8-byte double in SQLite: order 102's 80.50
 # divided by 3 is float32(26.8333...) = 26.83333396911621 on DuckDB and
-# 26.833333333333332 on SQLite (cells of floats are stored as decimal strings). (sqlglot keeps DuckDB's exact `/` when it rewrites
-# for SQLite, so integer division would not show a difference here.)
+# 26.833333333333332 on SQLite (float cells are stored as decimal strings). sqlglot
+# keeps DuckDB's exact `/` when it rewrites for SQLite, so integer division would not
+# show a difference here.
 REAL_CASE = """
   - id: tiny-real
     dimension: basic
@@ -71,7 +72,8 @@ def test_publish_for_sqlite_refuses_then_lists_the_real_width(
     )
     assert done.exit_code == 0, done.output
     assert done.output.startswith("published: tiny@v1 on sqlite sha256:")
-    assert 'gold differs from duckdb: tiny-real: duckdb: 1 rows [["26.83333396911621"]]' in done.output
+    listed_difference = 'gold differs from duckdb: tiny-real: duckdb: 1 rows [["26.83333396911621"]]'
+    assert listed_difference in done.output
 
     listed = _cli(ledger, "bank", "list")
     assert "  tiny@v1:sqlite " in listed.output
