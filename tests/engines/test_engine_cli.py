@@ -48,9 +48,7 @@ def _cli(ledger: Path, *args: str) -> Result:
 
 
 @pytest.mark.slow
-def test_publish_for_sqlite_refuses_then_lists_the_real_width(
-    bank: Path, tmp_path: Path
-) -> None:
+def test_publish_for_sqlite_refuses_then_lists_the_real_width(bank: Path, tmp_path: Path) -> None:
     ledger = tmp_path / "home" / "ledger.db"
     assert _cli(ledger, "init").exit_code == 0
     refused = _cli(ledger, "bank", "publish", str(bank), "--engine", "sqlite")
@@ -72,7 +70,9 @@ def test_publish_for_sqlite_refuses_then_lists_the_real_width(
     )
     assert done.exit_code == 0, done.output
     assert done.output.startswith("published: tiny@v1 on sqlite sha256:")
-    listed_difference = 'gold differs from duckdb: tiny-real: duckdb: 1 rows [["26.83333396911621"]]'
+    listed_difference = (
+        'gold differs from duckdb: tiny-real: duckdb: 1 rows [["26.83333396911621"]]'
+    )
     assert listed_difference in done.output
 
     listed = _cli(ledger, "bank", "list")
@@ -108,8 +108,6 @@ def test_gate_refuses_two_engines(bank: Path, tmp_path: Path) -> None:
     for run_id, ref in (("on-duck", "tiny:duckdb"), ("on-lite", "tiny:sqlite")):
         ran = _cli(ledger, "run", "--bank", ref, "--adapter", "reference", "--run-id", run_id)
         assert ran.exit_code == 0, ran.output
-    gate = _cli(
-        ledger, "gate", "--baseline", f"{ledger}:on-duck", "--current", f"{ledger}:on-lite"
-    )
+    gate = _cli(ledger, "gate", "--baseline", f"{ledger}:on-duck", "--current", f"{ledger}:on-lite")
     assert gate.exit_code == 2
     assert "could not judge: engine differs: baseline duckdb, current sqlite" in gate.output
