@@ -353,7 +353,8 @@ def classify_error(exc: BaseException) -> tuple[str, str]:
     ``memory``: class 53 (out of memory, disk full, temp_file_limit exceeded) or a
     client-side out of memory; ``refused``: 42501 insufficient_privilege, 25006
     read_only_sql_transaction, 42601 syntax_error (PostgreSQL cannot read it as one
-    query: another statement, a second statement, a parse error) and a
+    query: another statement, a second statement, a parse error), 08P01 (a
+    parameter such as ``$1``: the statement asks for a value nobody binds) and a
     data-modifying WITH in the cursor; ``worker_crash``: the connection was lost
     (class 08, 57P01-57P03, no SQLSTATE); ``sql_runtime``: anything else.
     """
@@ -368,7 +369,9 @@ def classify_error(exc: BaseException) -> tuple[str, str]:
     lowered = message.lower()
     if state.startswith("53") or "out of memory" in lowered or "cannot allocate memory" in lowered:
         return "memory", message
-    if state in ("42501", "25006", "42601") or (state == "0A000" and "DECLARE CURSOR" in message):
+    if state in ("42501", "25006", "42601", "08P01") or (
+        state == "0A000" and "DECLARE CURSOR" in message
+    ):
         return "refused", f"refused by PostgreSQL: {message}"
     if not state or state.startswith("08") or state in ("57P01", "57P02", "57P03"):
         return "worker_crash", f"the connection to PostgreSQL was lost: {message}"
@@ -666,18 +669,18 @@ class PostgresEngine:
         return self._version
 
     def dialect_notes(self) -> str:
-        """The prompt paragraph: which SQL the model must write."""
+        """The prompt paragraph: which SQL the model must write (no server needed)."""
         return (
-            "Write one PostgreSQL query (SELECT, WITH ... SELECT or VALUES; PostgreSQL "
-            f"{self.version().split()[0]}). Unquoted identifiers fold to lower case; quote "
-            "mixed-case names with double quotes and strings with single quotes. The tables "
-            "are in the schema public. Integer division truncates (7 / 2 = 3): cast to numeric "
-            "for an exact quotient. numeric keeps its scale; real is a 4-byte float. The "
-            "session time zone is UTC: timestamp with time zone values are instants, convert "
-            "with AT TIME ZONE 'Asia/Shanghai'. Use date_trunc, EXTRACT, interval '1 day', "
-            "|| for concatenation, LIMIT/OFFSET, FILTER (WHERE ...) and window functions; "
-            "there is no QUALIFY, no GROUP BY ALL and no ILIKE ANY. Clocks, random values "
-            "and settings are not available: write dates as literals."
+            "Write one PostgreSQL query (SELECT, WITH ... SELECT or VALUES). Unquoted "
+            "identifiers fold to lower case; quote mixed-case names with double quotes and "
+            "strings with single quotes. The tables are in the schema public. Integer "
+            "division truncates (7 / 2 = 3): cast to numeric for an exact quotient; numeric "
+            "keeps its scale; real is a 4-byte float. The session time zone is UTC: a "
+            "timestamp with time zone is an instant, shown in a zone with AT TIME ZONE "
+            "'<zone>'. Use date_trunc, EXTRACT, interval '1 day', || for concatenation, "
+            "LIMIT/OFFSET, FILTER (WHERE ...) and window functions; there is no QUALIFY and "
+            "no GROUP BY ALL. Clocks, random values and settings are not available: write "
+            "dates as literals."
         )
 
     def _admin(self, dbname: str | None = None) -> psycopg.Connection[Any]:
@@ -942,6 +945,9 @@ class PostgresEngine:
         Raises EngineQueryError with PostgreSQL's message when it fails or is not
         exactly one query.
         """
+        unsendable = _unsendable(sql)
+        if unsendable is not None:
+            raise EngineQueryError(f"cannot be sent to PostgreSQL: {unsendable}")
         with self._reader(database, REFERENCE_TIMEOUT_S) as con:
             try:
                 con.execute("BEGIN READ ONLY")
@@ -1295,6 +1301,21 @@ def parse_memory_limit(text: str) -> int:
     return int(float(match.group(1)) * _UNITS[unit])
 
 
+def _unsendable(sql: str) -> str | None:
+    """Why ``sql`` cannot reach PostgreSQL as written, or None.
+
+    libpq takes C strings: a NUL would cut the statement short without a word;
+    a lone surrogate has no UTF-8 form.
+    """
+    if "\x00" in sql:
+        return "it contains a NUL character"
+    try:
+        sql.encode("utf-8")
+    except UnicodeEncodeError:
+        return "it is not valid UTF-8 (a lone surrogate)"
+    return None
+
+
 class PostgresExecutor:
     """Runs a model's SQL as the bank's reader in one worker process (see the module doc).
 
@@ -1470,6 +1491,9 @@ class PostgresExecutor:
         """
         if max_rows < 0:
             raise ValueError(f"max_rows must be >= 0, got {max_rows}")
+        unsendable = _unsendable(sql)
+        if unsendable is not None:
+            return _failure("refused", f"cannot be sent to PostgreSQL: {unsendable}", 0)
         request = _Request(sql, max_rows, max_result_bytes, max_cell_bytes)
         with self._lock:
             if self._closed:

@@ -663,6 +663,52 @@ def test_hostile_statements_are_stopped(executor: PostgresExecutor, sql: str, me
     assert after.rows == ((6,),)  # nothing was written, the session still works
 
 
+@pytest.mark.parametrize(
+    ("sql", "message"),
+    [
+        # libpq takes C strings: the NUL would silently cut the statement.
+        (
+            "SELECT 1\x00; DROP TABLE sales",
+            "cannot be sent to PostgreSQL: it contains a NUL character",
+        ),
+        (
+            "SELECT '\ud800'",
+            "cannot be sent to PostgreSQL: it is not valid UTF-8 (a lone surrogate)",
+        ),
+        (
+            "SELECT $1",
+            "refused by PostgreSQL: bind message supplies 0 parameters, but prepared statement "
+            '"" requires 1',
+        ),
+        ("", "refused by PostgreSQL: syntax error at end of input"),
+        ("-- only a comment", "refused by PostgreSQL: syntax error at end of input"),
+        ("SHOW work_mem", 'refused by PostgreSQL: syntax error at or near "SHOW"'),
+        ("EXPLAIN SELECT 1", 'refused by PostgreSQL: syntax error at or near "EXPLAIN"'),
+    ],
+)
+def test_what_is_not_one_plain_query_is_refused(
+    executor: PostgresExecutor, sql: str, message: str
+) -> None:
+    result = executor.execute(sql, max_rows=1)
+    assert (result.error_kind, result.error_message) == ("refused", message)
+    assert executor.execute("SELECT count(*) FROM sales", max_rows=1).rows == ((6,),)
+
+
+def test_queries_a_cursor_takes(executor: PostgresExecutor) -> None:
+    # Placeholders are not interpreted; VALUES, TABLE, parentheses, a trailing ; or comment.
+    assert executor.execute("SELECT '%s' AS x", max_rows=1).rows == (("%s",),)
+    assert executor.execute("VALUES (1), (2)", max_rows=5).rows == ((1,), (2,))
+    assert executor.execute("TABLE stores", max_rows=5).row_count == 4
+    assert executor.execute("(SELECT 1 AS a);", max_rows=1).rows == ((1,),)
+    assert executor.execute("SELECT 1 AS a -- the end", max_rows=1).rows == ((1,),)
+    empty = executor.execute("SELECT sale_id FROM sales WHERE false", max_rows=1)
+    assert (empty.columns, empty.rows, empty.truncated) == (
+        (Column(name="sale_id", type="VARCHAR"),),
+        (),
+        False,
+    )
+
+
 def test_dblink_is_not_there_and_cannot_be_created(
     engine: PostgresEngine, executor: PostgresExecutor, sales: Path
 ) -> None:
@@ -795,7 +841,8 @@ def test_a_stuck_worker_is_killed_and_its_backend_terminated(
 
 @pytest.mark.slow
 def test_memory_failures(engine: PostgresEngine, sales: Path) -> None:
-    with engine.executor(sales, memory_limit="128MB") as ex:
+    # A generous timeout: building 200 MB takes the server seconds on a busy machine.
+    with engine.executor(sales, memory_limit="128MB", timeout_s=60.0) as ex:
         # 200 MB in one cell does not fit the worker's 128 MB of headroom.
         big = ex.execute("SELECT repeat('x', 200000000) AS big", max_rows=1)
         assert big.error_kind == "memory"
