@@ -7,6 +7,8 @@ The modules in data-flow order (bank -> prompt -> adapter -> protocol -> guard
   code and a hint) and the bounds on every number a user can pass.
 - ``bank/``: read a bank folder, validate, build it in DuckDB, freeze gold, publish.
 - ``harness/``: one attempt from prompt to score (its own docstring lists the order).
+- ``engines/``: where SQL runs (DuckDB, SQLite, PostgreSQL) behind one Engine and
+  Executor contract; a DuckDB bank transpiled for another engine.
 - ``adapters/``: the model behind one interface (openai, command, replay, reference).
 - ``calibration/``: prove the oracle catches planted errors; variant diagnostics.
 - ``events``: every event shape; ``codec``: their canonical bytes, leaf and chain
