@@ -577,6 +577,14 @@ def guard(sql: str, tables: Collection[str], engine: str = "duckdb") -> Verdict:
         ['table_functions', 'function_allowlist']
     """
     allowed = frozenset(fold(t) for t in tables if t)
+    try:
+        sql.encode("utf-8")
+    except UnicodeEncodeError as exc:  # no adapter decodes one, but fail closed all the same
+        violation = Violation(
+            check="parse",
+            message=f"not valid Unicode text (a lone surrogate at character {exc.start})",
+        )
+        return Verdict(passed=False, violations=(violation,), ast_digest=None)
     if len(sql) > sqlparse.CACHED_CHARS:
         return _judge(sql, allowed, engine)
     return _judged(sql, allowed, engine)

@@ -558,3 +558,13 @@ def test_mutated_legit_is_still_accepted(data: st.DataObject) -> None:
     entry = data.draw(st.sampled_from(LEGIT), label="entry")
     mutated = _mutate(entry.sql, data)
     assert guard(mutated, TABLES).passed, mutated
+
+
+def test_a_lone_surrogate_is_a_parse_violation_not_a_crash() -> None:
+    # Unencodable text (never produced by the protocol's strict JSON, but the guard is
+    # also a library function) is refused, with the position of the surrogate.
+    verdict = guard("SELECT '\ud800' AS x FROM orders", {"orders"})
+    assert not verdict.passed
+    assert [(v.check, v.message) for v in verdict.violations] == [
+        ("parse", "not valid Unicode text (a lone surrogate at character 8)")
+    ]
