@@ -38,7 +38,8 @@ import yaml
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from ledger.engines.sqlite import SQLiteEngine, open_sandboxed, typed_result  # noqa: E402
+from ledger.engines.sqlite import SQLiteEngine  # noqa: E402
+from ledger.engines.sqlite_sandbox import open_sandboxed, typed_result  # noqa: E402
 from ledger.engines.transpile import transpile  # noqa: E402
 from ledger.harness import cells  # noqa: E402
 

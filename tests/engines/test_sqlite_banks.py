@@ -20,7 +20,8 @@ from test_retail_traps import EXPECTED as RETAIL_EXPECTED
 from test_sales_fixture import EXPECTED as SALES_EXPECTED
 
 from ledger.engines.base import EngineQueryError
-from ledger.engines.sqlite import SQLiteEngine, SQLiteExecutor, split_statements
+from ledger.engines.sqlite import SQLiteEngine, SQLiteExecutor
+from ledger.engines.sqlite_sandbox import split_statements
 from ledger.engines.transpile import transpile
 from ledger.harness.cells import encode_row
 

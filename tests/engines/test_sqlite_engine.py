@@ -15,10 +15,8 @@ from hypothesis import strategies as st
 
 from ledger.engines import get_engine
 from ledger.engines.base import EngineQueryError
-from ledger.engines.sqlite import (
-    SQLiteEngine,
-    build_from_file,
-    canonical_digest,
+from ledger.engines.sqlite import SQLiteEngine, build_from_file, canonical_digest
+from ledger.engines.sqlite_sandbox import (
     column_plan,
     first_keyword,
     parse_memory_limit,

@@ -1,0 +1,422 @@
+"""The SQLite executor: a model's SQL in one locked-down ``spawn`` worker process per executor.
+
+The parent talks to the worker over a pipe in msgpack (never pickle), as with
+the DuckDB worker. In the worker the bank is opened by
+:func:`ledger.engines.sqlite_sandbox.open_sandboxed` after ``PRAGMA
+hard_heap_limit`` bounds SQLite's memory (``memory``); a progress handler stops
+a query at its deadline (``timeout``); the parent SIGKILLs a worker that does
+not answer within a grace and starts a fresh one. Rows are read one at a time
+under the result caps of ``ledger.harness.cells``, typed by the one rule of
+``sqlite_sandbox.column_plan`` and encoded. Failures are data
+(:class:`ledger.harness.worker.ExecResult`); a refusal (the text check, the
+one-statement check, the authorizer) is ``refused``: nothing ran.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import multiprocessing
+import os
+import signal
+import sqlite3
+import threading
+import time
+import traceback
+from multiprocessing.connection import Connection
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import msgspec
+
+from ledger.engines.sqlite_sandbox import (
+    Authorizer,
+    column_plan,
+    first_line,
+    open_sandboxed,
+    parse_memory_limit,
+    statement_refusal,
+)
+from ledger.errors import SandboxError
+from ledger.events import Column
+from ledger.harness import cells
+from ledger.harness.worker import KILL_GRACE_S, STARTUP_TIMEOUT_S, ExecResult
+
+__all__ = ["SQLiteExecutor"]
+
+# How many SQLite virtual machine steps pass between two deadline checks.
+_PROGRESS_STEPS = 10_000
+# How often an idle worker checks that its parent is still alive.
+_PARENT_CHECK_S = 0.25
+
+
+class _Job(msgspec.Struct, frozen=True):
+    sql: str
+    max_rows: int
+    timeout_s: float
+    max_result_bytes: int
+    max_cell_bytes: int
+
+
+class _Answer(msgspec.Struct, frozen=True):
+    # kind: ready | open_failed | result | fault
+    kind: str
+    message: str | None = None
+    result: ExecResult | None = None
+
+
+def _failure(kind: str, message: str, sql_us: int) -> ExecResult:
+    return ExecResult(
+        ok=False,
+        error_kind=kind,
+        error_message=message,
+        columns=(),
+        rows=(),
+        row_count=0,
+        truncated=False,
+        sql_us=sql_us,
+    )
+
+
+class _Session:
+    """The worker's connection, its authorizer and the deadline its progress handler checks."""
+
+    def __init__(self, con: sqlite3.Connection, authorizer: Authorizer, heap_limit: int) -> None:
+        self.con = con
+        self.authorizer = authorizer
+        self.heap_limit = heap_limit
+        self.deadline = math.inf
+        self.fired = False
+        con.set_progress_handler(self._tick, _PROGRESS_STEPS)
+
+    def _tick(self) -> int:
+        if time.monotonic() >= self.deadline:
+            self.fired = True
+            return 1  # SQLite stops the statement: "interrupted"
+        return 0
+
+
+def _classify(session: _Session, exc: BaseException, job: _Job) -> tuple[str, str]:
+    if session.fired:
+        return "timeout", f"query interrupted after {job.timeout_s:g} s"
+    if isinstance(exc, MemoryError) or "too big" in str(exc):
+        shown = f"{session.heap_limit / 1e6:g} MB"
+        return "memory", f"out of memory: the query needs more than SQLite's {shown} heap limit"
+    if session.authorizer.denied:
+        return "refused", session.authorizer.refusal()
+    if isinstance(exc, sqlite3.ProgrammingError):
+        # sqlite3's own check: "You can only execute one statement at a time", a NUL, ...
+        return "refused", f"refused by the SQLite worker: {first_line(exc)}"
+    return "sql_runtime", first_line(exc)
+
+
+def _run_job(session: _Session, job: _Job) -> ExecResult:
+    """Check one statement, run it under the deadline and the caps, type and encode its rows."""
+    start = time.perf_counter_ns()
+    why = statement_refusal(job.sql)
+    if why is not None:
+        message = f"refused by the SQLite worker: {why}"
+        return _failure("refused", message, (time.perf_counter_ns() - start) // 1000)
+    session.authorizer.denied.clear()
+    session.fired = False
+    budget = cells.ResultBudget(job.max_result_bytes, job.max_cell_bytes)
+    raw: list[tuple[Any, ...]] = []
+    kept: list[list[Any]] = []
+    names: list[str] = []
+    truncated = False
+    failure: tuple[str, str] | None = None
+    cursor: sqlite3.Cursor | None = None
+    start = time.perf_counter_ns()
+    session.deadline = time.monotonic() + job.timeout_s
+    try:
+        cursor = session.con.execute(job.sql)
+        names = [str(d[0]) for d in cursor.description or ()]
+        budget.add_columns([(n, "") for n in names])
+        # One row at a time, so a result over the cap is never read whole.
+        while names and not budget.over:
+            row = cursor.fetchone()
+            if row is None:
+                break
+            if len(kept) == job.max_rows:
+                truncated = True  # one row more than max_rows exists; it is not kept
+                break
+            raw.append(row)
+            kept.append(budget.add_row(row))
+    except (sqlite3.Error, MemoryError) as exc:
+        failure = _classify(session, exc, job)
+    finally:
+        session.deadline = math.inf
+        if cursor is not None:
+            with contextlib.suppress(sqlite3.Error, MemoryError):
+                cursor.close()
+        sql_us = (time.perf_counter_ns() - start) // 1000
+    if failure is None and not names:
+        failure = ("refused", "refused by the SQLite worker: the statement returns no rows")
+    plan = column_plan(raw, len(names)) if failure is None else []
+    for type_name, _ in plan:
+        budget.used += cells.stored_size(type_name)
+    if failure is None and budget.over:
+        failure = (
+            "result_too_large",
+            f"the result is over the {job.max_result_bytes}-byte cap "
+            f"(stopped reading after {len(kept)} rows of {len(names)} columns)",
+        )
+    if failure is not None:
+        return _failure(*failure, sql_us)
+    for i, (_, coerce) in enumerate(plan):
+        if coerce is not None:
+            for row_raw, row_kept in zip(raw, kept, strict=True):
+                cell = cells.encode_cell(coerce(row_raw[i]))
+                row_kept[i] = cells.truncate_cell(cell, job.max_cell_bytes)[0]
+    columns = tuple(Column(name=n, type=t) for n, (t, _) in zip(names, plan, strict=True))
+    rows = tuple(tuple(r) for r in kept)
+    return ExecResult(
+        ok=True,
+        error_kind=None,
+        error_message=None,
+        columns=columns,
+        rows=rows,
+        row_count=len(rows),
+        truncated=truncated,
+        sql_us=sql_us,
+        cells_truncated=budget.cells_truncated or msgspec.UNSET,
+    )
+
+
+def _watch_parent(parent_pid: int) -> None:
+    """Exit the worker once its parent is gone (the executor owns us)."""
+    while True:
+        time.sleep(_PARENT_CHECK_S)
+        if os.getppid() != parent_pid:
+            os._exit(3)
+
+
+def _send_or_quit(conn: Connection, payload: bytes) -> bool:
+    try:
+        conn.send_bytes(payload)
+    except OSError:
+        return False  # nobody to answer: end quietly, the parent reports the interruption
+    return True
+
+
+def _child_main(conn: Connection, db_path: str, heap_limit: int, parent_pid: int) -> None:
+    """Entry point of a worker process: open, report ready, serve until EOF."""
+    # Ctrl-C belongs to the harness; it closes the executor, which ends us through EOF.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # 'localtime' and 'utc' read the process's zone: the same in every worker.
+    os.environ["TZ"] = "UTC"
+    time.tzset()
+    encoder = msgspec.msgpack.Encoder()
+    try:
+        con, authorizer = open_sandboxed(Path(db_path), heap_limit=heap_limit)
+    except (sqlite3.Error, OSError) as exc:
+        _send_or_quit(conn, encoder.encode(_Answer(kind="open_failed", message=str(exc))))
+        return
+    session = _Session(con, authorizer, heap_limit)
+    threading.Thread(
+        target=_watch_parent, args=(parent_pid,), name="caseledger-parent-watch", daemon=True
+    ).start()
+    if not _send_or_quit(conn, encoder.encode(_Answer(kind="ready"))):
+        return
+    decoder: msgspec.msgpack.Decoder[_Job] = msgspec.msgpack.Decoder(_Job)
+    while True:
+        try:
+            raw = conn.recv_bytes()
+        except (EOFError, OSError):
+            break
+        job = decoder.decode(raw)
+        try:
+            answer = _Answer(kind="result", result=_run_job(session, job))
+        except Exception:
+            # A bug in the worker, not a model failure: hand the traceback to the parent.
+            answer = _Answer(kind="fault", message=traceback.format_exc())
+        if not _send_or_quit(conn, encoder.encode(answer)):
+            break
+    con.close()
+
+
+# ------------------------------------------------------------------------ parent side
+
+_DECODER: msgspec.msgpack.Decoder[_Answer] = msgspec.msgpack.Decoder(_Answer)
+_ENCODER = msgspec.msgpack.Encoder()
+
+
+class _Child:
+    """The parent's handle on one worker process."""
+
+    def __init__(self, ctx: Any, database: Path, heap_limit: int) -> None:
+        parent_end, child_end = ctx.Pipe(duplex=True)
+        self.process = ctx.Process(
+            target=_child_main,
+            args=(child_end, str(database), heap_limit, os.getpid()),
+            name="caseledger-sqlite-worker",
+            daemon=True,
+        )
+        self.process.start()
+        child_end.close()  # so that our end sees EOF when the child dies
+        self.conn: Connection = parent_end
+        self.database = database
+        self.ready = False
+
+    def wait_ready(self, timeout_s: float) -> str | None:
+        """Wait for the child to open the database; None when ready, else why not."""
+        try:
+            if not self.conn.poll(timeout_s):
+                return f"worker did not start within {timeout_s:g} s"
+            answer = _DECODER.decode(self.conn.recv_bytes())
+        except (EOFError, OSError):
+            return f"worker died while starting ({self._exit_text()})"
+        if answer.kind == "open_failed":
+            raise SandboxError(
+                f"{self.database}: cannot open the SQLite bank database read-only: "
+                f"{answer.message}",
+                hint="build the bank first (a SQLite 3 database file)",
+            )
+        self.ready = True
+        return None
+
+    def run(self, job: _Job, grace_s: float) -> tuple[ExecResult, bool]:
+        """Send one job and wait for its result; returns (result, worker still usable)."""
+        if not self.ready:
+            why = self.wait_ready(STARTUP_TIMEOUT_S)
+            if why is not None:
+                return _failure("worker_crash", why, 0), False
+        start = time.perf_counter_ns()
+        try:
+            self.conn.send_bytes(_ENCODER.encode(job))
+            if not self.conn.poll(job.timeout_s + grace_s):
+                self.kill()
+                message = (
+                    f"query did not stop within {job.timeout_s:g} s + {grace_s:g} s grace; "
+                    "worker killed"
+                )
+                us = (time.perf_counter_ns() - start) // 1000
+                return _failure("timeout", message, us), False
+            answer = _DECODER.decode(self.conn.recv_bytes())
+        except (EOFError, OSError):
+            message = f"worker process died while running the query ({self._exit_text()})"
+            us = (time.perf_counter_ns() - start) // 1000
+            return _failure("worker_crash", message, us), False
+        if answer.kind == "fault":
+            raise SandboxError(f"the SQLite worker failed (a harness bug):\n{answer.message}")
+        if answer.result is None:
+            raise SandboxError("the SQLite worker answered without a result (a harness bug)")
+        return answer.result, True
+
+    def _exit_text(self) -> str:
+        self.process.join(0.5)
+        code = self.process.exitcode
+        if code is None:
+            return "still running"
+        return f"killed by signal {-code}" if code < 0 else f"exit code {code}"
+
+    def kill(self) -> None:
+        """SIGKILL the process and reap it (no zombie left behind)."""
+        if self.process.is_alive():
+            self.process.kill()
+        self.process.join()
+
+    def stop(self) -> None:
+        """Close the pipe (the child exits on EOF); kill it if it lingers."""
+        self.conn.close()
+        self.process.join(2.0)
+        self.kill()
+
+
+class SQLiteExecutor:
+    """Runs a model's SQL on a SQLite bank in one sandboxed worker process.
+
+    Queries from several threads take turns. A worker that was killed (a
+    query past its timeout and grace) or crashed is replaced by a fresh one.
+    Use as a context manager, or call :meth:`close`: no worker outlives it.
+
+    Raises:
+        SandboxError: the database is missing or cannot be opened read-only.
+        UsageError: ``memory_limit`` is not a size.
+    """
+
+    def __init__(
+        self, database: Path, *, timeout_s: float = 5.0, memory_limit: str = "512MB"
+    ) -> None:
+        database = Path(database)
+        if not database.is_file():
+            raise SandboxError(
+                f"{database}: bank database not found", hint="build the bank before running it"
+            )
+        self._database = database
+        self._timeout_s = timeout_s
+        self._heap_limit = parse_memory_limit(memory_limit)
+        self._ctx = multiprocessing.get_context("spawn")
+        self._turn = threading.Lock()  # one query at a time
+        self._state = threading.Lock()  # guards _child and _closed
+        self._closed = False
+        self._child: _Child | None = self._spawn()
+        try:
+            why = self._child.wait_ready(STARTUP_TIMEOUT_S)
+            if why is not None:
+                raise SandboxError(f"{database}: SQLite worker failed to start: {why}")
+        except BaseException:
+            self.close()
+            raise
+
+    def _spawn(self) -> _Child:
+        return _Child(self._ctx, self._database, self._heap_limit)
+
+    def __enter__(self) -> SQLiteExecutor:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def pids(self) -> tuple[int, ...]:
+        """Process id of the current worker (for monitoring and tests)."""
+        with self._state:
+            child = self._child
+        return () if child is None or child.process.pid is None else (child.process.pid,)
+
+    def execute(
+        self,
+        sql: str,
+        *,
+        max_rows: int,
+        max_result_bytes: int = cells.DEFAULT_MAX_RESULT_BYTES,
+        max_cell_bytes: int = cells.DEFAULT_MAX_CELL_BYTES,
+    ) -> ExecResult:
+        """Run one statement in the worker; every failure is an ExecResult (kinds as
+        ``ledger.harness.worker.ERROR_KINDS``), never an exception. Never retries.
+
+        Fetches at most ``max_rows + 1`` rows; ``truncated`` says more than
+        ``max_rows`` existed. Cells over ``max_cell_bytes`` are cut; a result
+        over ``max_result_bytes`` is ``result_too_large``.
+        """
+        if max_rows < 0:
+            raise ValueError(f"max_rows must be >= 0, got {max_rows}")
+        job = _Job(sql, max_rows, self._timeout_s, max_result_bytes, max_cell_bytes)
+        with self._turn:
+            with self._state:
+                if self._closed:
+                    raise SandboxError("the SQLite executor is closed")
+                if self._child is None:
+                    self._child = self._spawn()
+                child = self._child
+            result, usable = child.run(job, KILL_GRACE_S)
+            if not usable:
+                child.stop()
+                with self._state:
+                    # A fresh worker starts now, ready by the next query.
+                    self._child = None if self._closed else self._spawn()
+        return result
+
+    def close(self) -> None:
+        """Stop the worker and reap it. Safe to call twice."""
+        with self._state:
+            self._closed = True
+            child, self._child = self._child, None
+        if child is not None:
+            child.stop()
