@@ -274,7 +274,8 @@ class Catalog:
     def __init__(self, doc: Mapping[str, Any]) -> None:
         entries = [msgspec.convert(e, FunctionEntry) for e in doc["functions"]]
         reasons = {r["pattern"]: r["reason"] for r in doc["deny_rules"]}
-        self.duckdb_version: str = doc["duckdb_version"]
+        # An engine's catalog may name only its own version (``engine_version``).
+        self.duckdb_version: str = doc.get("duckdb_version", doc.get("engine_version", ""))
         # Another engine's catalog names itself (``engine``), else it is DuckDB's.
         self.engine_label: str = doc.get("engine", "DuckDB")
         self.engine_version: str = doc.get("engine_version", self.duckdb_version)
@@ -399,6 +400,15 @@ def _render(node: exp.Func, dialect: str = "duckdb") -> str | None:
     return found if isinstance(found, str) else None
 
 
+def _transparent(node: exp.Func, dialect: str) -> bool:
+    """True when ``dialect`` writes ``node`` as just its (stubbed) argument: no call at all."""
+    try:
+        text = type(node)(**{k: _stub(v) for k, v in node.args.items()}).sql(dialect=dialect)
+    except (SqlglotError, ValueError, TypeError, KeyError, AttributeError):
+        return False
+    return text == _STUB.sql(dialect=dialect)
+
+
 _MISSING = object()
 _RENDERED: dict[Hashable, object] = {}
 
@@ -414,6 +424,11 @@ def sqlglot_call_refusal(
     names = sqlglot_names(node, dialect)
     if isinstance(node, exp.Binary | exp.Unary) and _render(node, dialect) is None:
         return None  # an operator (AND, ||, ->>, ...), not a call
+    if dialect != "duckdb" and not isinstance(node, exp.Anonymous) and _transparent(node, dialect):
+        # A node sqlglot inserts that the engine writes as its argument alone (SQLite's
+        # strftime(f, x) reads as TimeToStr(TsOrDsToTimestamp(x))): no call to judge;
+        # its arguments are judged on their own.
+        return None
     for name in names:
         if name in cat.denied and name not in cat.calls:
             why = cat.call_refusal(name)

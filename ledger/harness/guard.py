@@ -609,6 +609,12 @@ def _judge(sql: str, allowed: frozenset[str], engine: str = "duckdb") -> Verdict
         return Verdict(passed=False, violations=(violation,), ast_digest=None)
     tree = statements[0]
     found: list[Violation] = list(adjacent_literals(sql))
+    if engine == "sqlite":  # the clock and the host's zone, through an argument
+        from ledger.engines.sqlite_catalog import time_argument_refusals
+
+        found += [
+            Violation(check="function_allowlist", message=m) for m in time_argument_refusals(tree)
+        ]
     ctx = Context(tables=allowed, sql=sql, dialect=dialect, catalog=catalog)
     try:
         for check in CHECKS:

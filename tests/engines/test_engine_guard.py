@@ -63,3 +63,19 @@ def test_the_dialect_decides_what_parses() -> None:
     # DuckDB's integer division operator is no operator in PostgreSQL's grammar.
     assert guard("SELECT 7 // 2 AS q FROM sales", TABLES, "duckdb").passed
     assert not guard("SELECT 7 // 2 AS q FROM sales", TABLES, "postgres").passed
+
+
+def test_sqlite_strftime_passes_and_the_clock_through_an_argument_does_not() -> None:
+    # sqlglot reads strftime('%Y', d) as TimeToStr(TsOrDsToTimestamp(d)); SQLite writes the
+    # inner node as d alone, so there is no call to refuse.
+    assert guard("SELECT strftime('%Y', s.d) AS y FROM sales AS s", TABLES, "sqlite").passed
+    for sql, word in (
+        ("SELECT date('now') AS today FROM sales", "now"),
+        ("SELECT datetime(s.d, 'localtime') AS t FROM sales AS s", "localtime"),
+    ):
+        verdict = guard(sql, TABLES, "sqlite")
+        assert [(v.check, v.message) for v in verdict.violations] == [
+            ("function_allowlist", f"the argument '{word}' reads the clock or the host's time zone")
+        ]
+    # A comparison with the same word is data, not a clock.
+    assert guard("SELECT count(*) AS n FROM sales WHERE zone = 'UTC'", TABLES, "sqlite").passed
