@@ -170,6 +170,9 @@ class CaseSpec(_Part, frozen=True, kw_only=True):
     required_ast: tuple[str, ...] = ()
     notes: str = ""
     reference_sql_sha256: str
+    # Issue 16: why this case's own gold may appear in its prompt (cases.yaml
+    # ``leak_waiver``); UNSET (left out of the bytes) for a case without one.
+    leak_waiver: str | UnsetType = UNSET
 
 
 class GoldResult(_Part, frozen=True, kw_only=True):

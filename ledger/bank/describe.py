@@ -34,6 +34,8 @@ def _plain(value: Any) -> Any:
 
 def _case(spec: CaseSpec, reference: str | None) -> dict[str, Any]:
     out = {name: _plain(getattr(spec, name)) for name in spec.__struct_fields__}
+    if out.get("leak_waiver") is msgspec.UNSET:  # issue 16: shown only when the case has one
+        del out["leak_waiver"]
     if reference is not None:
         out["reference_sql"] = reference
     return out
@@ -84,6 +86,8 @@ def format_show(data: dict[str, Any]) -> str:
             f"{c['id']:<{width}}  {c['dimension']:<19}  {c['difficulty']:<10}  "
             f"{c['weight']:>6}  {c['question']}"
         )
+        if "leak_waiver" in c:
+            lines.append(f"    leak waiver: {c['leak_waiver']}")
         if "reference_sql" in c:
             lines += ["    " + ln for ln in c["reference_sql"].rstrip("\n").splitlines()]
     return "\n".join(lines)

@@ -9,6 +9,8 @@ from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any
 
+from msgspec import UNSET
+
 from ledger.bank.problems import Problems
 from ledger.bank.purity import check_purity
 from ledger.bank.source import BankSource, content_hash, read_source
@@ -41,7 +43,10 @@ _OPTIONAL = (
     "rel_tolerance",
     "required_ast",
     "notes",
+    "leak_waiver",
 )
+#: A ``leak_waiver`` reason must say why, in at least this many characters.
+MIN_WAIVER_CHARS = 20
 CASE_FIELDS = _REQUIRED + _OPTIONAL
 _BANK_ID = re.compile(r"[a-z0-9][a-z0-9_-]*")
 _VERSION = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
@@ -74,6 +79,7 @@ class CaseDef:
     notes: str
     line: int | None = None
     index: int = -1
+    leak_waiver: str | None = None
 
     def spec(self) -> CaseSpec:
         """The published form: everything but the reference SQL text, which becomes its hash."""
@@ -91,6 +97,8 @@ class CaseDef:
             required_ast=self.required_ast,
             notes=self.notes,
             reference_sql_sha256=sha256_hex(self.reference_sql.encode("utf-8")),
+            # Left out of the bytes when absent: every bank without one keeps its bytes.
+            leak_waiver=UNSET if self.leak_waiver is None else self.leak_waiver,
         )
 
 
@@ -264,7 +272,20 @@ class _CaseReader:
             notes=self.text("notes", required=False) or "",
             line=self.line(),
             index=self.index,
+            leak_waiver=self.waiver(),
         )
+
+    def waiver(self) -> str | None:
+        """``leak_waiver``: the reason this case's own gold may appear in its prompt."""
+        value = self.text("leak_waiver", required=False, default=None)
+        if value is not None and len(value.strip()) < MIN_WAIVER_CHARS:
+            self.bad(
+                "leak_waiver",
+                f"the reason must say why the case's own gold may appear in its prompt, in "
+                f"at least {MIN_WAIVER_CHARS} characters; got {value!r:.60}",
+            )
+            return None
+        return value
 
 
 def _check_semantic(doc: Any, problems: Problems) -> None:

@@ -23,7 +23,7 @@ from ledger.bank.build import (
     require_duckdb,
     tables_at,
 )
-from ledger.bank.leak import leak_context, leak_findings
+from ledger.bank.leak import leak_context, leak_findings, shared_findings
 from ledger.bank.model import Bank, load_bank
 from ledger.bank.problems import Problems
 from ledger.bank.registry import DB_SUFFIX, REPO_ROOT, PublishedBank, bank_paths, list_published
@@ -96,22 +96,25 @@ def _fields(
 
 def _anti_memorisation(checked: Checked, paths: Iterable[Path], cwd: Path | None) -> None:
     bank, event = checked.bank, checked.preview()
+    # Issue 16: a case's prompt and notes against its own gold and SQL; the
+    # shared files against every case (docs/bank-format.md "The leak check").
     ctx = leak_context(
         {c.id: c.reference_sql for c in bank.cases},
         event.gold,
         gold_digest=event.gold_digest,
         paths=paths,
         cwd=cwd,
+        waivers={c.id: c.leak_waiver for c in bank.cases if c.leak_waiver is not None},
     )
     problems = Problems(bank.ref)
     for spec in event.cases:
-        for finding in leak_findings(render_prompt(event, spec), ctx):
+        for finding in leak_findings(render_prompt(event, spec), ctx, case_id=spec.id):
             problems.add("prompt.md", f"the rendered prompt {finding}", case=spec.id)
     for name in ("semantic.json", "prompt.md"):
-        for finding in leak_findings(bank.source.text(name), ctx):
+        for finding in shared_findings(bank.source.text(name), ctx):
             problems.add(name, finding)
     for case in bank.cases:
-        for finding in leak_findings(case.notes, ctx):
+        for finding in leak_findings(case.notes, ctx, case_id=case.id):
             line = bank.line_of(case, "notes")
             problems.add("cases.yaml", finding, line=line, case=case.id, field="notes")
     problems.raise_if_any(hint="a prompt must never carry answers; remove the leaking text")

@@ -97,6 +97,9 @@ class PublishedBank:
             gold_digest=self.event.gold_digest,
             paths=paths,
             cwd=cwd,
+            waivers={
+                c.id: c.leak_waiver for c in self.event.cases if isinstance(c.leak_waiver, str)
+            },
         )
 
 
