@@ -18,11 +18,9 @@ import contextlib
 import math
 import multiprocessing
 import os
-import signal
 import sqlite3
 import threading
 import time
-import traceback
 from multiprocessing.connection import Connection
 from pathlib import Path
 from types import TracebackType
@@ -41,7 +39,15 @@ from ledger.engines.sqlite_sandbox import (
 from ledger.errors import SandboxError
 from ledger.events import Column
 from ledger.harness import cells
-from ledger.harness.worker import KILL_GRACE_S, STARTUP_TIMEOUT_S, ExecResult
+from ledger.harness.worker import (
+    KILL_GRACE_S,
+    STARTUP_TIMEOUT_S,
+    ExecResult,
+    ProcessWorker,
+    Request,
+    failure,
+    serve,
+)
 
 __all__ = ["SQLiteExecutor"]
 
@@ -49,34 +55,6 @@ __all__ = ["SQLiteExecutor"]
 _PROGRESS_STEPS = 10_000
 # How often an idle worker checks that its parent is still alive.
 _PARENT_CHECK_S = 0.25
-
-
-class _Job(msgspec.Struct, frozen=True):
-    sql: str
-    max_rows: int
-    timeout_s: float
-    max_result_bytes: int
-    max_cell_bytes: int
-
-
-class _Answer(msgspec.Struct, frozen=True):
-    # kind: ready | open_failed | result | fault
-    kind: str
-    message: str | None = None
-    result: ExecResult | None = None
-
-
-def _failure(kind: str, message: str, sql_us: int) -> ExecResult:
-    return ExecResult(
-        ok=False,
-        error_kind=kind,
-        error_message=message,
-        columns=(),
-        rows=(),
-        row_count=0,
-        truncated=False,
-        sql_us=sql_us,
-    )
 
 
 class _Session:
@@ -97,7 +75,7 @@ class _Session:
         return 0
 
 
-def _classify(session: _Session, exc: BaseException, job: _Job) -> tuple[str, str]:
+def _classify(session: _Session, exc: BaseException, job: Request) -> tuple[str, str]:
     if session.fired:
         return "timeout", f"query interrupted after {job.timeout_s:g} s"
     if isinstance(exc, MemoryError) or "too big" in str(exc):
@@ -111,13 +89,13 @@ def _classify(session: _Session, exc: BaseException, job: _Job) -> tuple[str, st
     return "sql_runtime", first_line(exc)
 
 
-def _run_job(session: _Session, job: _Job) -> ExecResult:
+def _run_job(session: _Session, job: Request) -> ExecResult:
     """Check one statement, run it under the deadline and the caps, type and encode its rows."""
     start = time.perf_counter_ns()
     why = statement_refusal(job.sql)
     if why is not None:
         message = f"refused by the SQLite worker: {why}"
-        return _failure("refused", message, (time.perf_counter_ns() - start) // 1000)
+        return failure("refused", message, (time.perf_counter_ns() - start) // 1000)
     session.authorizer.denied.clear()
     session.fired = False
     budget = cells.ResultBudget(job.max_result_bytes, job.max_cell_bytes)
@@ -125,7 +103,7 @@ def _run_job(session: _Session, job: _Job) -> ExecResult:
     kept: list[list[Any]] = []
     names: list[str] = []
     truncated = False
-    failure: tuple[str, str] | None = None
+    stopped: tuple[str, str] | None = None
     cursor: sqlite3.Cursor | None = None
     start = time.perf_counter_ns()
     session.deadline = time.monotonic() + job.timeout_s
@@ -144,26 +122,26 @@ def _run_job(session: _Session, job: _Job) -> ExecResult:
             raw.append(row)
             kept.append(budget.add_row(row))
     except (sqlite3.Error, MemoryError) as exc:
-        failure = _classify(session, exc, job)
+        stopped = _classify(session, exc, job)
     finally:
         session.deadline = math.inf
         if cursor is not None:
             with contextlib.suppress(sqlite3.Error, MemoryError):
                 cursor.close()
         sql_us = (time.perf_counter_ns() - start) // 1000
-    if failure is None and not names:
-        failure = ("refused", "refused by the SQLite worker: the statement returns no rows")
-    plan = column_plan(raw, len(names)) if failure is None else []
+    if stopped is None and not names:
+        stopped = ("refused", "refused by the SQLite worker: the statement returns no rows")
+    plan = column_plan(raw, len(names)) if stopped is None else []
     for type_name, _ in plan:
         budget.used += cells.stored_size(type_name)
-    if failure is None and budget.over:
-        failure = (
+    if stopped is None and budget.over:
+        stopped = (
             "result_too_large",
             f"the result is over the {job.max_result_bytes}-byte cap "
             f"(stopped reading after {len(kept)} rows of {len(names)} columns)",
         )
-    if failure is not None:
-        return _failure(*failure, sql_us)
+    if stopped is not None:
+        return failure(*stopped, sql_us)
     for i, (_, coerce) in enumerate(plan):
         if coerce is not None:
             for row_raw, row_kept in zip(raw, kept, strict=True):
@@ -192,136 +170,25 @@ def _watch_parent(parent_pid: int) -> None:
             os._exit(3)
 
 
-def _send_or_quit(conn: Connection, payload: bytes) -> bool:
-    try:
-        conn.send_bytes(payload)
-    except OSError:
-        return False  # nobody to answer: end quietly, the parent reports the interruption
-    return True
-
-
 def _child_main(conn: Connection, db_path: str, heap_limit: int, parent_pid: int) -> None:
-    """Entry point of a worker process: open, report ready, serve until EOF."""
-    # Ctrl-C belongs to the harness; it closes the executor, which ends us through EOF.
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    """Entry point of a worker process (the loop is ``ledger.harness.worker.serve``)."""
     # 'localtime' and 'utc' read the process's zone: the same in every worker.
     os.environ["TZ"] = "UTC"
     time.tzset()
-    encoder = msgspec.msgpack.Encoder()
-    try:
+
+    def open_session() -> _Session:
         con, authorizer = open_sandboxed(Path(db_path), heap_limit=heap_limit)
-    except (sqlite3.Error, OSError) as exc:
-        _send_or_quit(conn, encoder.encode(_Answer(kind="open_failed", message=str(exc))))
-        return
-    session = _Session(con, authorizer, heap_limit)
-    threading.Thread(
-        target=_watch_parent, args=(parent_pid,), name="caseledger-parent-watch", daemon=True
-    ).start()
-    if not _send_or_quit(conn, encoder.encode(_Answer(kind="ready"))):
-        return
-    decoder: msgspec.msgpack.Decoder[_Job] = msgspec.msgpack.Decoder(_Job)
-    while True:
-        try:
-            raw = conn.recv_bytes()
-        except (EOFError, OSError):
-            break
-        job = decoder.decode(raw)
-        try:
-            answer = _Answer(kind="result", result=_run_job(session, job))
-        except Exception:
-            # A bug in the worker, not a model failure: hand the traceback to the parent.
-            answer = _Answer(kind="fault", message=traceback.format_exc())
-        if not _send_or_quit(conn, encoder.encode(answer)):
-            break
-    con.close()
+        threading.Thread(
+            target=_watch_parent, args=(parent_pid,), name="caseledger-parent-watch", daemon=True
+        ).start()
+        return _Session(con, authorizer, heap_limit)
+
+    serve(
+        conn, open_session, _run_job, lambda session: session.con.close(), (sqlite3.Error, OSError)
+    )
 
 
 # ------------------------------------------------------------------------ parent side
-
-_DECODER: msgspec.msgpack.Decoder[_Answer] = msgspec.msgpack.Decoder(_Answer)
-_ENCODER = msgspec.msgpack.Encoder()
-
-
-class _Child:
-    """The parent's handle on one worker process."""
-
-    def __init__(self, ctx: Any, database: Path, heap_limit: int) -> None:
-        parent_end, child_end = ctx.Pipe(duplex=True)
-        self.process = ctx.Process(
-            target=_child_main,
-            args=(child_end, str(database), heap_limit, os.getpid()),
-            name="caseledger-sqlite-worker",
-            daemon=True,
-        )
-        self.process.start()
-        child_end.close()  # so that our end sees EOF when the child dies
-        self.conn: Connection = parent_end
-        self.database = database
-        self.ready = False
-
-    def wait_ready(self, timeout_s: float) -> str | None:
-        """Wait for the child to open the database; None when ready, else why not."""
-        try:
-            if not self.conn.poll(timeout_s):
-                return f"worker did not start within {timeout_s:g} s"
-            answer = _DECODER.decode(self.conn.recv_bytes())
-        except (EOFError, OSError):
-            return f"worker died while starting ({self._exit_text()})"
-        if answer.kind == "open_failed":
-            raise SandboxError(
-                f"{self.database}: cannot open the SQLite bank database read-only: "
-                f"{answer.message}",
-                hint="build the bank first (a SQLite 3 database file)",
-            )
-        self.ready = True
-        return None
-
-    def run(self, job: _Job, grace_s: float) -> tuple[ExecResult, bool]:
-        """Send one job and wait for its result; returns (result, worker still usable)."""
-        if not self.ready:
-            why = self.wait_ready(STARTUP_TIMEOUT_S)
-            if why is not None:
-                return _failure("worker_crash", why, 0), False
-        start = time.perf_counter_ns()
-        try:
-            self.conn.send_bytes(_ENCODER.encode(job))
-            if not self.conn.poll(job.timeout_s + grace_s):
-                self.kill()
-                message = (
-                    f"query did not stop within {job.timeout_s:g} s + {grace_s:g} s grace; "
-                    "worker killed"
-                )
-                us = (time.perf_counter_ns() - start) // 1000
-                return _failure("timeout", message, us), False
-            answer = _DECODER.decode(self.conn.recv_bytes())
-        except (EOFError, OSError):
-            message = f"worker process died while running the query ({self._exit_text()})"
-            us = (time.perf_counter_ns() - start) // 1000
-            return _failure("worker_crash", message, us), False
-        if answer.kind == "fault":
-            raise SandboxError(f"the SQLite worker failed (a harness bug):\n{answer.message}")
-        if answer.result is None:
-            raise SandboxError("the SQLite worker answered without a result (a harness bug)")
-        return answer.result, True
-
-    def _exit_text(self) -> str:
-        self.process.join(0.5)
-        code = self.process.exitcode
-        if code is None:
-            return "still running"
-        return f"killed by signal {-code}" if code < 0 else f"exit code {code}"
-
-    def kill(self) -> None:
-        """SIGKILL the process and reap it (no zombie left behind)."""
-        if self.process.is_alive():
-            self.process.kill()
-        self.process.join()
-
-    def stop(self) -> None:
-        """Close the pipe (the child exits on EOF); kill it if it lingers."""
-        self.conn.close()
-        self.process.join(2.0)
-        self.kill()
 
 
 class SQLiteExecutor:
@@ -351,7 +218,7 @@ class SQLiteExecutor:
         self._turn = threading.Lock()  # one query at a time
         self._state = threading.Lock()  # guards _child and _closed
         self._closed = False
-        self._child: _Child | None = self._spawn()
+        self._child: ProcessWorker | None = self._spawn()
         try:
             why = self._child.wait_ready(STARTUP_TIMEOUT_S)
             if why is not None:
@@ -360,8 +227,17 @@ class SQLiteExecutor:
             self.close()
             raise
 
-    def _spawn(self) -> _Child:
-        return _Child(self._ctx, self._database, self._heap_limit)
+    def _spawn(self) -> ProcessWorker:
+        return ProcessWorker(
+            self._ctx,
+            _child_main,
+            (str(self._database), self._heap_limit, os.getpid()),
+            database=self._database,
+            name="caseledger-sqlite-worker",
+            label="SQLite worker",
+            engine_name="SQLite",
+            open_hint="build the bank first (a SQLite 3 database file)",
+        )
 
     def __enter__(self) -> SQLiteExecutor:
         return self
@@ -397,7 +273,7 @@ class SQLiteExecutor:
         """
         if max_rows < 0:
             raise ValueError(f"max_rows must be >= 0, got {max_rows}")
-        job = _Job(sql, max_rows, self._timeout_s, max_result_bytes, max_cell_bytes)
+        job = Request(sql, max_rows, self._timeout_s, max_result_bytes, max_cell_bytes)
         with self._turn:
             with self._state:
                 if self._closed:

@@ -32,10 +32,11 @@ import signal
 import threading
 import time
 import traceback
+from collections.abc import Callable
 from multiprocessing.connection import Connection
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, TypeVar
 
 import msgspec
 from msgspec import UNSET, UnsetType
@@ -47,10 +48,16 @@ from ledger.harness import cells, functions
 __all__ = [
     "ERROR_KINDS",
     "ExecResult",
+    "ProcessWorker",
+    "Reply",
+    "Request",
     "WorkerPool",
     "connect_sandboxed",
     "duckdb_refusals",
     "execute_once",
+    "failure",
+    "send_or_quit",
+    "serve",
     "shadow_denied_functions",
 ]
 
@@ -89,7 +96,9 @@ class ExecResult(msgspec.Struct, frozen=True, kw_only=True):
     cells_truncated: int | UnsetType = UNSET
 
 
-class _Request(msgspec.Struct, frozen=True):
+class Request(msgspec.Struct, frozen=True):
+    """One query sent to a worker process (every engine's worker reads this shape)."""
+
     sql: str
     max_rows: int
     timeout_s: float
@@ -97,14 +106,16 @@ class _Request(msgspec.Struct, frozen=True):
     max_cell_bytes: int = cells.DEFAULT_MAX_CELL_BYTES
 
 
-class _Reply(msgspec.Struct, frozen=True):
-    # kind: ready | open_failed | result | fault
+class Reply(msgspec.Struct, frozen=True):
+    """A worker's answer: ``ready``, ``open_failed``, ``result`` or ``fault`` (a worker bug)."""
+
     kind: str
     message: str | None = None
     result: ExecResult | None = None
 
 
-def _failure(kind: str, message: str, sql_us: int) -> ExecResult:
+def failure(kind: str, message: str, sql_us: int) -> ExecResult:
+    """A failed execution of kind ``kind`` (no columns, no rows)."""
     return ExecResult(
         ok=False,
         error_kind=kind,
@@ -197,7 +208,7 @@ class _Watchdog(threading.Thread):
                 os._exit(3)
 
 
-def _run_query(sandbox: _Sandbox, watchdog: _Watchdog, req: _Request) -> ExecResult:
+def _run_query(sandbox: _Sandbox, watchdog: _Watchdog, req: Request) -> ExecResult:
     """Check one query with DuckDB's parser, then execute it and encode the rows.
 
     The query connection is kept between queries (its temporary macros shadow the
@@ -209,11 +220,11 @@ def _run_query(sandbox: _Sandbox, watchdog: _Watchdog, req: _Request) -> ExecRes
     start = time.perf_counter_ns()
     refusal = sandbox.refusal(req.sql)
     if refusal is not None:
-        return _failure("refused", refusal, (time.perf_counter_ns() - start) // 1000)
+        return failure("refused", refusal, (time.perf_counter_ns() - start) // 1000)
     cursor = sandbox.query
     start = time.perf_counter_ns()
     watchdog.arm(cursor, req.timeout_s)
-    failure: tuple[str, str] | None = None
+    stopped: tuple[str, str] | None = None
     budget = cells.ResultBudget(req.max_result_bytes, req.max_cell_bytes)
     kept: list[list[Any]] = []
     truncated = False
@@ -231,26 +242,26 @@ def _run_query(sandbox: _Sandbox, watchdog: _Watchdog, req: _Request) -> ExecRes
                 break
             kept.append(budget.add_row(row))
         if budget.over:
-            failure = (
+            stopped = (
                 "result_too_large",
                 f"the result is over the {req.max_result_bytes}-byte cap "
                 f"(stopped reading after {len(kept)} rows of {len(description)} columns)",
             )
     except duckdb.InterruptException:
-        failure = ("timeout", f"query interrupted after {req.timeout_s:g} s")
+        stopped = ("timeout", f"query interrupted after {req.timeout_s:g} s")
     except (duckdb.OutOfMemoryException, MemoryError) as exc:
-        failure = ("memory", str(exc) or "out of memory")
+        stopped = ("memory", str(exc) or "out of memory")
     except duckdb.Error as exc:
-        failure = ("sql_runtime", str(exc))
+        stopped = ("sql_runtime", str(exc))
     finally:
         sql_us = (time.perf_counter_ns() - start) // 1000
         interrupted = watchdog.disarm()
-    if failure is not None:
-        kind, message = failure
+    if stopped is not None:
+        kind, message = stopped
         if interrupted and kind == "sql_runtime":
             # The interrupt may surface as another error type mid-operator.
             kind, message = "timeout", f"query interrupted after {req.timeout_s:g} s: {message}"
-        return _failure(kind, message, sql_us)
+        return failure(kind, message, sql_us)
     columns = tuple(events.Column(name=str(d[0]), type=str(d[1])) for d in description)
     rows = tuple(tuple(row) for row in kept)
     return ExecResult(
@@ -266,47 +277,75 @@ def _run_query(sandbox: _Sandbox, watchdog: _Watchdog, req: _Request) -> ExecRes
     )
 
 
-def _worker_main(conn: Connection, db_path: str, memory_limit: str, parent_pid: int) -> None:
-    """Entry point of a worker process: open, report ready, serve until EOF."""
-    # Ctrl-C belongs to the harness; it closes the pool, which ends us through EOF.
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    import duckdb
+S = TypeVar("S")
 
+
+def serve(
+    conn: Connection,
+    open_session: Callable[[], S],
+    run: Callable[[S, Request], ExecResult],
+    close: Callable[[S], None],
+    open_errors: tuple[type[BaseException], ...],
+) -> None:
+    """The child side of every engine's worker process: open, say ready, serve until EOF.
+
+    Ctrl-C belongs to the harness (it closes the pool, which ends us through EOF);
+    a failure to open the database is reported as ``open_failed``; an exception
+    while running a query is a worker bug, handed to the parent as ``fault``.
+    """
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     encoder = msgspec.msgpack.Encoder()
     try:
-        con = connect_sandboxed(db_path, memory_limit=memory_limit)
-    except duckdb.Error as exc:
-        _send_or_quit(conn, encoder.encode(_Reply(kind="open_failed", message=str(exc))))
+        session = open_session()
+    except open_errors as exc:
+        send_or_quit(conn, encoder.encode(Reply(kind="open_failed", message=str(exc))))
         return
-    sandbox = _Sandbox(con)
-    watchdog = _Watchdog(parent_pid)
-    watchdog.start()
-    if not _send_or_quit(conn, encoder.encode(_Reply(kind="ready"))):
-        return
-    decoder: msgspec.msgpack.Decoder[_Request] = msgspec.msgpack.Decoder(_Request)
-    while True:
-        try:
-            raw = conn.recv_bytes()
-        except (EOFError, OSError):
-            break
-        req = decoder.decode(raw)
-        try:
-            reply = _Reply(kind="result", result=_run_query(sandbox, watchdog, req))
-        except Exception:
-            # A bug in the worker, not a model failure: hand the traceback to the parent.
-            reply = _Reply(kind="fault", message=traceback.format_exc())
-        if not _send_or_quit(conn, encoder.encode(reply)):
-            break
-    con.close()
+    try:
+        if not send_or_quit(conn, encoder.encode(Reply(kind="ready"))):
+            return
+        decoder: msgspec.msgpack.Decoder[Request] = msgspec.msgpack.Decoder(Request)
+        while True:
+            try:
+                raw = conn.recv_bytes()
+            except (EOFError, OSError):
+                break
+            req = decoder.decode(raw)
+            try:
+                reply = Reply(kind="result", result=run(session, req))
+            except Exception:
+                reply = Reply(kind="fault", message=traceback.format_exc())
+            if not send_or_quit(conn, encoder.encode(reply)):
+                break
+    finally:
+        close(session)
 
 
-def _send_or_quit(conn: Connection, payload: bytes) -> bool:
+def send_or_quit(conn: Connection, payload: bytes) -> bool:
     """Send to the parent; False when it went away (Ctrl-C while we started or ran)."""
     try:
         conn.send_bytes(payload)
     except OSError:
         return False  # nobody to answer: end quietly, the parent reports the interruption
     return True
+
+
+def _worker_main(conn: Connection, db_path: str, memory_limit: str, parent_pid: int) -> None:
+    """Entry point of a DuckDB worker process (see :func:`serve`)."""
+    import duckdb
+
+    def open_session() -> tuple[_Sandbox, _Watchdog]:
+        con = connect_sandboxed(db_path, memory_limit=memory_limit)
+        watchdog = _Watchdog(parent_pid)
+        watchdog.start()
+        return _Sandbox(con), watchdog
+
+    serve(
+        conn,
+        open_session,
+        lambda session, req: _run_query(session[0], session[1], req),
+        lambda session: session[0].check.close(),
+        (duckdb.Error,),
+    )
 
 
 # --------------------------------------------------------------- DuckDB's own parse check
@@ -523,26 +562,40 @@ def shadow_denied_functions(con: Any) -> int:
 
 # --------------------------------------------------------------------------- parent side
 
-_DECODER: msgspec.msgpack.Decoder[_Reply] = msgspec.msgpack.Decoder(_Reply)
+_DECODER: msgspec.msgpack.Decoder[Reply] = msgspec.msgpack.Decoder(Reply)
 _ENCODER = msgspec.msgpack.Encoder()
 
 
-class _Worker:
-    """The parent's handle on one worker process."""
+class ProcessWorker:
+    """The parent's handle on one worker process of any engine (child side: :func:`serve`).
 
-    def __init__(self, ctx: Any, db_path: Path, memory_limit: str) -> None:
+    ``target(child_end, *args)`` runs in a ``spawn`` child; ``label`` names the
+    worker in messages, ``engine_name`` the database, and ``open_hint`` says what to
+    do when it cannot open the database.
+    """
+
+    def __init__(
+        self,
+        ctx: Any,
+        target: Callable[..., None],
+        args: tuple[Any, ...],
+        *,
+        database: Path,
+        name: str,
+        label: str = "SQL worker",
+        open_hint: str = "build the bank first",
+        engine_name: str = "",
+    ) -> None:
         parent_end, child_end = ctx.Pipe(duplex=True)
-        self.process = ctx.Process(
-            target=_worker_main,
-            args=(child_end, str(db_path), memory_limit, os.getpid()),
-            name="caseledger-sql-worker",
-            daemon=True,
-        )
+        self.process = ctx.Process(target=target, args=(child_end, *args), name=name, daemon=True)
         self.process.start()
         child_end.close()  # so that our end sees EOF when the child dies
         self.conn: Connection = parent_end
         self.ready = False
-        self.db_path = db_path
+        self.db_path = database
+        self.label = label
+        self.open_hint = open_hint
+        self.what = f"{engine_name} bank database" if engine_name else "bank database"
 
     def wait_ready(self, timeout_s: float) -> str | None:
         """Wait for the child to open the database; None when ready, else why not."""
@@ -554,18 +607,18 @@ class _Worker:
             return f"worker died while starting ({self._exit_text()})"
         if reply.kind == "open_failed":
             raise SandboxError(
-                f"{self.db_path}: cannot open the bank database read-only: {reply.message}",
-                hint="build the bank first, and make sure no other process has it open for writing",
+                f"{self.db_path}: cannot open the {self.what} read-only: {reply.message}",
+                hint=self.open_hint,
             )
         self.ready = True
         return None
 
-    def run(self, req: _Request, grace_s: float) -> tuple[ExecResult, bool]:
+    def run(self, req: Request, grace_s: float) -> tuple[ExecResult, bool]:
         """Send one query and wait for its result; returns (result, worker still usable)."""
         if not self.ready:
             why = self.wait_ready(STARTUP_TIMEOUT_S)
             if why is not None:
-                return _failure("worker_crash", why, 0), False
+                return failure("worker_crash", why, 0), False
         start = time.perf_counter_ns()
         try:
             self.conn.send_bytes(_ENCODER.encode(req))
@@ -576,16 +629,16 @@ class _Worker:
                     f"query did not stop within {req.timeout_s:g} s + {grace_s:g} s grace; "
                     "worker killed"
                 )
-                return _failure("timeout", message, us), False
+                return failure("timeout", message, us), False
             reply = _DECODER.decode(self.conn.recv_bytes())
         except (EOFError, OSError):
             us = (time.perf_counter_ns() - start) // 1000
             message = f"worker process died while running the query ({self._exit_text()})"
-            return _failure("worker_crash", message, us), False
+            return failure("worker_crash", message, us), False
         if reply.kind == "fault":
-            raise SandboxError(f"the SQL worker failed (a harness bug):\n{reply.message}")
+            raise SandboxError(f"the {self.label} failed (a harness bug):\n{reply.message}")
         if reply.result is None:
-            raise SandboxError("the SQL worker answered without a result (a harness bug)")
+            raise SandboxError(f"the {self.label} answered without a result (a harness bug)")
         return reply.result, True
 
     def _exit_text(self) -> str:
@@ -642,12 +695,12 @@ class WorkerPool:
         self._memory_limit = memory_limit
         self._ctx = multiprocessing.get_context("spawn")
         self._lock = threading.Lock()
-        self._all: list[_Worker] = []
-        self._idle: queue.Queue[_Worker] = queue.Queue()
+        self._all: list[ProcessWorker] = []
+        self._idle: queue.Queue[ProcessWorker] = queue.Queue()
         self._closed = False
         try:
             for _ in range(size):
-                self._all.append(_Worker(self._ctx, db_path, memory_limit))
+                self._all.append(self._spawn())
             for worker in self._all:
                 why = worker.wait_ready(STARTUP_TIMEOUT_S)
                 if why is not None:
@@ -690,7 +743,7 @@ class WorkerPool:
         """
         if max_rows < 0:
             raise ValueError(f"max_rows must be >= 0, got {max_rows}")
-        request = _Request(sql, max_rows, self._timeout_s, max_result_bytes, max_cell_bytes)
+        request = Request(sql, max_rows, self._timeout_s, max_result_bytes, max_cell_bytes)
         worker = self._take()
         usable = False
         try:
@@ -699,7 +752,18 @@ class WorkerPool:
             self._give_back(worker, usable)
         return result
 
-    def _take(self) -> _Worker:
+    def _spawn(self) -> ProcessWorker:
+        return ProcessWorker(
+            self._ctx,
+            _worker_main,
+            (str(self._db_path), self._memory_limit, os.getpid()),
+            database=self._db_path,
+            name="caseledger-sql-worker",
+            open_hint="build the bank first, and make sure no other process has it open for "
+            "writing",
+        )
+
+    def _take(self) -> ProcessWorker:
         while True:
             if self._closed:
                 raise SandboxError("the SQL worker pool is closed")
@@ -708,14 +772,14 @@ class WorkerPool:
             except queue.Empty:
                 continue
 
-    def _give_back(self, worker: _Worker, usable: bool) -> None:
+    def _give_back(self, worker: ProcessWorker, usable: bool) -> None:
         with self._lock:
             if self._closed:
                 return
             if not usable:
                 worker.stop()
                 self._all.remove(worker)
-                worker = _Worker(self._ctx, self._db_path, self._memory_limit)
+                worker = self._spawn()
                 self._all.append(worker)
             self._idle.put(worker)
 
