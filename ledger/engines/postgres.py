@@ -43,10 +43,8 @@ import multiprocessing
 import os
 import re
 import secrets
-import signal
 import threading
 import time
-import traceback
 from collections.abc import Iterable, Mapping
 from importlib import resources
 from multiprocessing.connection import Connection
@@ -66,7 +64,7 @@ from ledger.errors import BankError, SandboxError, UsageError
 from ledger.events import Column, TableSchema
 from ledger.harness import cells
 from ledger.harness.functions import Catalog, DenyRule, FunctionEntry, fold
-from ledger.harness.worker import ExecResult
+from ledger.harness.worker import ExecResult, Reply, Request, failure, serve
 
 __all__ = [
     "ALLOWED_FROM",
@@ -1052,27 +1050,6 @@ def _describe(
 # ------------------------------------------------------------------ the worker (child)
 
 
-class _Request(msgspec.Struct, frozen=True):
-    sql: str
-    max_rows: int
-    max_result_bytes: int
-    max_cell_bytes: int
-
-
-class _Reply(msgspec.Struct, frozen=True):
-    # kind: ready | open_failed | result | fault
-    kind: str
-    message: str | None = None
-    result: ExecResult | None = None
-
-
-def _failure(kind: str, message: str, sql_us: int) -> ExecResult:
-    return ExecResult(
-        ok=False, error_kind=kind, error_message=message, columns=(), rows=(), row_count=0,
-        truncated=False, sql_us=sql_us,
-    )  # fmt: skip
-
-
 class _Watchdog(threading.Thread):
     """Cancels the running statement at the query's deadline; exits if the parent dies."""
 
@@ -1134,19 +1111,19 @@ class _Session:
                 self.con.close()
         self.con = None
 
-    def run(self, req: _Request, watchdog: _Watchdog) -> ExecResult:
+    def run(self, req: Request, watchdog: _Watchdog) -> ExecResult:
         start = time.perf_counter_ns()
         try:
             con = self.connect()
         except psycopg.Error as exc:
             self.drop()
             message = f"cannot connect as the bank's reader: {_first_line(exc)}"
-            return _failure("worker_crash", message, (time.perf_counter_ns() - start) // 1000)
+            return failure("worker_crash", message, (time.perf_counter_ns() - start) // 1000)
         budget = cells.ResultBudget(req.max_result_bytes, req.max_cell_bytes)
         kept: list[list[Any]] = []
         columns: tuple[Column, ...] = ()
         truncated = False
-        failure: tuple[str, str] | None = None
+        stopped: tuple[str, str] | None = None
         start = time.perf_counter_ns()
         # Just after the server's own statement_timeout, which should come first.
         watchdog.arm(con, self.timeout_s + WATCHDOG_SLACK_S)
@@ -1174,25 +1151,25 @@ class _Session:
                     done = True
                 size = min(size * 4, _FETCH_MAX)
             if budget.over:
-                failure = (
+                stopped = (
                     "result_too_large",
                     f"the result is over the {req.max_result_bytes}-byte cap "
                     f"(stopped reading after {len(kept)} rows of {len(columns)} columns)",
                 )
         except (psycopg.Error, MemoryError) as exc:
-            failure = classify_error(exc)
+            stopped = classify_error(exc)
         except (UnicodeError, ValueError) as exc:
-            failure = ("refused", f"cannot be sent to PostgreSQL: {_first_line(exc)}")
+            stopped = ("refused", f"cannot be sent to PostgreSQL: {_first_line(exc)}")
         finally:
             sql_us = (time.perf_counter_ns() - start) // 1000
             fired = watchdog.disarm()
-        if fired and failure is not None and failure[0] in ("sql_runtime", "worker_crash"):
-            failure = ("timeout", failure[1])
-        if failure is not None and failure[0] == "timeout":
-            failure = ("timeout", f"query canceled after {self.timeout_s:g} s: {failure[1]}")
-        self._reset(reuse=not fired and (failure is None or failure[0] in _REUSABLE))
-        if failure is not None:
-            return _failure(failure[0], failure[1], sql_us)
+        if fired and stopped is not None and stopped[0] in ("sql_runtime", "worker_crash"):
+            stopped = ("timeout", stopped[1])
+        if stopped is not None and stopped[0] == "timeout":
+            stopped = ("timeout", f"query canceled after {self.timeout_s:g} s: {stopped[1]}")
+        self._reset(reuse=not fired and (stopped is None or stopped[0] in _REUSABLE))
+        if stopped is not None:
+            return failure(stopped[0], stopped[1], sql_us)
         return ExecResult(
             ok=True, error_kind=None, error_message=None, columns=columns,
             rows=tuple(tuple(r) for r in kept), row_count=len(kept), truncated=truncated,
@@ -1236,51 +1213,30 @@ def _limit_memory(extra_bytes: int) -> None:
 def _worker_main(
     conn: Connection, conninfo: str, timeout_s: float, memory_bytes: int, parent_pid: int
 ) -> None:
-    """Entry point of the worker process: connect, report ready, serve until EOF."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C belongs to the harness
-    encoder = msgspec.msgpack.Encoder()
-    session = _Session(conninfo, timeout_s)
-    try:
+    """Entry point of the worker process (the loop is ``ledger.harness.worker.serve``)."""
+
+    def open_session() -> tuple[_Session, _Watchdog]:
+        session = _Session(conninfo, timeout_s)
         session.connect()
-    except psycopg.Error as exc:
-        _send(conn, encoder.encode(_Reply(kind="open_failed", message=_first_line(exc))))
-        return
-    watchdog = _Watchdog(parent_pid)
-    watchdog.start()
-    _limit_memory(memory_bytes)
-    if not _send(conn, encoder.encode(_Reply(kind="ready"))):
-        return
-    decoder: msgspec.msgpack.Decoder[_Request] = msgspec.msgpack.Decoder(_Request)
-    while True:
+        watchdog = _Watchdog(parent_pid)
+        watchdog.start()
+        _limit_memory(memory_bytes)
+        return session, watchdog
+
+    def run(state: tuple[_Session, _Watchdog], req: Request) -> ExecResult:
+        session, watchdog = state
         try:
-            raw = conn.recv_bytes()
-        except (EOFError, OSError):
-            break
-        try:
-            reply = _Reply(kind="result", result=session.run(decoder.decode(raw), watchdog))
+            return session.run(req, watchdog)
         except MemoryError:
             session.drop()
-            reply = _Reply(
-                kind="result", result=_failure("memory", "out of memory in the SQL worker", 0)
-            )
-        except Exception:
-            reply = _Reply(kind="fault", message=traceback.format_exc())
-        if not _send(conn, encoder.encode(reply)):
-            break
-    session.drop()
+            return failure("memory", "out of memory in the SQL worker", 0)
 
-
-def _send(conn: Connection, payload: bytes) -> bool:
-    try:
-        conn.send_bytes(payload)
-    except OSError:
-        return False
-    return True
+    serve(conn, open_session, run, lambda state: state[0].drop(), (psycopg.Error,))
 
 
 # ------------------------------------------------------------------ the executor (parent)
 
-_DECODER: msgspec.msgpack.Decoder[_Reply] = msgspec.msgpack.Decoder(_Reply)
+_DECODER: msgspec.msgpack.Decoder[Reply] = msgspec.msgpack.Decoder(Reply)
 _ENCODER = msgspec.msgpack.Encoder()
 _UNITS = {
     "b": 1, "kb": 1000, "mb": 1000**2, "gb": 1000**3, "tb": 1000**4,
@@ -1493,8 +1449,8 @@ class PostgresExecutor:
             raise ValueError(f"max_rows must be >= 0, got {max_rows}")
         unsendable = _unsendable(sql)
         if unsendable is not None:
-            return _failure("refused", f"cannot be sent to PostgreSQL: {unsendable}", 0)
-        request = _Request(sql, max_rows, max_result_bytes, max_cell_bytes)
+            return failure("refused", f"cannot be sent to PostgreSQL: {unsendable}", 0)
+        request = Request(sql, max_rows, self._timeout_s, max_result_bytes, max_cell_bytes)
         with self._lock:
             if self._closed:
                 raise SandboxError("the PostgreSQL executor is closed")
@@ -1505,7 +1461,7 @@ class PostgresExecutor:
                 self._reap()  # the worker closed (or lost) its connection: make sure it is gone
             return result
 
-    def _run(self, request: _Request) -> ExecResult:
+    def _run(self, request: Request) -> ExecResult:
         pipe = self._pipe
         if pipe is None:
             raise SandboxError("the PostgreSQL worker is not running")
@@ -1519,13 +1475,13 @@ class PostgresExecutor:
                     f"query did not stop within {self._timeout_s:g} s + {KILL_GRACE_S:g} s "
                     "grace; worker killed and its backend terminated"
                 )
-                return _failure("timeout", message, us)
+                return failure("timeout", message, us)
             reply = _DECODER.decode(pipe.recv_bytes())
         except (EOFError, OSError):
             us = (time.perf_counter_ns() - start) // 1000
             text = self._exit_text()
             self._kill()
-            return _failure("worker_crash", f"the PostgreSQL worker died ({text})", us)
+            return failure("worker_crash", f"the PostgreSQL worker died ({text})", us)
         if reply.kind == "fault":
             raise SandboxError(f"the PostgreSQL worker failed (a harness bug):\n{reply.message}")
         if reply.result is None:
