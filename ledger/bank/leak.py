@@ -36,6 +36,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -73,9 +74,14 @@ class LeakRow:
 
     case_id: str
     shown: str
-    pattern: re.Pattern[str]
+    source: str
     cells: int
     need: tuple[tuple[frozenset[str], ...], ...]
+
+    @cached_property
+    def pattern(self) -> re.Pattern[str]:
+        """The row's regular expression, compiled the first time the word filter lets it run."""
+        return re.compile(self.source)
 
     def may_match(self, words: frozenset[str] | set[str]) -> bool:
         """False when the text (given by its word set) cannot contain this row."""
@@ -145,9 +151,9 @@ def _row(case_id: str, row: Iterable[Any]) -> LeakRow | None:
     alts = ["(?:" + "|".join(re.escape(f) for f in forms) + ")" for forms in cells]
     # Token edges: a cell must not be part of a longer number or word.
     body = _SEP.join(alts)
-    pattern = re.compile(rf"(?<![{_W}.])" + body + rf"(?!\.?[{_W}])")
+    source = rf"(?<![{_W}.])" + body + rf"(?!\.?[{_W}])"
     need = tuple(tuple(frozenset(_WORD.findall(f)) for f in forms) for forms in cells)
-    return LeakRow(case_id, " | ".join(shown), pattern, len(cells), need)
+    return LeakRow(case_id, " | ".join(shown), source, len(cells), need)
 
 
 def _path_forms(path: Path, cwd: Path | None) -> list[str]:
