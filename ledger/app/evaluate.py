@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ledger import codec
-from ledger.bank.leak import prompt_checker
+from ledger.bank.leak import leak_findings
 from ledger.harness import prompt as prompt_mod
 from ledger.harness.attempt import BankContext
 from ledger.harness.runner import RunSummary
@@ -27,13 +27,12 @@ def bank_context(published: Any, ledger_path: Path, cwd: Path) -> BankContext:
     """What the runner needs of a published bank (prompts, leak check, references)."""
     leak_ctx = published.leak_context(ledger_path=ledger_path, cwd=cwd)
     event = published.event
-    # Each prompt is checked as its own case's (issue 16); an unknown text against every case.
-    prompts = {case.id: prompt_mod.render_prompt(event, case) for case in event.cases}
     return BankContext(
         event=event,
         db_path=published.db_path,
         reference_sql=published.references(),
-        leak_check=prompt_checker(leak_ctx, prompts),
+        # Each prompt is checked as its own case's (issue 16).
+        leak_check=lambda case_id, text: leak_findings(text, leak_ctx, case_id=case_id),
         prompt_for=lambda case: prompt_mod.render_prompt(event, case),
         prompt_contract_digest=prompt_mod.prompt_contract_digest(event),
     )

@@ -33,7 +33,7 @@ length plus the size of the gold it is compared with.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from functools import cached_property
@@ -48,7 +48,6 @@ __all__ = [
     "LeakRow",
     "leak_context",
     "leak_findings",
-    "prompt_checker",
     "shared_findings",
 ]
 
@@ -304,26 +303,3 @@ def shared_findings(text: str, ctx: LeakContext) -> list[str]:
     _rows(folded, words, (r for r in ctx.gold_rows if r.cells > 1), findings)
     _paths(folded, ctx, findings)
     return findings
-
-
-def prompt_checker(ctx: LeakContext, prompts: Mapping[str, str]) -> Callable[[str], list[str]]:
-    """A check of a prompt text alone, for the runner (which passes only the text).
-
-    ``prompts`` maps case id -> its rendered prompt: a text equal to one of them
-    is checked as that case's prompt (as several cases' when they share it); any
-    other text is compared with every case.
-    """
-    owners: dict[str, list[str]] = {}
-    for cid, text in prompts.items():
-        owners.setdefault(text, []).append(cid)
-
-    def check(text: str) -> list[str]:
-        cids = owners.get(text)
-        if cids is None:
-            return leak_findings(text, ctx)
-        found: dict[str, None] = {}
-        for cid in cids:
-            found.update(dict.fromkeys(leak_findings(text, ctx, case_id=cid)))
-        return list(found)
-
-    return check

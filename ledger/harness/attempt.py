@@ -50,7 +50,8 @@ class BankContext:
     event: events.BankPublished
     db_path: Path
     reference_sql: dict[str, str]
-    leak_check: Callable[[str], list[str]]
+    # (case id, rendered prompt) -> leak findings (the prompt is that case's).
+    leak_check: Callable[[str, str], list[str]]
     prompt_for: Callable[[events.CaseSpec], str]
     prompt_contract_digest: str
     # Variant diagnostics (calibration variants of the bank): given the case, the model's

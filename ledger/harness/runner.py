@@ -527,7 +527,7 @@ def run(
     states = attempt_states(existing)
     todo = [k for k in planned if not _is_final(states.get(k))]
     prompts = {c.id: bank.prompt_for(c) for c in published.cases}
-    leaks = {cid: found for cid, text in prompts.items() if (found := bank.leak_check(text))}
+    leaks = {cid: found for cid, text in prompts.items() if (found := bank.leak_check(cid, text))}
     if not todo and existing and isinstance(existing[-1].event(), events.RunFinished):
         return summarise(existing, planned)  # a finished run: nothing to add
     session = _Session(ledger, signer, plan.run_id, clock)

@@ -14,7 +14,7 @@ from banktest import edit
 from click.testing import CliRunner
 
 from ledger.bank import leak_context, leak_findings, publish, validate_bank
-from ledger.bank.leak import prompt_checker, shared_findings
+from ledger.bank.leak import shared_findings
 from ledger.cli import main
 from ledger.errors import BankError
 from ledger.events import Column, GoldResult
@@ -133,13 +133,13 @@ def test_shared_text_allows_one_cell_vocabulary_but_not_records_or_sql() -> None
     assert shared_findings("e.g. select publisher_name from publisher;", ctx) == [
         "contains the reference SQL of case a: 'select publisher_name from publisher'"
     ]
-    # The prompt checker places a text by its case; an unknown text meets every case.
-    check = prompt_checker(ctx, {"a": "Q for a: Marvel Comics", "b": "Q for b"})
-    assert check("Q for a: Marvel Comics") == [
+    # A prompt is checked as its own case's: case a's answer is a leak in a's prompt
+    # only; without a case, every case's gold counts.
+    assert leak_findings("Q for a: Marvel Comics", ctx, case_id="a") == [
         "contains a whole gold row of case a (marvel comics): 'marvel comics'"
     ]
-    assert check("Q for b") == []
-    assert check("other: Marvel Comics") == [
+    assert leak_findings("Q for b: Marvel Comics", ctx, case_id="b") == []
+    assert leak_findings("other: Marvel Comics", ctx) == [
         "contains a whole gold row of case a (marvel comics): 'marvel comics'"
     ]
 

@@ -233,7 +233,8 @@ def test_prompt_leak_cancels_fails_the_run_and_sends_nothing(
         event=real.event,
         db_path=real.db_path,
         reference_sql=real.reference_sql,
-        leak_check=lambda text: leak_findings(text, leak_ctx),  # publish's own check, bypassed
+        # publish's own check, bypassed
+        leak_check=lambda case_id, text: leak_findings(text, leak_ctx, case_id=case_id),
         prompt_for=lambda case: real.prompt_for(case) + "\n" + extra,
         prompt_contract_digest=real.prompt_contract_digest,
     )
