@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import pkgutil
 import shutil
 import signal
@@ -83,14 +82,6 @@ def test_each_command_module_imports_first_in_a_fresh_process(module: str) -> No
 CLI = str(Path(sys.executable).with_name("caseledger"))
 
 
-def _cpu_seconds(pid: int) -> float:
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return 0.0
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 def _children(pid: int) -> list[str]:
     try:
         return Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
@@ -162,7 +153,9 @@ def test_ctrl_c_in_calibrate_exits_2_and_keeps_the_ledger(published: Path) -> No
         stderr=subprocess.PIPE,
         text=True,
     )
-    code, err = _interrupt_when(proc, lambda: _cpu_seconds(proc.pid) > 4.0)
+    # Judging mutants: the oracle's SQL workers are up (its work is in them, so the
+    # CPU time of this process alone says little about how far it got).
+    code, err = _interrupt_when(proc, lambda: bool(_children(proc.pid)))
     _assert_interrupted(code, err)
     assert _verifies(published)
 
