@@ -63,7 +63,7 @@ from ledger.engines.base import EngineQueryError
 from ledger.errors import BankError, SandboxError, UsageError
 from ledger.events import Column, TableSchema
 from ledger.harness import cells
-from ledger.harness.functions import Catalog, DenyRule, FunctionEntry, fold
+from ledger.harness.functions import Catalog, DenyRule, FunctionEntry, fold, matches
 from ledger.harness.worker import ExecResult, Reply, Request, failure, serve
 
 __all__ = [
@@ -486,14 +486,6 @@ GRAMMAR_FUNCTIONS: tuple[str, ...] = (
 )
 
 
-def _matches(rule: DenyRule, name: str) -> bool:
-    import fnmatch
-
-    if any(ch in rule.pattern for ch in "*?["):
-        return fnmatch.fnmatchcase(name, rule.pattern)
-    return name == rule.pattern
-
-
 def judge_function(name: str, function_type: str, *, internal: bool = False) -> FunctionEntry:
     """The verdict on one (name, type) of pg_proc: a name rule, else the signature rules.
 
@@ -510,7 +502,7 @@ def judge_function(name: str, function_type: str, *, internal: bool = False) -> 
     """
     folded = fold(name)
     for rule in DENY_RULES:
-        if _matches(rule, folded):
+        if matches(rule, folded):
             return FunctionEntry(
                 name=name, type=function_type, allowed=False, category=rule.category,
                 rule=rule.pattern,

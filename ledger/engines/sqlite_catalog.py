@@ -26,11 +26,9 @@ for the guard (docs/engines.md "SQLite").
 
 from __future__ import annotations
 
-import fnmatch
 import functools
 import json
 import sqlite3
-import string
 from collections.abc import Iterable
 from importlib import resources
 from typing import Any
@@ -38,7 +36,7 @@ from typing import Any
 import msgspec
 from sqlglot import exp
 
-from ledger.harness.functions import Catalog, DenyRule, FunctionEntry
+from ledger.harness.functions import Catalog, DenyRule, FunctionEntry, fold, matches
 
 __all__ = [
     "DATA_FILE",
@@ -112,23 +110,6 @@ SYNTAX_CALLS: frozenset[str] = frozenset({"cast", "case", "exists", "collate", "
 #: Date and time function arguments that read the clock or the host's time zone.
 TIME_ARGUMENTS = frozenset({"now", "localtime", "utc"})
 
-_ASCII_LOWER = str.maketrans(string.ascii_uppercase, string.ascii_lowercase)
-
-
-def fold(name: str) -> str:
-    """Fold a function or table name as SQLite compares them (ASCII letters only).
-
-    >>> fold("GROUP_Concat")
-    'group_concat'
-    """
-    return name.translate(_ASCII_LOWER)
-
-
-def _matches(rule: DenyRule, name: str) -> bool:
-    if any(ch in rule.pattern for ch in "*?["):
-        return fnmatch.fnmatchcase(name, rule.pattern)
-    return name == rule.pattern
-
 
 def judge_entry(name: str, function_type: str) -> FunctionEntry:
     """The verdict on one catalog entry: the first deny rule, else the type's rule.
@@ -140,7 +121,7 @@ def judge_entry(name: str, function_type: str) -> FunctionEntry:
     """
     folded = fold(name)
     for rule in DENY_RULES:
-        if _matches(rule, folded):
+        if matches(rule, folded):
             return FunctionEntry(
                 name=name, type=function_type, allowed=False, category=rule.category,
                 rule=rule.pattern,

@@ -46,7 +46,10 @@ __all__ = [
     "build_entries",
     "catalog",
     "document",
+    "engine_rules",
+    "fold",
     "judge_entry",
+    "matches",
     "render",
     "sqlglot_call_refusal",
     "sqlglot_names",
@@ -201,7 +204,8 @@ def fold(name: str) -> str:
     return name.translate(_ASCII_LOWER)
 
 
-def _matches(rule: DenyRule, name: str) -> bool:
+def matches(rule: DenyRule, name: str) -> bool:
+    """Whether a deny rule's pattern (a name, or a glob with * ? [) covers ``name``."""
     if any(ch in rule.pattern for ch in "*?["):
         return fnmatch.fnmatchcase(name, rule.pattern)
     return name == rule.pattern
@@ -219,7 +223,7 @@ def judge_entry(name: str, function_type: str) -> FunctionEntry:
     """
     folded = fold(name)
     for rule in DENY_RULES:
-        if _matches(rule, folded):
+        if matches(rule, folded):
             return FunctionEntry(
                 name=name, type=function_type, allowed=False, category=rule.category,
                 rule=rule.pattern,
