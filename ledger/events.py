@@ -173,6 +173,15 @@ class CaseSpec(_Part, frozen=True, kw_only=True):
     # Issue 16: why this case's own gold may appear in its prompt (cases.yaml
     # ``leak_waiver``); UNSET (left out of the bytes) for a case without one.
     leak_waiver: str | UnsetType = UNSET
+    # Issue 16: the row contract (cases.yaml ``rows``): "set" when duplicate rows do
+    # not count; UNSET (left out of the bytes, so every existing bank keeps its
+    # bytes) means "multiset", the rule of every case before it.
+    rows: Literal["multiset", "set"] | UnsetType = UNSET
+
+    @property
+    def row_contract(self) -> str:
+        """``multiset`` (duplicate rows count; also when ``rows`` is absent) or ``set``."""
+        return self.rows if isinstance(self.rows, str) else "multiset"
 
 
 class GoldResult(_Part, frozen=True, kw_only=True):

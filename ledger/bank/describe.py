@@ -34,8 +34,8 @@ def _plain(value: Any) -> Any:
 
 def _case(spec: CaseSpec, reference: str | None) -> dict[str, Any]:
     out = {name: _plain(getattr(spec, name)) for name in spec.__struct_fields__}
-    if out.get("leak_waiver") is msgspec.UNSET:  # issue 16: shown only when the case has one
-        del out["leak_waiver"]
+    for name in [k for k, v in out.items() if v is msgspec.UNSET]:
+        del out[name]  # issue 16: leak_waiver and rows are shown only when a case has them
     if reference is not None:
         out["reference_sql"] = reference
     return out
@@ -88,6 +88,8 @@ def format_show(data: dict[str, Any]) -> str:
         )
         if "leak_waiver" in c:
             lines.append(f"    leak waiver: {c['leak_waiver']}")
+        if "rows" in c:
+            lines.append(f"    rows: {c['rows']}")
         if "reference_sql" in c:
             lines += ["    " + ln for ln in c["reference_sql"].rstrip("\n").splitlines()]
     return "\n".join(lines)

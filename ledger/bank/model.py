@@ -18,6 +18,7 @@ from ledger.bounds import MAX_ROWS, MAX_WEIGHT, decimal_problem
 from ledger.codec import sha256_hex
 from ledger.events import DIFFICULTIES, DIMENSIONS, ENGINES, CaseSpec
 from ledger.harness.ast_rules import KNOWN_RULES
+from ledger.harness.compare import ROW_CONTRACTS
 
 __all__ = [
     "CASE_FIELDS",
@@ -44,6 +45,7 @@ _OPTIONAL = (
     "required_ast",
     "notes",
     "leak_waiver",
+    "rows",
 )
 #: A ``leak_waiver`` reason must say why, in at least this many characters.
 MIN_WAIVER_CHARS = 20
@@ -80,6 +82,7 @@ class CaseDef:
     line: int | None = None
     index: int = -1
     leak_waiver: str | None = None
+    rows: str = "multiset"  # the row contract (issue 16): multiset | set
 
     def spec(self) -> CaseSpec:
         """The published form: everything but the reference SQL text, which becomes its hash."""
@@ -99,6 +102,8 @@ class CaseDef:
             reference_sql_sha256=sha256_hex(self.reference_sql.encode("utf-8")),
             # Left out of the bytes when absent: every bank without one keeps its bytes.
             leak_waiver=UNSET if self.leak_waiver is None else self.leak_waiver,
+            # multiset (the default) is left out of the bytes: existing banks keep theirs.
+            rows="set" if self.rows == "set" else UNSET,
         )
 
 
@@ -273,7 +278,21 @@ class _CaseReader:
             line=self.line(),
             index=self.index,
             leak_waiver=self.waiver(),
+            rows=self.row_contract(order is True),
         )
+
+    def row_contract(self, ordered: bool) -> str:
+        """``rows``: multiset (the default: duplicate rows count) or set (they do not)."""
+        if "rows" not in self.raw:
+            return "multiset"
+        value = self.choice("rows", ROW_CONTRACTS)
+        if value == "set" and ordered:
+            self.bad(
+                "rows",
+                "rows: set compares rows without their order, so it cannot be combined with "
+                "row_order_significant: true (drop one of them)",
+            )
+        return value if value in ROW_CONTRACTS else "multiset"
 
     def waiver(self) -> str | None:
         """``leak_waiver``: the reason this case's own gold may appear in its prompt."""

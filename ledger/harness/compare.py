@@ -19,6 +19,17 @@ Steps (DESIGN.md "Comparison" and "Fine print"):
    the sorted first tolerance column) goes to Hopcroft-Karp.
 4. Precision, recall, F1 and order.
 
+The case's row contract (``rows``, issue 16): ``multiset`` (the default) is
+the rule above, duplicates count. ``set`` is the rule of public benchmarks
+(BIRD, Spider: ``set(pred) == set(gold)``): before alignment each side keeps
+one row per distinct row of normalised cells (so column alignment sees
+distinct rows too); when columns compare within a tolerance, rows of one
+side that are equal within it (connected by "within tolerance" on the
+tolerance cells, equal on the others) count as one, and a gold group matches
+an actual group when some row of each are equal within it. ``matched``,
+``expected_rows`` and ``actual_rows`` then count distinct rows, so precision,
+recall and F1 keep their formulas. Order cannot be significant under ``set``.
+
 Ratios in :class:`Comparison` are Decimals rounded half-up to 10 places (what
 the event shows); the scorer recomputes them exactly from ``matched``,
 ``expected_rows`` and ``actual_rows`` with :class:`fractions.Fraction`.
@@ -52,6 +63,7 @@ from ledger.harness.matching import max_matching
 
 __all__ = [
     "RATIO_PLACES",
+    "ROW_CONTRACTS",
     "Comparison",
     "MalformedResult",
     "compare",
@@ -61,6 +73,8 @@ __all__ = [
 ]
 
 RATIO_PLACES = Decimal("1e-10")
+#: A case's row contract (cases.yaml ``rows``): duplicates count, or they do not.
+ROW_CONTRACTS = ("multiset", "set")
 # Window bounds round up (a wider window only costs an extra exact check); no Inexact trap.
 _CEILING = Context(prec=40, rounding=ROUND_CEILING)
 
@@ -167,12 +181,17 @@ def compare(
     abs_tolerance: Decimal,
     rel_tolerance: Decimal,
     order_significant: bool,
+    rows: str = "multiset",
 ) -> Comparison:
-    """Compare an actual result with gold under a case's tolerances and order contract.
+    """Compare an actual result with gold under a case's tolerances, order and row contract.
+
+    ``rows``: ``multiset`` (duplicate rows count) or ``set`` (they do not; row counts,
+    ``matched`` and the ratios are over distinct rows; see the module doc).
 
     Raises:
         MalformedResult: malformed input (a row of the wrong width, a non-finite gold
-            cell, a negative tolerance). The scorer turns it into a ScoringError.
+            cell, a negative tolerance), an unknown row contract, or ``set`` with
+            significant order. The scorer turns it into a ScoringError.
 
     Example:
         >>> g = (Column(name="k", type="VARCHAR"),)
@@ -181,13 +200,26 @@ def compare(
         ...             order_significant=False)
         >>> c.matched, c.precision, c.f1, c.order_ok
         (2, Decimal('0.6666666667'), Decimal('0.6666666667'), False)
+        >>> s = compare(g, [("A",), ("A",), ("B",)], g, [("A",), ("B",), ("B",)],
+        ...             abs_tolerance=Decimal(0), rel_tolerance=Decimal(0),
+        ...             order_significant=False, rows="set")
+        >>> s.matched, s.expected_rows, s.actual_rows, s.f1, s.order_ok
+        (2, 2, 2, Decimal('1'), True)
     """
     if abs_tolerance < 0 or rel_tolerance < 0:
         raise MalformedResult(
             f"tolerances must be >= 0, got abs {abs_tolerance}, rel {rel_tolerance}"
         )
+    if rows not in ROW_CONTRACTS:
+        raise MalformedResult(f"unknown row contract {rows!r} (known: {', '.join(ROW_CONTRACTS)})")
+    as_set = rows == "set"
+    if as_set and order_significant:
+        raise MalformedResult("row order cannot be significant when rows compare as a set")
     gold_rows = _as_tuples(gold_rows, len(gold_columns), "gold")
     actual_rows = _as_tuples(actual_rows, len(actual_columns), "actual")
+    if as_set:
+        gold_rows = _distinct(gold_columns, gold_rows)
+        actual_rows = _distinct(actual_columns, actual_rows)
     n_gold, n_actual = len(gold_rows), len(actual_rows)
     gold_info = [column_info(c, gold_rows, i) for i, c in enumerate(gold_columns)]
     actual_info = [column_info(c, actual_rows, i) for i, c in enumerate(actual_columns)]
@@ -201,7 +233,7 @@ def compare(
     alignment, mapping = align(gold_info, actual_info, abs_tolerance, rel_tolerance)
     matched, order_ok = 0, False
     if mapping is not None and not non_finite:
-        matched, order_ok = _match_rows(
+        matched, order_ok, n_gold, n_actual = _match_rows(
             gold_info,
             [actual_info[j] for j in mapping],
             gold_rows,
@@ -210,6 +242,7 @@ def compare(
             abs_tolerance,
             rel_tolerance,
             order_significant,
+            as_set,
         )
     mapped = mapping is not None and not non_finite
     both_empty = n_gold == 0 and n_actual == 0
@@ -242,6 +275,30 @@ def _as_tuples(rows: Sequence[Sequence[Any]], width: int, side: str) -> Sequence
     return tuples
 
 
+def _distinct(
+    columns: Sequence[Column], rows: Sequence[tuple[Any, ...]]
+) -> Sequence[tuple[Any, ...]]:
+    """The first row of each distinct row of normalised cells, in first-seen order.
+
+    Each column is normalised by its own type class (:mod:`ledger.harness.align`),
+    so 12 and "12.00" in a DECIMAL column, or a string in NFC and NFD, are one
+    row. When every column is already canonical the rows are their own keys.
+    """
+    if len(rows) < 2:
+        return rows
+    infos = [column_info(c, rows, i) for i, c in enumerate(columns)]
+    if all(i.canonical_raw for i in infos):
+        keys: Sequence[tuple[Any, ...]] = rows
+    else:
+        keys = list(zip(*(i.normalised for i in infos), strict=True))
+    seen: dict[tuple[Any, ...], int] = {}
+    for n, key in enumerate(keys):
+        seen.setdefault(key, n)
+    if len(seen) == len(rows):
+        return rows
+    return [rows[n] for n in seen.values()]
+
+
 def _all_tuples(rows: Sequence[Sequence[Any]]) -> TypeGuard[Sequence[tuple[Any, ...]]]:
     """Whether every row is exactly a tuple (an empty sequence is kept as it is)."""
     return not rows or set(map(type, rows)) == {tuple}
@@ -256,8 +313,10 @@ def _match_rows(
     abs_tol: Decimal,
     rel_tol: Decimal,
     order_significant: bool,
-) -> tuple[int, bool]:
-    """Matched row count (multiset) and, when order is significant, position-wise equality."""
+    as_set: bool = False,
+) -> tuple[int, bool, int, int]:
+    """Matched row count, position-wise equality (when order is significant) and the
+    gold and actual row counts (distinct rows, or groups within tolerance, under ``set``)."""
     tol = [
         i
         for i, (g, a) in enumerate(zip(gold_info, actual_info, strict=True))
@@ -279,21 +338,29 @@ def _match_rows(
         gold_keys = list(zip(*gcols, strict=True)) if gold_rows else []
         actual_keys = list(zip(*acols, strict=True)) if actual_rows else []
 
+    n_gold, n_actual = len(gold_rows), len(actual_rows)
     if not tol:
         order_ok = order_significant and list(gold_keys) == list(actual_keys)
         gc, ac = Counter(gold_keys), Counter(actual_keys)
         common = gc.keys() & ac.keys()
+        if as_set:  # each side is already distinct (compare); counted again to be sure
+            return len(common), order_ok, len(gc), len(ac)
         if len(gc) == len(gold_keys) and len(ac) == len(actual_keys):
-            return len(common), order_ok  # no duplicates on either side
+            return len(common), order_ok, n_gold, n_actual  # no duplicates on either side
         # min(count in gold, count in actual) per common row, summed at C speed
         matched = sum(map(min, map(gc.__getitem__, common), map(ac.__getitem__, common)))
-        return matched, order_ok
+        return matched, order_ok, n_gold, n_actual
     with localcontext(EXACT):
+        if as_set:
+            matched, n_gold, n_actual = _tolerance_set_matching(
+                gold_keys, actual_keys, tol, abs_tol, rel_tol
+            )
+            return matched, False, n_gold, n_actual
         matched = _tolerance_matching(gold_keys, actual_keys, tol, abs_tol, rel_tol)
         order_ok = order_significant and _same_positions(
             gold_keys, actual_keys, tol, abs_tol, rel_tol
         )
-    return matched, order_ok
+    return matched, order_ok, n_gold, n_actual
 
 
 def _same_positions(
@@ -366,6 +433,131 @@ def _tolerance_matching(
             continue
         matched += _partition_matching(gold, actual, gi, ai, live, abs_tol, rel_tol)
     return matched
+
+
+def _partitions(
+    gold: Sequence[tuple[Any, ...]], actual: Sequence[tuple[Any, ...]], tol: list[int]
+) -> tuple[list[int], dict[tuple[Any, ...], tuple[list[int], list[int]]]]:
+    """The exactly compared column indexes, and gold / actual row indexes per partition.
+
+    A partition key is a row's exactly compared cells plus the NULL pattern of its
+    tolerance cells; every partition of either side is listed.
+    """
+    tol_set = set(tol)
+    width = len(gold[0]) if gold else len(actual[0])
+    exact = [i for i in range(width) if i not in tol_set]
+
+    def keys(rows: Sequence[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
+        if not rows:
+            return []
+        parts = [map(itemgetter(i), rows) for i in exact]
+        parts += [map(operator.is_, map(itemgetter(t), rows), repeat(None)) for t in tol]
+        return list(zip(*parts, strict=True))
+
+    parts: dict[tuple[Any, ...], tuple[list[int], list[int]]] = {}
+    for n, k in enumerate(keys(gold)):
+        parts.setdefault(k, ([], []))[0].append(n)
+    for n, k in enumerate(keys(actual)):
+        parts.setdefault(k, ([], []))[1].append(n)
+    return exact, parts
+
+
+def _tolerance_set_matching(
+    gold: Sequence[tuple[Any, ...]],
+    actual: Sequence[tuple[Any, ...]],
+    tol: list[int],
+    abs_tol: Decimal,
+    rel_tol: Decimal,
+) -> tuple[int, int, int]:
+    """Matched groups, gold groups and actual groups under the ``set`` row contract.
+
+    Inside one partition (equal exact cells and NULL pattern), rows of one side
+    that are linked by "within tolerance" on the non-NULL tolerance cells form one
+    group (the connected components of that relation: a chain of near-equal rows
+    is one row). A gold group and an actual group are joined when some row of
+    each are within tolerance; the maximum matching of that graph is ``matched``.
+    """
+    if not gold and not actual:
+        return 0, 0, 0
+    exact, parts = _partitions(gold, actual, tol)
+    matched = n_gold = n_actual = 0
+    for part_key, (gi, ai) in parts.items():
+        live = [t for t, is_null in zip(tol, part_key[len(exact) :], strict=True) if not is_null]
+        g_rows = [gold[n] for n in gi]
+        a_rows = [actual[n] for n in ai]
+        if not live:  # every tolerance cell is NULL: the rows of one side are all equal
+            g_count, a_count = min(len(gi), 1), min(len(ai), 1)
+            n_gold, n_actual = n_gold + g_count, n_actual + a_count
+            matched += min(g_count, a_count)
+            continue
+        g_group, g_count = _groups(g_rows, live, abs_tol, rel_tol)
+        a_group, a_count = _groups(a_rows, live, abs_tol, rel_tol)
+        n_gold, n_actual = n_gold + g_count, n_actual + a_count
+        if not g_count or not a_count:
+            continue
+        edges: list[set[int]] = [set() for _ in range(g_count)]
+        for n, nbrs in enumerate(_window_adjacency(g_rows, a_rows, live, abs_tol, rel_tol)):
+            edges[g_group[n]].update(a_group[m] for m in nbrs)
+        matched += max_matching([sorted(e) for e in edges], a_count)[0]
+    return matched, n_gold, n_actual
+
+
+def _groups(
+    rows: list[tuple[Any, ...]], live: list[int], abs_tol: Decimal, rel_tol: Decimal
+) -> tuple[list[int], int]:
+    """Per row, the number of its group (rows linked by "within tolerance"), and the count."""
+    parent = list(range(len(rows)))
+
+    def root(n: int) -> int:
+        while parent[n] != n:
+            parent[n] = parent[parent[n]]
+            n = parent[n]
+        return n
+
+    for n, nbrs in enumerate(_window_adjacency(rows, rows, live, abs_tol, rel_tol)):
+        for m in nbrs:
+            a, b = root(n), root(m)
+            if a != b:
+                parent[max(a, b)] = min(a, b)
+    numbers: dict[int, int] = {}
+    group = [numbers.setdefault(root(n), len(numbers)) for n in range(len(rows))]
+    return group, len(numbers)
+
+
+def _window_adjacency(
+    gold: list[tuple[Any, ...]],
+    actual: list[tuple[Any, ...]],
+    live: list[int],
+    abs_tol: Decimal,
+    rel_tol: Decimal,
+) -> list[list[int]]:
+    """Per gold row (input order), the actual rows (input indexes) within tolerance of it.
+
+    Every live cell must be within tolerance; candidates come from a window on the
+    first live column of the sorted actual rows (``_reach``), each checked exactly.
+    """
+    t0, rest = live[0], live[1:]
+    order = sorted(range(len(actual)), key=lambda n: actual[n][t0])
+    keys = [actual[n][t0] for n in order]
+    adj = []
+    for row in gold:
+        e = row[t0]
+        reach = _reach(e, abs_tol, rel_tol)
+        if reach is None:
+            lo, hi = 0, len(keys)
+        else:
+            lo = bisect.bisect_left(keys, e - reach)
+            hi = bisect.bisect_right(keys, e + reach)
+        nbrs = []
+        for pos in range(lo, hi):
+            a = actual[order[pos]]
+            x = a[t0]
+            if (x == e or within(e, x, abs_tol, rel_tol)) and all(
+                within(row[t], a[t], abs_tol, rel_tol) for t in rest
+            ):
+                nbrs.append(order[pos])
+        adj.append(nbrs)
+    return adj
 
 
 def _partition_matching(

@@ -212,6 +212,10 @@ class Scorer:
     def compare(self, case: CaseSpec, gold: GoldResult, executed: SqlExecuted) -> Comparison:
         """Compare the executed result (the rows read) with gold under the case's contract.
 
+        The contract includes the case's row contract (``CaseSpec.rows``): under
+        ``set`` the counts are of distinct rows, and the same 2.0.0 formula applies
+        (docs/scoring.md "Row contract"); a case without it compares as before.
+
         Raises:
             ScoringError: the recorded result or gold is malformed.
         """
@@ -224,6 +228,7 @@ class Scorer:
                 abs_tolerance=case.abs_tolerance,
                 rel_tolerance=case.rel_tolerance,
                 order_significant=case.row_order_significant,
+                rows=case.row_contract,
             )
         except MalformedResult as exc:
             raise ScoringError(f"case {case.id}: cannot compare: {exc}") from exc
