@@ -588,7 +588,16 @@ class ProcessWorker:
     ) -> None:
         parent_end, child_end = ctx.Pipe(duplex=True)
         self.process = ctx.Process(target=target, args=(child_end, *args), name=name, daemon=True)
-        self.process.start()
+        # Ctrl-C is held off while the child is launched: an interrupt in the middle of
+        # start() would leave a child reading half of its start-up data (and printing a
+        # traceback). It arrives right after; the child inherits the mask and ignores
+        # SIGINT from then on (serve), so a Ctrl-C to the whole group cannot stop it
+        # half-started either.
+        old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+        try:
+            self.process.start()
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, old)
         child_end.close()  # so that our end sees EOF when the child dies
         self.conn: Connection = parent_end
         self.ready = False
