@@ -566,6 +566,31 @@ _DECODER: msgspec.msgpack.Decoder[Reply] = msgspec.msgpack.Decoder(Reply)
 _ENCODER = msgspec.msgpack.Encoder()
 
 
+def _start_holding_ctrl_c(process: Any) -> bool:
+    """Start ``process`` with Ctrl-C held off; True when one arrived meanwhile.
+
+    An interrupt in the middle of ``start()`` would leave a child reading half of
+    its start-up data (and printing a traceback). Python delivers KeyboardInterrupt
+    in the main thread whichever thread the signal reached, so the main thread's
+    handler is swapped for one that only notes it; elsewhere no KeyboardInterrupt
+    can interrupt ``start()``. The child inherits the blocked mask, and ignores
+    SIGINT from then on (serve): a Ctrl-C to the whole group cannot stop it
+    half-started either.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        process.start()
+        return False
+    noted: list[int] = []
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: noted.append(signum))
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        process.start()
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+        signal.signal(signal.SIGINT, previous)
+    return bool(noted)
+
+
 class ProcessWorker:
     """The parent's handle on one worker process of any engine (child side: :func:`serve`).
 
@@ -588,16 +613,7 @@ class ProcessWorker:
     ) -> None:
         parent_end, child_end = ctx.Pipe(duplex=True)
         self.process = ctx.Process(target=target, args=(child_end, *args), name=name, daemon=True)
-        # Ctrl-C is held off while the child is launched: an interrupt in the middle of
-        # start() would leave a child reading half of its start-up data (and printing a
-        # traceback). It arrives right after; the child inherits the mask and ignores
-        # SIGINT from then on (serve), so a Ctrl-C to the whole group cannot stop it
-        # half-started either.
-        old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
-        try:
-            self.process.start()
-        finally:
-            signal.pthread_sigmask(signal.SIG_SETMASK, old)
+        held = _start_holding_ctrl_c(self.process)
         child_end.close()  # so that our end sees EOF when the child dies
         self.conn: Connection = parent_end
         self.ready = False
@@ -605,6 +621,10 @@ class ProcessWorker:
         self.label = label
         self.open_hint = open_hint
         self.what = f"{engine_name} bank database" if engine_name else "bank database"
+        if held:  # the Ctrl-C that came while the child was launched: stop it, then obey
+            self.conn.close()
+            self.kill()
+            raise KeyboardInterrupt
 
     def wait_ready(self, timeout_s: float) -> str | None:
         """Wait for the child to open the database; None when ready, else why not."""
