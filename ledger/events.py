@@ -29,14 +29,18 @@ import msgspec
 from msgspec import UNSET, UnsetType
 
 __all__ = [
+    "BENCHMARKS",
     "DIFFICULTIES",
     "DIMENSIONS",
     "ENGINES",
     "LEDGER_STREAM",
+    "UNASSIGNED",
     "UPCASTERS",
     "AstRule",
     "AttemptCancelled",
     "BankPublished",
+    "BenchmarkCase",
+    "BenchmarkSource",
     "BuildSettings",
     "CalibrationControlChecked",
     "CalibrationFinished",
@@ -48,6 +52,7 @@ __all__ = [
     "EngineDifference",
     "Event",
     "EventBase",
+    "ForeignKeyViolation",
     "GenerationParams",
     "GoldResult",
     "Invocation",
@@ -123,6 +128,25 @@ class EngineDifference(_Part, frozen=True, kw_only=True):
     detail: str
 
 
+class ForeignKeyViolation(_Part, frozen=True, kw_only=True):
+    """Rows of a bank's data that break one foreign key its schema declares (issue 16).
+
+    SQLite does not enforce foreign keys unless asked, so real SQLite files often
+    break their own: the data is imported as it is and the violations are
+    recorded. ``columns`` / ``parent_columns`` name the key (in order; the parent's
+    are empty when the key names the parent's primary key implicitly), ``count``
+    the child rows that have no parent row, ``example`` one of them as
+    ``rowid <n>: <column>=<value>, ...`` (the smallest rowid).
+    """
+
+    table: str
+    columns: tuple[str, ...]
+    parent_table: str
+    parent_columns: tuple[str, ...]
+    count: int
+    example: str
+
+
 class BuildSettings(_Part, frozen=True, kw_only=True, omit_defaults=True):
     """How a bank database was built.
 
@@ -143,6 +167,10 @@ class BuildSettings(_Part, frozen=True, kw_only=True, omit_defaults=True):
     engine_version: str = ""
     transpiled_from: str | None = None
     engine_differences: tuple[EngineDifference, ...] = ()
+    # Issue 16: how the data was given (``seed.sql`` when absent; ``data.sqlite``,
+    # ``csv`` or ``parquet``) and the foreign keys the data breaks, by key.
+    data_source: str = "seed.sql"
+    foreign_key_violations: tuple[ForeignKeyViolation, ...] = ()
 
 
 #: The values of ``CaseSpec.dimension`` (DESIGN "Question bank"), in the order the
@@ -152,6 +180,40 @@ DIMENSIONS = ("basic", "joins_grain", "aggregation_metrics", "time_window", "com
 ENGINES = ("duckdb", "sqlite", "postgres")
 #: The values of ``CaseSpec.difficulty``, easiest first.
 DIFFICULTIES = ("easy", "medium", "hard")
+#: The dimension / difficulty of a case whose source has none (an imported
+#: benchmark question); reports show it only when a bank uses it.
+UNASSIGNED = "unassigned"
+
+
+#: The benchmarks ``bank import`` reads (issue 16).
+BENCHMARKS = ("bird", "spider")
+
+
+class BenchmarkSource(_Part, frozen=True, kw_only=True):
+    """The public benchmark a bank was imported from (cases.yaml ``benchmark``).
+
+    ``questions`` is the question file's name and ``questions_sha256`` its bytes'
+    hash; ``rows`` is the benchmark's own row contract for its EX (``set`` for
+    BIRD and Spider), kept beside the contract caseledger scores with.
+    """
+
+    name: str
+    questions: str
+    questions_sha256: str
+    rows: str = "set"
+
+
+class BenchmarkCase(_Part, frozen=True, kw_only=True):
+    """Where a case comes from in its benchmark (cases.yaml case ``benchmark``).
+
+    ``index`` is the question's position (from 0) in the benchmark's question
+    file: BIRD's and Spider's prediction files are keyed by it. ``question_id``
+    and ``difficulty`` are the benchmark's own, when it has them.
+    """
+
+    index: int
+    question_id: str | None = None
+    difficulty: str | None = None
 
 
 class CaseSpec(_Part, frozen=True, kw_only=True):
@@ -177,6 +239,9 @@ class CaseSpec(_Part, frozen=True, kw_only=True):
     # not count; UNSET (left out of the bytes, so every existing bank keeps its
     # bytes) means "multiset", the rule of every case before it.
     rows: Literal["multiset", "set"] | UnsetType = UNSET
+    # Issue 16: the case's place in the benchmark it was imported from; UNSET for
+    # a case written for caseledger.
+    benchmark: BenchmarkCase | UnsetType = UNSET
 
     @property
     def row_contract(self) -> str:
@@ -346,6 +411,8 @@ class BankPublished(EventBase, tag="bank.published.v1", frozen=True, kw_only=Tru
     cases: tuple[CaseSpec, ...]
     gold: tuple[GoldResult, ...]
     gold_digest: str
+    # Issue 16: the public benchmark the bank was imported from (UNSET otherwise).
+    benchmark: BenchmarkSource | UnsetType = UNSET
 
 
 class CheckpointIssued(EventBase, tag="checkpoint.issued.v1", frozen=True, kw_only=True):
