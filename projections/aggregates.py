@@ -19,7 +19,14 @@ from typing import Any
 
 import msgspec
 
-from ledger.events import DIFFICULTIES, DIMENSIONS, CaseSpec, RunStarted, ScoreComputed
+from ledger.events import (
+    DIFFICULTIES,
+    DIMENSIONS,
+    UNASSIGNED,
+    CaseSpec,
+    RunStarted,
+    ScoreComputed,
+)
 from projections.caseruns import Attempt
 from projections.numbers import RATE_PLACES, SCORE_PLACES, pop_stddev, show
 
@@ -117,10 +124,18 @@ def summarize(cases: Sequence[CaseSpec], attempts: Sequence[Attempt]) -> dict[st
     def over(subset: Iterable[CaseSpec]) -> str | None:
         return _shown(weighted_score((c.weight, means[c.id]) for c in subset))
 
+    # ``unassigned`` (an imported question has no dimension or difficulty) is a group
+    # only when a case has it: reports of other banks keep their bytes.
+    dims: tuple[str, ...] = DIMENSIONS
+    if any(c.dimension == UNASSIGNED for c in cases):
+        dims = (*DIMENSIONS, UNASSIGNED)
+    levels: tuple[str, ...] = DIFFICULTIES
+    if any(c.difficulty == UNASSIGNED for c in cases):
+        levels = (*DIFFICULTIES, UNASSIGNED)
     return {
         "model_score": over(cases),
-        "dimensions": {d: over(c for c in cases if c.dimension == d) for d in DIMENSIONS},
-        "difficulties": {d: over(c for c in cases if c.difficulty == d) for d in DIFFICULTIES},
+        "dimensions": {d: over(c for c in cases if c.dimension == d) for d in dims},
+        "difficulties": {d: over(c for c in cases if c.difficulty == d) for d in levels},
         "cases": rows,
     }
 

@@ -363,10 +363,7 @@ def _export_banks(ledger: Ledger, banks_dir: Path, dest: Path) -> list[tuple[str
         source = check_bank_files(folder, event, row.seq)
         target = dest / _ref(event)
         target.mkdir(parents=True)
-        for name, data in sorted(source.files.items()):
-            _write_read_only(target / name, data)
-        if source.calibration is not None and event.calibration_sha256 is not None:
-            _write_read_only(target / CALIBRATION_FILE, source.calibration)
+        source.write_to(target, calibration=event.calibration_sha256 is not None)
         out.append((_ref(event), event.content_sha256))
     return out
 

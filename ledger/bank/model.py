@@ -16,7 +16,16 @@ from ledger.bank.purity import check_purity
 from ledger.bank.source import BankSource, content_hash, read_source
 from ledger.bounds import MAX_ROWS, MAX_WEIGHT, decimal_problem
 from ledger.codec import sha256_hex
-from ledger.events import DIFFICULTIES, DIMENSIONS, ENGINES, CaseSpec
+from ledger.events import (
+    BENCHMARKS,
+    DIFFICULTIES,
+    DIMENSIONS,
+    ENGINES,
+    UNASSIGNED,
+    BenchmarkCase,
+    BenchmarkSource,
+    CaseSpec,
+)
 from ledger.harness.ast_rules import KNOWN_RULES
 from ledger.harness.compare import ROW_CONTRACTS
 
@@ -35,9 +44,13 @@ __all__ = [
 
 PLACEHOLDERS = ("dialect", "schema", "semantic", "question", "output_schema")
 SEMANTIC_KEYS = ("entities", "relations", "metrics", "dimensions", "business_rules")
-TOP_FIELDS = ("bank", "version", "description", "engine", "cases")
-_REQUIRED = ("id", "dimension", "difficulty", "weight", "question", "reference_sql", "max_rows")
+TOP_FIELDS = ("bank", "version", "description", "engine", "benchmark", "cases")
+_REQUIRED = ("id", "question", "reference_sql")
 _OPTIONAL = (
+    "dimension",
+    "difficulty",
+    "weight",
+    "max_rows",
     "question_en",
     "row_order_significant",
     "abs_tolerance",
@@ -46,7 +59,12 @@ _OPTIONAL = (
     "notes",
     "leak_waiver",
     "rows",
+    "benchmark",
 )
+#: max_rows of a case that gives none: this many times its gold rows, at least
+#: DERIVED_MIN_ROWS (issue 16: imported questions carry no row bound).
+DERIVED_ROWS_FACTOR = 10
+DERIVED_MIN_ROWS = 100
 #: A ``leak_waiver`` reason must say why, in at least this many characters.
 MIN_WAIVER_CHARS = 20
 CASE_FIELDS = _REQUIRED + _OPTIONAL
@@ -76,16 +94,26 @@ class CaseDef:
     row_order_significant: bool
     abs_tolerance: Decimal
     rel_tolerance: Decimal
-    max_rows: int
+    max_rows: int | None  # None: derived from the gold (derived_max_rows)
     required_ast: tuple[str, ...]
     notes: str
     line: int | None = None
     index: int = -1
     leak_waiver: str | None = None
     rows: str = "multiset"  # the row contract (issue 16): multiset | set
+    benchmark: BenchmarkCase | None = None
 
-    def spec(self) -> CaseSpec:
-        """The published form: everything but the reference SQL text, which becomes its hash."""
+    def row_bound(self, gold_rows: int) -> int:
+        """max_rows as published: the case's own, else derived from its gold row count."""
+        if self.max_rows is not None:
+            return self.max_rows
+        return min(MAX_ROWS, max(DERIVED_MIN_ROWS, DERIVED_ROWS_FACTOR * gold_rows))
+
+    def spec(self, gold_rows: int = 0) -> CaseSpec:
+        """The published form: everything but the reference SQL text, which becomes its hash.
+
+        ``gold_rows``: the gold's row count, for a case whose max_rows is derived.
+        """
         return CaseSpec(
             id=self.id,
             dimension=self.dimension,
@@ -96,7 +124,7 @@ class CaseDef:
             row_order_significant=self.row_order_significant,
             abs_tolerance=self.abs_tolerance,
             rel_tolerance=self.rel_tolerance,
-            max_rows=self.max_rows,
+            max_rows=self.row_bound(gold_rows),
             required_ast=self.required_ast,
             notes=self.notes,
             reference_sql_sha256=sha256_hex(self.reference_sql.encode("utf-8")),
@@ -104,6 +132,7 @@ class CaseDef:
             leak_waiver=UNSET if self.leak_waiver is None else self.leak_waiver,
             # multiset (the default) is left out of the bytes: existing banks keep theirs.
             rows="set" if self.rows == "set" else UNSET,
+            benchmark=UNSET if self.benchmark is None else self.benchmark,
         )
 
 
@@ -120,6 +149,8 @@ class Bank:
     # (cases.yaml ``engine:``); they differ when published with ``--engine``.
     engine: str = "duckdb"
     written_for: str = "duckdb"
+    # Issue 16: the public benchmark the bank was imported from (cases.yaml ``benchmark``).
+    benchmark: BenchmarkSource | None = None
 
     def references(self) -> dict[str, str]:
         """Reference SQL by case id, in the dialect of the engine the bank runs on."""
@@ -240,8 +271,11 @@ class _CaseReader:
         if not isinstance(order, bool):
             self.bad("row_order_significant", f"must be true or false, got {order!r:.60}")
         max_rows = self.raw.get("max_rows")
-        if max_rows is None:
-            self.bad("max_rows", "missing (required)")
+        if "max_rows" not in self.raw:
+            pass  # derived from the gold (CaseDef.row_bound)
+        elif max_rows is None:
+            self.bad("max_rows", "must be a positive integer, got None (leave it away to derive)")
+            max_rows = 0
         elif isinstance(max_rows, bool) or not isinstance(max_rows, int) or max_rows < 1:
             self.bad("max_rows", f"must be a positive integer, got {max_rows!r:.60}")
             max_rows = 0
@@ -261,9 +295,11 @@ class _CaseReader:
             self.bad("required_ast", "a rule is listed twice")
         return CaseDef(
             id=self.cid,
-            dimension=self.choice("dimension", DIMENSIONS),
-            difficulty=self.choice("difficulty", DIFFICULTIES),
-            weight=self.decimal("weight", required=True, positive=True, maximum=MAX_WEIGHT),
+            dimension=self.optional_choice("dimension", DIMENSIONS),
+            difficulty=self.optional_choice("difficulty", DIFFICULTIES),
+            weight=self.decimal("weight", required=True, positive=True, maximum=MAX_WEIGHT)
+            if "weight" in self.raw
+            else Decimal(1),
             question=self.text("question", required=True) or "",
             question_en=self.text("question_en", required=False, default=None),
             reference_sql=self.text("reference_sql", required=True) or "",
@@ -272,13 +308,45 @@ class _CaseReader:
             rel_tolerance=self.decimal(
                 "rel_tolerance", required=False, positive=False, maximum=Decimal(1)
             ),
-            max_rows=max_rows if isinstance(max_rows, int) else 0,
+            max_rows=None if max_rows is None else max_rows if isinstance(max_rows, int) else 0,
             required_ast=tuple(ast),
             notes=self.text("notes", required=False) or "",
             line=self.line(),
             index=self.index,
             leak_waiver=self.waiver(),
             rows=self.row_contract(order is True),
+            benchmark=self.benchmark_ref(),
+        )
+
+    def optional_choice(self, field: str, allowed: tuple[str, ...]) -> str:
+        """A dimension or difficulty; ``unassigned`` when the case gives none (it is not
+        written out: a case either has a value or leaves the field away)."""
+        if field not in self.raw:
+            return UNASSIGNED
+        return self.choice(field, allowed)
+
+    def benchmark_ref(self) -> BenchmarkCase | None:
+        """``benchmark``: the case's place in the benchmark it was imported from."""
+        raw = self.raw.get("benchmark")
+        if raw is None:
+            return None
+        known = ("index", "question_id", "difficulty")
+        if not isinstance(raw, dict) or any(k not in known for k in raw):
+            self.bad("benchmark", f"must be a mapping with keys {', '.join(known)}")
+            return None
+        index = raw.get("index")
+        if isinstance(index, bool) or not isinstance(index, int) or index < 0:
+            self.bad("benchmark", f"index must be an integer >= 0, got {index!r:.40}")
+            return None
+        texts = {k: raw.get(k) for k in ("question_id", "difficulty")}
+        for key, value in texts.items():
+            if value is not None and not isinstance(value, str | int):
+                self.bad("benchmark", f"{key} must be a string, got {value!r:.40}")
+                return None
+        return BenchmarkCase(
+            index=index,
+            question_id=None if texts["question_id"] is None else str(texts["question_id"]),
+            difficulty=None if texts["difficulty"] is None else str(texts["difficulty"]),
         )
 
     def row_contract(self, ordered: bool) -> str:
@@ -419,7 +487,9 @@ def validate_source(src: BankSource, *, engine: str | None = None) -> Bank:
     _check_semantic(src.semantic_doc, problems)
     _check_placeholders(src.text("prompt.md"), problems)
     check_purity(src.text("schema.sql"), "schema.sql", problems)
-    check_purity(src.text("seed.sql"), "seed.sql", problems)
+    if "seed.sql" in src.files:
+        check_purity(src.text("seed.sql"), "seed.sql", problems)
+    benchmark = _benchmark_source(doc.get("benchmark"), lines, problems)
     written_for = doc.get("engine", "duckdb")
     if written_for not in ENGINES:
         problems.add(
@@ -443,7 +513,46 @@ def validate_source(src: BankSource, *, engine: str | None = None) -> Bank:
         cases=tuple(cases),
         engine=runs_on,
         written_for=written_for,
+        benchmark=benchmark,
     )
+
+
+def _benchmark_source(raw: Any, lines: Any, problems: Problems) -> BenchmarkSource | None:
+    """cases.yaml ``benchmark``: {name, questions, questions_sha256, rows} (issue 16)."""
+    if raw is None:
+        return None
+    line = lines.get(("benchmark",))
+    known = ("name", "questions", "questions_sha256", "rows")
+    if not isinstance(raw, dict) or any(k not in known for k in raw):
+        problems.add(
+            "cases.yaml",
+            f"must be a mapping with keys {', '.join(known)}",
+            line=line,
+            field="benchmark",
+        )
+        return None
+    name, questions, digest = raw.get("name"), raw.get("questions"), raw.get("questions_sha256")
+    rows = raw.get("rows", "set")
+    if name not in BENCHMARKS:
+        problems.add(
+            "cases.yaml",
+            f"name must be one of {', '.join(BENCHMARKS)}, got {name!r:.40}",
+            line=line,
+            field="benchmark",
+        )
+    if not isinstance(questions, str) or not questions:
+        problems.add("cases.yaml", "questions must name the question file", line=line,
+                     field="benchmark")  # fmt: skip
+    if not isinstance(digest, str) or not re.fullmatch(r"sha256:[0-9a-f]{64}", digest):
+        problems.add("cases.yaml", "questions_sha256 must be sha256:<64 hex>", line=line,
+                     field="benchmark")  # fmt: skip
+    if rows not in ROW_CONTRACTS:
+        problems.add("cases.yaml", f"rows must be one of {', '.join(ROW_CONTRACTS)}",
+                     line=line, field="benchmark")  # fmt: skip
+    if not (isinstance(name, str) and isinstance(questions, str) and isinstance(digest, str)):
+        return None
+    return BenchmarkSource(name=name, questions=questions, questions_sha256=digest,
+                           rows=str(rows))  # fmt: skip
 
 
 def load_bank(folder: Path, *, engine: str | None = None) -> Bank:

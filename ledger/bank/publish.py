@@ -27,7 +27,6 @@ from ledger.bank.leak import leak_context, leak_findings, shared_findings
 from ledger.bank.model import Bank, load_bank
 from ledger.bank.problems import Problems
 from ledger.bank.registry import DB_SUFFIX, REPO_ROOT, PublishedBank, bank_paths, list_published
-from ledger.bank.source import CALIBRATION_FILE
 from ledger.engines import discard
 from ledger.errors import BankError, StoreConflictError, broken
 from ledger.events import LEDGER_STREAM, BankPublished, EngineDifference
@@ -76,7 +75,8 @@ def _fields(
     if differences:
         settings = msgspec.structs.replace(settings, engine_differences=differences)
     src = bank.source
-    return {
+    gold_rows = {g.case_id: len(g.rows) for g in gold}
+    fields: dict[str, Any] = {
         "bank_id": bank.bank_id,
         "version": bank.version,
         "description": bank.description,
@@ -88,10 +88,13 @@ def _fields(
         "tables": tables,
         "semantic_json": bank.semantic_json,
         "prompt_template": bank.prompt_template,
-        "cases": tuple(case.spec() for case in bank.cases),
+        "cases": tuple(case.spec(gold_rows[case.id]) for case in bank.cases),
         "gold": gold,
         "gold_digest": gold_digest(gold),
     }
+    if bank.benchmark is not None:  # left out otherwise: existing banks keep their bytes
+        fields["benchmark"] = bank.benchmark
+    return fields
 
 
 def _anti_memorisation(checked: Checked, paths: Iterable[Path], cwd: Path | None) -> None:
@@ -224,12 +227,7 @@ def _store_files(bank: Bank, files_dir: Path) -> None:
     tmp = files_dir.with_name(f".{files_dir.name}.{os.getpid()}.tmp")
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
-    for name, data in bank.source.files.items():
-        (tmp / name).write_bytes(data)
-    if bank.source.calibration is not None:
-        (tmp / CALIBRATION_FILE).write_bytes(bank.source.calibration)
-    for child in tmp.iterdir():
-        child.chmod(0o444)
+    bank.source.write_to(tmp)
     try:
         tmp.rename(files_dir)
     except OSError:

@@ -23,6 +23,7 @@ from yaml.composer import ComposerError
 from yaml.events import AliasEvent
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
+from ledger.bank.data import DataFiles, find_data
 from ledger.bank.problems import Problems
 from ledger.bounds import MAX_DEPTH, MAX_INT_DIGITS, json_depth
 from ledger.codec import sha256_hex
@@ -30,6 +31,7 @@ from ledger.codec import sha256_hex
 __all__ = [
     "BANK_FILES",
     "CALIBRATION_FILE",
+    "TEXT_FILES",
     "BankSource",
     "canonical_text",
     "content_hash",
@@ -38,6 +40,8 @@ __all__ = [
 ]
 
 BANK_FILES = ("cases.yaml", "prompt.md", "schema.sql", "seed.sql", "semantic.json")
+#: The text files every bank has (its rows are in seed.sql or in data files).
+TEXT_FILES = ("cases.yaml", "prompt.md", "schema.sql", "semantic.json")
 CALIBRATION_FILE = "calibration.yaml"
 # Domain separation: a bank manifest hash can never collide with another caseledger hash.
 _MANIFEST_HEADER = "caseledger/bank-manifest/v1\n"
@@ -61,6 +65,8 @@ class BankSource:
     cases_doc: Any
     cases_lines: Lines
     semantic_doc: Any
+    # The data files when the rows are not in seed.sql (issue 16).
+    data: DataFiles | None = None
 
     @property
     def hexhash(self) -> str:
@@ -68,8 +74,28 @@ class BankSource:
         return self.content_sha256.removeprefix("sha256:")
 
     def text(self, name: str) -> str:
-        """A normalised file as text."""
+        """A normalised file as text ("" for a seed.sql the bank does not have)."""
+        if name == "seed.sql" and name not in self.files:
+            return ""
         return self.files[name].decode("utf-8")
+
+    def write_to(self, folder: Path, *, calibration: bool = True) -> None:
+        """Write the bank's normalised files and data files into ``folder`` (read-only):
+        a folder that is itself this bank, with the same hash. ``calibration``: with
+        its calibration.yaml, when it has one."""
+        import shutil
+
+        for name, data in sorted(self.files.items()):
+            (folder / name).write_bytes(data)
+        if calibration and self.calibration is not None:
+            (folder / CALIBRATION_FILE).write_bytes(self.calibration)
+        if self.data is not None:
+            for name, path in sorted(self.data.paths.items()):
+                (folder / name).parent.mkdir(exist_ok=True)
+                shutil.copyfile(path, folder / name)
+        for child in folder.rglob("*"):
+            if child.is_file():
+                child.chmod(0o444)
 
 
 def normalise_text(raw: bytes, name: str, problems: Problems) -> str | None:
@@ -354,13 +380,14 @@ def parse_json(text: str, name: str, problems: Problems) -> Any:
 
 
 def content_hash(file_hashes: dict[str, str], engine: str = "duckdb") -> str:
-    """SHA-256 of the manifest: a header line, then ``<name> <sha256:hex>`` per bank file,
-    then ``engine <name>`` for a bank that runs on another engine than DuckDB.
+    """SHA-256 of the manifest: a header line, then ``<name> <sha256:hex>`` per bank file
+    (data files included, by their bank-relative name) in name order, then
+    ``engine <name>`` for a bank that runs on another engine than DuckDB.
 
     >>> content_hash({n: "sha256:" + "0" * 64 for n in BANK_FILES})[:15]
     'sha256:facf40e8'
     """
-    lines = [_MANIFEST_HEADER] + [f"{n} {file_hashes[n]}\n" for n in sorted(BANK_FILES)]
+    lines = [_MANIFEST_HEADER] + [f"{n} {file_hashes[n]}\n" for n in sorted(file_hashes)]
     if engine != "duckdb":
         lines.append(f"engine {engine}\n")
     return sha256_hex("".join(lines).encode("utf-8"))
@@ -373,11 +400,14 @@ def read_source(folder: Path) -> BankSource:
         problems.add(str(folder), "not a folder")
         problems.raise_if_any()
     texts: dict[str, str] = {}
+    data = find_data(folder, problems)
     for name in (*BANK_FILES, CALIBRATION_FILE):
         path = folder / name
         if not path.is_file():
-            if name != CALIBRATION_FILE:
-                problems.add(name, "missing (a bank needs " + ", ".join(BANK_FILES) + ")")
+            if name not in (CALIBRATION_FILE, "seed.sql"):
+                problems.add(
+                    name, "missing (a bank needs " + ", ".join(TEXT_FILES) + " and its data)"
+                )
             continue
         if path.stat().st_size > MAX_FILE_BYTES:
             problems.add(name, f"larger than {MAX_FILE_BYTES // (1024 * 1024)} MiB")
@@ -394,10 +424,13 @@ def read_source(folder: Path) -> BankSource:
         calibration_doc, _ = parse_yaml(texts[CALIBRATION_FILE], CALIBRATION_FILE, problems)
     problems.raise_if_any()
 
-    files = {name: texts[name].encode("utf-8") for name in ("prompt.md", "schema.sql", "seed.sql")}
+    texts_kept = ("prompt.md", "schema.sql", "seed.sql")
+    files = {name: texts[name].encode("utf-8") for name in texts_kept if name in texts}
     files["cases.yaml"] = (canonical_text(cases_doc) + "\n").encode("utf-8")
     files["semantic.json"] = (canonical_text(semantic_doc) + "\n").encode("utf-8")
     file_hashes = {name: sha256_hex(files[name]) for name in sorted(files)}
+    if data is not None:
+        file_hashes.update(data.hashes)
     calibration = None
     if CALIBRATION_FILE in texts:
         calibration = (canonical_text(calibration_doc) + "\n").encode("utf-8")
@@ -411,4 +444,5 @@ def read_source(folder: Path) -> BankSource:
         cases_doc=cases_doc,
         cases_lines=cases_lines,
         semantic_doc=semantic_doc,
+        data=data,
     )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -191,6 +192,111 @@ def diff_cmd(ctx: Context, a: str, b: str, as_json: bool) -> None:
             ledger.close()
     data = diff_banks(bank_a, bank_b)
     click.echo(to_json(data) if as_json else format_diff(data))
+
+
+@bank_group.group("import")
+def import_group() -> None:
+    """Import a public benchmark (BIRD, Spider): one bank per database."""
+
+
+def _import_options(f: Any) -> Any:
+    for option in reversed(
+        (
+            click.option(
+                "--databases",
+                "databases",
+                required=True,
+                type=click.Path(file_okay=False, path_type=Path),
+                help="Folder holding <db_id>/<db_id>.sqlite (BIRD's dev_databases/, "
+                "Spider's database/).",
+            ),
+            click.option(
+                "--db-id", "db_ids", multiple=True, help="Import only this database (repeatable)."
+            ),
+            click.option(
+                "-o",
+                "--out",
+                required=True,
+                type=click.Path(path_type=Path),
+                help="Folder to write the banks into (one <db_id>/ folder each).",
+            ),
+            click.option(
+                "--engine",
+                type=click.Choice(("sqlite", "duckdb")),
+                default="sqlite",
+                show_default=True,
+                help="sqlite: judge on the engine the benchmark is written for; duckdb: "
+                "convert, and list every case whose gold differs.",
+            ),
+            click.option("--version", default="v1", show_default=True, help="Bank version."),
+        )
+    ):
+        f = option(f)
+    return f
+
+
+def _report_import(results: list[Any]) -> None:
+    from ledger.engines.sqlite_integrity import format_violations
+
+    for r in results:
+        click.echo(
+            f"imported: {r.ref} -> {r.bank.folder} "
+            f"({r.bank.cases} cases, {r.gold_rows} gold rows) {r.content_sha256}"
+        )
+        for line in format_violations(r.violations) if r.violations else ():
+            click.echo(f"  {line}")
+        for d in r.differences:
+            click.echo(f"  gold differs between sqlite and duckdb: {d.case_id}: {d.detail}")
+
+
+@import_group.command("bird")
+@click.argument("questions", type=click.Path(dir_okay=False, path_type=Path))
+@_import_options
+def import_bird_cmd(
+    questions: Path,
+    databases: Path,
+    db_ids: tuple[str, ...],
+    out: Path,
+    engine: str,
+    version: str,
+) -> None:
+    """Import BIRD's QUESTIONS.json (question_id, db_id, question, evidence, SQL, difficulty)."""
+    from ledger.app.importing import import_benchmark
+
+    results = import_benchmark(
+        "bird", questions, databases, out, db_ids=db_ids, engine=engine, version=version,
+        progress=lambda line: click.echo(line, err=True),
+    )  # fmt: skip
+    _report_import(results)
+
+
+@import_group.command("spider")
+@click.argument("questions", type=click.Path(dir_okay=False, path_type=Path))
+@click.option(
+    "--tables",
+    "tables_json",
+    required=True,
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Spider's tables.json (its natural column names go to the semantic layer).",
+)
+@_import_options
+def import_spider_cmd(
+    questions: Path,
+    tables_json: Path,
+    databases: Path,
+    db_ids: tuple[str, ...],
+    out: Path,
+    engine: str,
+    version: str,
+) -> None:
+    """Import Spider's dev.json (db_id, question, query) with its tables.json."""
+    from ledger.app.importing import import_benchmark
+
+    results = import_benchmark(
+        "spider", questions, databases, out, db_ids=db_ids, tables_json=tables_json,
+        engine=engine, version=version, progress=lambda line: click.echo(line, err=True),
+    )  # fmt: skip
+    _report_import(results)
 
 
 def register(group: click.Group) -> None:

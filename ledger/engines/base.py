@@ -20,10 +20,13 @@ from __future__ import annotations
 
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ledger.events import ENGINES, Column, TableSchema
 from ledger.harness.worker import ExecResult
+
+if TYPE_CHECKING:
+    from ledger.bank.data import DataFiles
 
 __all__ = ["ENGINES", "Engine", "EngineQueryError", "Executor"]
 
@@ -71,11 +74,15 @@ class Engine(Protocol):
         """One paragraph for the prompt's ``{{dialect}}``: which SQL the model must write."""
         ...
 
-    def build(self, schema_sql: str, seed_sql: str, target: Path) -> None:
+    def build(
+        self, schema_sql: str, seed_sql: str, target: Path, *, data: DataFiles | None = None
+    ) -> None:
         """Build the bank's database at ``target`` (never overwrite; atomic).
 
-        ``schema_sql`` and ``seed_sql`` are in the engine's dialect. Raises
-        BankError naming the file (schema.sql / seed.sql) and the engine's message.
+        ``schema_sql`` and ``seed_sql`` are in the engine's dialect. ``data``: the
+        bank's data files, whose rows replace ``seed_sql`` (``ledger.bank.data``).
+        Raises BankError naming the file (schema.sql / seed.sql / the data file)
+        and the engine's message.
         """
         ...
 

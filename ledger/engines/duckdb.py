@@ -4,7 +4,7 @@ sandboxed worker of ``ledger.harness.worker`` behind the engine contract."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import duckdb
 
@@ -13,6 +13,9 @@ from ledger.engines.base import EngineQueryError
 from ledger.events import Column, TableSchema
 from ledger.harness.prompt import DIALECT_NOTES
 from ledger.harness.worker import WorkerPool
+
+if TYPE_CHECKING:
+    from ledger.bank.data import DataFiles
 
 __all__ = ["DuckDBEngine"]
 
@@ -31,9 +34,11 @@ class DuckDBEngine:
         """What the prompt says about the SQL to write."""
         return DIALECT_NOTES  # the prompt's own text: one definition
 
-    def build(self, schema_sql: str, seed_sql: str, target: Path) -> None:
+    def build(
+        self, schema_sql: str, seed_sql: str, target: Path, *, data: DataFiles | None = None
+    ) -> None:
         """Build the database file at ``target`` (see ``ledger.bank.build.build_sql``)."""
-        build_sql(schema_sql, seed_sql, target, where=str(target))
+        build_sql(schema_sql, seed_sql, target, where=str(target), data=data)
 
     def tables(self, database: Path) -> tuple[TableSchema, ...]:
         """The tables of the built database."""

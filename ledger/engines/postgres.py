@@ -50,7 +50,7 @@ from importlib import resources
 from multiprocessing.connection import Connection
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 import psycopg
@@ -65,6 +65,9 @@ from ledger.events import Column, TableSchema
 from ledger.harness import cells
 from ledger.harness.functions import Catalog, DenyRule, FunctionEntry, fold, matches
 from ledger.harness.worker import ExecResult, Reply, Request, failure, serve
+
+if TYPE_CHECKING:
+    from ledger.bank.data import DataFiles
 
 __all__ = [
     "ALLOWED_FROM",
@@ -681,7 +684,9 @@ class PostgresEngine:
 
     # -------------------------------------------------------------- build
 
-    def build(self, schema_sql: str, seed_sql: str, target: Path) -> None:
+    def build(
+        self, schema_sql: str, seed_sql: str, target: Path, *, data: DataFiles | None = None
+    ) -> None:
         """Create the bank's database, roles, target file and password file (see module doc).
 
         Atomic: on any failure (Ctrl-C included) the database, the roles and the
@@ -727,7 +732,7 @@ class PostgresEngine:
                 )
             ctype = self._create_database(admin, names)
             created.append("database")
-            self._load(names, owner_pw, schema_sql, seed_sql, version)
+            self._load(names, owner_pw, schema_sql, seed_sql, version, data)
             admin.execute(q("ALTER ROLE {} NOLOGIN PASSWORD NULL").format(_ident(names.owner)))
             if _scalar(
                 admin, "SELECT rolsuper FROM pg_catalog.pg_roles WHERE rolname = current_user"
@@ -789,9 +794,16 @@ class PostgresEngine:
         raise BankError("the server accepts neither the C.UTF-8 nor the C locale")
 
     def _load(
-        self, names: BankNames, owner_pw: str, schema_sql: str, seed_sql: str, version: str
+        self,
+        names: BankNames,
+        owner_pw: str,
+        schema_sql: str,
+        seed_sql: str,
+        version: str,
+        data: DataFiles | None = None,
     ) -> None:
-        """Run schema.sql and seed.sql logged in as the owner, then grant the reader."""
+        """Run schema.sql and seed.sql (or copy the data files' rows) logged in as the
+        owner, then grant the reader."""
         owner = self._connect(
             "bank owner", user=names.owner, password=owner_pw, dbname=names.database,
             application_name="caseledger-build",
@@ -810,6 +822,8 @@ class PostgresEngine:
                         f"{file_name}{_position(exc, text)}: PostgreSQL error: {_first_line(exc)}",
                         hint=f"fix {file_name} so it runs on PostgreSQL {version}",
                     ) from None
+            if data is not None:
+                _copy_rows(owner, data)
             db, schema, reader = (
                 _ident(names.database), _ident(BANK_SCHEMA), _ident(names.reader)
             )  # fmt: skip
@@ -1479,3 +1493,40 @@ class PostgresExecutor:
         if reply.result is None:
             raise SandboxError("the PostgreSQL worker answered without a result (a harness bug)")
         return reply.result
+
+
+def _copy_rows(owner: psycopg.Connection[Any], data: DataFiles) -> None:
+    """COPY every data file's rows into the table of its name (the tables of a
+    ``data.sqlite``: every table schema.sql created)."""
+    rows = owner.execute(
+        "SELECT c.relname, a.attname FROM pg_catalog.pg_attribute AS a "
+        "JOIN pg_catalog.pg_class AS c ON c.oid = a.attrelid "
+        "JOIN pg_catalog.pg_namespace AS n ON n.oid = c.relnamespace "
+        "WHERE n.nspname = %s AND c.relkind = 'r' AND a.attnum > 0 AND NOT a.attisdropped "
+        "ORDER BY c.relname, a.attnum",
+        [BANK_SCHEMA],
+    ).fetchall()
+    tables: dict[str, list[str]] = {}
+    for table, column in rows:
+        tables.setdefault(str(table), []).append(str(column))
+    wanted = {t: t for t in tables} if data.kind == "data.sqlite" else data.tables()
+    for table, name in sorted(wanted.items()):
+        if table not in tables:
+            raise BankError(
+                f"{name}: schema.sql creates no table {table!r}",
+                hint="name each data file after a table that schema.sql creates",
+            )
+        columns = tuple(tables[table])
+        statement = pgsql.SQL("COPY {} ({}) FROM STDIN").format(
+            _ident(table), pgsql.SQL(", ").join(_ident(c) for c in columns)
+        )
+        try:
+            with owner.transaction(), owner.cursor().copy(statement) as copy:
+                for batch in data.rows(table, columns).batches():
+                    for row in batch:
+                        copy.write_row(row)
+        except psycopg.Error as exc:
+            raise BankError(
+                f"{name}: cannot load table {table}: PostgreSQL error: {_first_line(exc)}",
+                hint="each value must fit its column's type in schema.sql",
+            ) from None

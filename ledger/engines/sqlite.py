@@ -23,7 +23,7 @@ import sqlite3
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ledger.codec import canonical_json
 from ledger.engines.base import EngineQueryError
@@ -38,6 +38,9 @@ from ledger.engines.sqlite_sandbox import (
 from ledger.engines.sqlite_worker import SQLiteExecutor
 from ledger.errors import BankError
 from ledger.events import Column, TableSchema
+
+if TYPE_CHECKING:
+    from ledger.bank.data import DataFiles
 
 __all__ = [
     "DIALECT_NOTES",
@@ -89,11 +92,14 @@ def _temporary_beside(target: Path) -> Iterator[Path]:
                 leftover.unlink()
 
 
-def build_sql(schema_sql: str, seed_sql: str, target: Path) -> None:
+def build_sql(
+    schema_sql: str, seed_sql: str, target: Path, *, data: DataFiles | None = None
+) -> None:
     """Run schema.sql then seed.sql (SQLite SQL) into a new database file at ``target``.
 
     One transaction, statement by statement, into a temporary file beside
-    ``target`` that is linked into place when complete.
+    ``target`` that is linked into place when complete. With ``data`` (CSV or
+    Parquet data files) the rows come from the files instead of seed.sql.
 
     Raises:
         BankError: ``target`` exists, or a statement fails (naming the file,
@@ -117,10 +123,79 @@ def build_sql(schema_sql: str, seed_sql: str, target: Path) -> None:
                             "(a bank written for DuckDB is rewritten with sqlglot first: "
                             "check the statement it wrote)",
                         ) from None
+            if data is not None:
+                _insert_files(con, data, target)
             con.execute("COMMIT")
         finally:
             con.close()
         _publish(tmp, target)
+
+
+def _insert_files(con: sqlite3.Connection, data: DataFiles, target: Path) -> None:
+    tables = {t.name: t for t in table_schemas(con)}
+    for table, name in sorted(data.tables().items()):
+        schema = tables.get(table)
+        if schema is None:
+            raise BankError(
+                f"{target}: {name}: schema.sql creates no table {table!r}",
+                hint="name each data file after a table that schema.sql creates",
+            )
+        columns = tuple(c.name for c in schema.columns)
+        marks = ", ".join("?" for _ in columns)
+        statement = f"INSERT INTO {_quote(table)} VALUES ({marks})"  # noqa: S608
+        try:
+            for batch in data.rows(table, columns).batches():
+                con.executemany(statement, batch)
+        except sqlite3.Error as exc:
+            raise BankError(
+                f"{target}: {name}: cannot load table {table}: {first_line(exc)}",
+                hint="each row needs one value per column of the table in schema.sql",
+            ) from None
+
+
+def check_schema_matches(schema_sql: str, database: Path) -> None:
+    """Raise BankError unless ``schema_sql`` declares exactly the tables, views and
+    columns (names and declared types, in order) of the SQLite file ``database``.
+
+    A bank that ships ``data.sqlite`` shows schema.sql in its prompt: it must
+    describe the file truly.
+    """
+    declared = sqlite3.connect(":memory:")
+    try:
+        for number, (line, statement) in enumerate(split_statements(schema_sql), 1):
+            try:
+                declared.execute(statement)
+            except sqlite3.Error as exc:
+                raise BankError(
+                    f"schema.sql: statement {number} (line {line}): SQLite error: "
+                    f"{first_line(exc)}",
+                    hint="schema.sql must run on SQLite",
+                ) from None
+        want = {t.name: t.columns for t in table_schemas(declared)}
+    finally:
+        declared.close()
+    con = _open_trusted(database)
+    try:
+        have = {t.name: t.columns for t in table_schemas(con)}
+    finally:
+        con.close()
+    wrong = []
+    for name in sorted(set(want) | set(have)):
+        if name not in have:
+            wrong.append(f"{name}: in schema.sql, not in data.sqlite")
+        elif name not in want:
+            wrong.append(f"{name}: in data.sqlite, not in schema.sql")
+        elif want[name] != have[name]:
+            shown = ", ".join(f"{c.name} {c.type}".strip() for c in have[name])
+            wrong.append(f"{name}: columns differ (data.sqlite has {shown})")
+    if wrong:
+        raise BankError(
+            "schema.sql does not describe data.sqlite: "
+            + "; ".join(wrong[:5])
+            + (f" (and {len(wrong) - 5} more)" if len(wrong) > 5 else ""),
+            hint="write schema.sql from the file's own CREATE statements "
+            "(sqlite3 data.sqlite .schema)",
+        )
 
 
 def build_from_file(source: Path, target: Path) -> None:
@@ -255,9 +330,17 @@ class SQLiteEngine:
         """What the prompt says about the SQL to write."""
         return DIALECT_NOTES.format(version=sqlite3.sqlite_version)
 
-    def build(self, schema_sql: str, seed_sql: str, target: Path) -> None:
-        """Build the database file at ``target`` (see :func:`build_sql`)."""
-        build_sql(schema_sql, seed_sql, target)
+    def build(
+        self, schema_sql: str, seed_sql: str, target: Path, *, data: DataFiles | None = None
+    ) -> None:
+        """Build the database file at ``target`` (see :func:`build_sql`); a bank whose
+        data is ``data.sqlite`` gets a copy of that file (:func:`build_from_file`),
+        once schema.sql is checked to describe it (:func:`check_schema_matches`)."""
+        if data is not None and data.kind == "data.sqlite":
+            check_schema_matches(schema_sql, data.sqlite_file())
+            build_from_file(data.sqlite_file(), target)
+            return
+        build_sql(schema_sql, seed_sql, target, data=data)
 
     def tables(self, database: Path) -> tuple[TableSchema, ...]:
         """The tables and views of the built database (:func:`table_schemas`)."""

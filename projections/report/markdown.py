@@ -154,14 +154,21 @@ def _fairness(section: Section) -> list[str]:
 
 
 def _dimensions(section: Section) -> list[str]:
-    head = ["run", *DIMENSIONS, "easy", "medium", "hard"]
+    runs = model_runs(section)
+    # ``unassigned`` is a key only for a bank that has such cases (imported questions).
+    dims = [*DIMENSIONS, *(["unassigned"] if any("unassigned" in r.scores.dimensions
+                                                  for r in runs) else [])]  # fmt: skip
+    levels = ["easy", "medium", "hard"]
+    if any("unassigned" in r.scores.difficulties for r in runs):
+        levels.append("unassigned")
+    head = ["run", *dims, *(d if d != "unassigned" else "no difficulty" for d in levels)]
     rows = [
         [
             r.run,
-            *(r.scores.dimensions[d] for d in DIMENSIONS),
-            *(r.scores.difficulties[d] for d in ("easy", "medium", "hard")),
+            *(r.scores.dimensions.get(d) for d in dims),
+            *(r.scores.difficulties.get(d) for d in levels),
         ]
-        for r in model_runs(section)
+        for r in runs
     ]
     return _table(head, rows)
 

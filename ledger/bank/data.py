@@ -1,0 +1,249 @@
+"""A bank's data given as files instead of ``seed.sql`` (issue 16).
+
+A bank folder holds its rows in exactly one of:
+
+- ``seed.sql``: INSERT statements (the original format);
+- ``data.sqlite``: a SQLite database file holding every table (how BIRD and
+  Spider ship their databases); ``schema.sql`` must declare the same tables and
+  columns, it is what the prompt shows;
+- ``data/<table>.csv`` or ``data/<table>.parquet``: one file per table created
+  by ``schema.sql`` (CSV: a header row naming the table's columns in order,
+  comma separated, ``"`` quoting, UTF-8; an empty field is NULL).
+
+Data files are hashed by content and never parsed as SQL: ``data.sqlite`` by a
+canonical dump of its schema and rows (so page layout, VACUUM and insert order
+do not change the bank hash), CSV and Parquet files by their bytes. The hash of
+each goes into the bank manifest under its name (``data.sqlite``,
+``data/orders.csv``).
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import sqlite3
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ledger.bank.problems import Problems
+
+__all__ = [
+    "DATA_DIR",
+    "DATA_SQLITE",
+    "DataFiles",
+    "TableRows",
+    "file_sha256",
+    "find_data",
+]
+
+DATA_SQLITE = "data.sqlite"
+DATA_DIR = "data"
+_SUFFIXES = {".csv": "csv", ".parquet": "parquet"}
+#: Rows handed to an engine at a time while loading (bounded memory).
+BATCH_ROWS = 10_000
+
+
+def file_sha256(path: Path) -> str:
+    """``sha256:<hex>`` of a file's bytes, read in chunks (no size limit)."""
+    hasher = hashlib.sha256()
+    with path.open("rb") as handle:
+        for chunk in iter(lambda: handle.read(1 << 20), b""):
+            hasher.update(chunk)
+    return "sha256:" + hasher.hexdigest()
+
+
+@dataclass(frozen=True)
+class TableRows:
+    """One table's rows from a data file, read in batches."""
+
+    table: str
+    columns: tuple[str, ...]
+    path: Path
+    kind: str  # data.sqlite | csv | parquet
+
+    def batches(self) -> Iterator[list[tuple[Any, ...]]]:
+        """The rows, ``BATCH_ROWS`` at a time (CSV cells are text, an empty one None)."""
+        if self.kind == "csv":
+            yield from _csv_batches(self.path, len(self.columns))
+        elif self.kind == "parquet":
+            yield from _parquet_batches(self.path)
+        else:
+            yield from _sqlite_batches(self.path, self.table, self.columns)
+
+
+def _csv_batches(path: Path, width: int) -> Iterator[list[tuple[Any, ...]]]:
+    with path.open(encoding="utf-8", newline="") as handle:
+        reader = csv.reader(handle)
+        next(reader, None)  # the header, checked by DataFiles.check_header
+        batch: list[tuple[Any, ...]] = []
+        for row in reader:
+            if len(row) != width:
+                from ledger.errors import BankError
+
+                raise BankError(
+                    f"{path.parent.name}/{path.name}: line {reader.line_num}: {len(row)} "
+                    f"fields, the header has {width}",
+                    hint="every CSV line needs one field per column (quote commas)",
+                )
+            batch.append(tuple(cell if cell != "" else None for cell in row))
+            if len(batch) == BATCH_ROWS:
+                yield batch
+                batch = []
+        if batch:
+            yield batch
+
+
+def _parquet_batches(path: Path) -> Iterator[list[tuple[Any, ...]]]:
+    import duckdb
+
+    con = duckdb.connect(":memory:", config={"threads": 1})
+    try:
+        con.execute("SET TimeZone='UTC'")
+        rel = con.read_parquet(str(path))
+        while batch := rel.fetchmany(BATCH_ROWS):
+            yield batch
+    finally:
+        con.close()
+
+
+def _quote(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _sqlite_batches(
+    path: Path, table: str, columns: tuple[str, ...]
+) -> Iterator[list[tuple[Any, ...]]]:
+    con = sqlite3.connect(path.resolve().as_uri() + "?mode=ro&immutable=1", uri=True)
+    try:
+        shown = ", ".join(_quote(c) for c in columns)
+        # Names from the file's own catalog, quoted as identifiers.
+        cursor = con.execute(f"SELECT {shown} FROM {_quote(table)} ORDER BY rowid")  # noqa: S608
+        while batch := cursor.fetchmany(BATCH_ROWS):
+            yield batch
+    finally:
+        con.close()
+
+
+@dataclass(frozen=True)
+class DataFiles:
+    """A bank's data files: their kind, paths (bank-relative names) and hashes."""
+
+    kind: str  # data.sqlite | csv | parquet
+    paths: dict[str, Path]  # bank-relative name -> file
+    hashes: dict[str, str]
+
+    def tables(self) -> dict[str, str]:
+        """Table name -> bank-relative file name (CSV / Parquet)."""
+        return {Path(name).stem: name for name in self.paths}
+
+    def sqlite_file(self) -> Path:
+        """The ``data.sqlite`` file (only for that kind)."""
+        return self.paths[DATA_SQLITE]
+
+    def rows(self, table: str, columns: tuple[str, ...]) -> TableRows:
+        """The rows of ``table`` (whose columns, in order, are ``columns``)."""
+        if self.kind == DATA_SQLITE:
+            return TableRows(table, columns, self.sqlite_file(), DATA_SQLITE)
+        self.require_columns(table, columns)
+        return TableRows(table, columns, self.paths[self.tables()[table]], self.kind)
+
+    def require_columns(self, table: str, columns: tuple[str, ...]) -> None:
+        """Raise BankError unless the file of ``table`` names ``columns`` in order (a CSV
+        header row, a Parquet file's schema): loading is by position."""
+        name = self.tables().get(table)
+        if name is None or self.kind == DATA_SQLITE:
+            return
+        found = _header(self.paths[name], self.kind)
+        from ledger.errors import BankError
+
+        line = "line 1: " if self.kind == "csv" else ""
+        if found is None:
+            raise BankError(
+                f"{name}: {line}is empty", hint="a CSV data file starts with a header row"
+            )
+        if tuple(found) != columns:
+            raise BankError(
+                f"{name}: {line}columns {', '.join(found)} do not match table {table} in "
+                f"schema.sql ({', '.join(columns)})",
+                hint="name the table's columns in the order schema.sql declares them",
+            )
+
+
+def _header(path: Path, kind: str) -> list[str] | None:
+    if kind == "parquet":
+        import duckdb
+
+        con = duckdb.connect(":memory:")
+        try:
+            return list(con.read_parquet(str(path)).columns)
+        finally:
+            con.close()
+    with path.open(encoding="utf-8", newline="") as handle:
+        first = handle.readline()
+    if not first.strip():
+        return None
+    return next(csv.reader(io.StringIO(first)))
+
+
+def find_data(folder: Path, problems: Problems) -> DataFiles | None:
+    """The data files of a bank folder, or None when its data is ``seed.sql``.
+
+    Records a problem when a folder gives its data in more than one way, when a
+    ``data/`` file has another suffix than .csv / .parquet, or mixes both kinds.
+    """
+    seed = (folder / "seed.sql").is_file()
+    sqlite_file = folder / DATA_SQLITE
+    data_dir = folder / DATA_DIR
+    given = [n for n, there in (("seed.sql", seed), (DATA_SQLITE, sqlite_file.is_file()),
+                                (f"{DATA_DIR}/", data_dir.is_dir())) if there]  # fmt: skip
+    if len(given) > 1:
+        problems.add(
+            str(folder),
+            f"gives its data in more than one way ({', '.join(given)}); keep exactly one",
+        )
+        return None
+    if not given:
+        problems.add(
+            "seed.sql",
+            f"missing (a bank's rows are in seed.sql, {DATA_SQLITE}, or {DATA_DIR}/<table>.csv "
+            "or .parquet files)",
+        )
+        return None
+    if seed:
+        return None
+    if sqlite_file.is_file():
+        from ledger.engines.sqlite import canonical_digest
+
+        try:
+            digest = canonical_digest(sqlite_file)
+        except sqlite3.Error as exc:
+            problems.add(DATA_SQLITE, f"cannot read it as a SQLite database: {exc}")
+            return None
+        return DataFiles(DATA_SQLITE, {DATA_SQLITE: sqlite_file}, {DATA_SQLITE: digest})
+    before = len(problems.items)
+    kinds: set[str] = set()
+    paths: dict[str, Path] = {}
+    for path in sorted(data_dir.iterdir()):
+        kind = _SUFFIXES.get(path.suffix.lower())
+        if kind is None or not path.is_file():
+            problems.add(
+                f"{DATA_DIR}/{path.name}",
+                "is not a data file (the data folder holds <table>.csv or <table>.parquet)",
+            )
+            continue
+        kinds.add(kind)
+        paths[f"{DATA_DIR}/{path.name}"] = path
+    if len(kinds) > 1:
+        problems.add(f"{DATA_DIR}/", "mixes CSV and Parquet files; use one kind")
+    if not paths and len(problems.items) == before:
+        problems.add(f"{DATA_DIR}/", "is empty (one <table>.csv or <table>.parquet per table)")
+    if len(problems.items) > before:
+        return None
+    stems = [Path(n).stem for n in paths]
+    if len(set(stems)) != len(stems):
+        problems.add(f"{DATA_DIR}/", "names a table twice")
+        return None
+    return DataFiles(kinds.pop(), paths, {n: file_sha256(p) for n, p in paths.items()})
