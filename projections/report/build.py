@@ -20,7 +20,15 @@ import msgspec
 from ledger.codec import canonical_json
 from ledger.errors import InternalError, UsageError
 from ledger.events import BankPublished, CaseSpec, RunStarted
-from projections import aggregates, calibration, efficiency, fairness, quality, variants
+from projections import (
+    aggregates,
+    benchmark,
+    calibration,
+    efficiency,
+    fairness,
+    quality,
+    variants,
+)
 from projections.caseruns import Attempt, RunInfo, State, attempts_of_run, type_name
 from projections.report import schema as S
 from projections.report.schema import CONTRACT
@@ -141,12 +149,21 @@ def _typed(value: Any, kind: type[T]) -> T:
 
 
 def _run_entry(
-    info: RunInfo, version: str, cases: Sequence[CaseSpec], attempts: Sequence[Attempt]
+    info: RunInfo,
+    version: str,
+    cases: Sequence[CaseSpec],
+    attempts: Sequence[Attempt],
+    bank: BankPublished | None = None,
 ) -> S.RunEntry:
     started = info.started
     scores = aggregates.summarize(cases, attempts)
     kind = S.SelfTestRunEntry if started.run_kind == "self_test" else S.RunEntry
+    imported = None if bank is None else benchmark.summarize(bank, cases, attempts)
+    extra: dict[str, Any] = {}
+    if imported is not None:  # absent otherwise: other reports keep their bytes
+        extra["benchmark"] = _typed(imported, S.BenchmarkBlock)
     return kind(
+        **extra,
         run=started.run_id,
         profile=started.profile,
         adapter_kind=started.adapter_kind,
@@ -351,7 +368,7 @@ def _section(
             continue
         cases = _bank_cases(state, info.started)
         attempts = attempts_of_run(state, info.started.run_id, version)
-        entries.append(_run_entry(info, version, cases, attempts))
+        entries.append(_run_entry(info, version, cases, attempts, bank))
         details.extend(_caserun(a) for a in attempts)
         fair_input.append((info.started.run_id, attempts))
     ranked = kind == "models"

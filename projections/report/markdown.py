@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+import msgspec
+
 from projections.aggregates import DIMENSIONS
 from projections.report.schema import (
     CaseRun,
@@ -188,6 +190,37 @@ def _cases(section: Section) -> list[str]:
     return _table(head, rows)
 
 
+def _benchmark(section: Section) -> list[str]:
+    """The benchmark's own EX beside caseledger's verdict (imported banks only)."""
+    blocks = [(r.run, r.benchmark) for r in model_runs(section)
+              if not isinstance(r.benchmark, msgspec.UnsetType)]  # fmt: skip
+    if not blocks:
+        return []
+    name = blocks[0][1].name
+    lines = [
+        f"### {name.upper()} execution accuracy beside caseledger (imported bank)",
+        "",
+        f"The benchmark's rule: {blocks[0][1].rule}. caseledger's verdict counts duplicate "
+        "rows, aligns columns by name and applies the case's tolerances and order.",
+        "",
+    ]
+    head = ["run", f"{name} EX correct", "EX decided", "caseledger correct", "agree", "attempts"]
+    rows = [
+        [run, b.ex_correct, b.ex_judged, b.caseledger_correct, b.agree, b.attempts]
+        for run, b in blocks
+    ]
+    lines += _table(head, rows)
+    detail = [
+        [run, d.case, d.attempt, d.ex, d.caseledger, d.reason]
+        for run, b in blocks
+        for d in b.disagreements
+    ]
+    if detail:
+        lines += ["#### Where they differ", ""]
+        lines += _table(["run", "case", "attempt", f"{name} EX", "caseledger", "why"], detail)
+    return lines
+
+
 def _variant_diagnostics(section: Section) -> list[str]:
     lines = [
         "Diagnostics only: a flag never changes a score, a rate or the ranking. "
@@ -282,6 +315,7 @@ def render_markdown(report: Report) -> str:
             lines += ["### Calibration runs", "", *_calibration(section)]
             continue
         lines += ["### Runs", "", *_runs(section)]
+        lines += _benchmark(section)
         lines += ["### Variant diagnostics (never change a score)", ""]
         lines += _variant_diagnostics(section)
         lines += ["### Failure classification (counts over planned attempts)", ""]

@@ -303,6 +303,37 @@ class _Entry(
         return str(type(self).__struct_config__.tag)
 
 
+class BenchmarkVerdict(_S, frozen=True, kw_only=True):
+    """One attempt: the benchmark's EX and caseledger's result_correct (null: undecided)."""
+
+    case: str
+    attempt: int
+    ex: bool | None
+    caseledger: bool | None
+
+
+class BenchmarkDisagreement(BenchmarkVerdict, frozen=True, kw_only=True):
+    """An attempt where the two verdicts differ (or EX is undecided), and why."""
+
+    reason: str
+
+
+class BenchmarkBlock(_S, frozen=True, kw_only=True):
+    """For a bank imported from a public benchmark: its own EX beside caseledger's verdict
+    (projections/benchmark.py; docs/benchmarks.md)."""
+
+    name: str
+    rule: str
+    rows: str
+    attempts: int
+    ex_correct: int
+    ex_judged: int
+    caseledger_correct: int
+    agree: int
+    verdicts: list[BenchmarkVerdict]
+    disagreements: list[BenchmarkDisagreement]
+
+
 class RunEntry(_Entry, tag="model", frozen=True, kw_only=True):
     """A run with attempts (a model; :class:`SelfTestRunEntry` for the reference adapter)."""
 
@@ -316,6 +347,8 @@ class RunEntry(_Entry, tag="model", frozen=True, kw_only=True):
     cases: list[CaseScores]
     efficiency: Efficiency
     variant_diagnostics: VariantDiagnostics
+    # Issue 16: only for a bank imported from a benchmark (absent otherwise).
+    benchmark: BenchmarkBlock | msgspec.UnsetType = msgspec.UNSET
 
 
 class SelfTestRunEntry(RunEntry, tag="self_test", frozen=True, kw_only=True):
