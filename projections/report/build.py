@@ -268,6 +268,7 @@ def _caserun(a: Attempt) -> S.CaseRun:
             summary=p.summary,
             assumptions=None if p.assumptions is None else list(p.assumptions),
             error=p.error,
+            imported=p.imported,
         ),
         guard=None
         if g is None

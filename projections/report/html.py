@@ -24,6 +24,7 @@ from projections.report.tables import (
     FAILURES_HEAD,
     FAIRNESS_HEAD,
     INTRO,
+    benchmark_tables,
     calibration_tables,
     cost_per_correct,
     diagnostics_rows,
@@ -265,7 +266,11 @@ def _caserun(c: CaseRun) -> str:
         mode = (
             "strict"
             if p.protocol_strict
-            else ("fence recovered" if p.recovered_from_fence else "not strict")
+            else "fence recovered"
+            if p.recovered_from_fence
+            else "imported (a benchmark's prediction: plain SQL)"
+            if p.imported is True
+            else "not strict"
         )
         parts.append(f"<p>Protocol: {_e(mode)}; contract error: {_e(p.error)}</p>")
         parts.append(_pre("SQL", p.sql))
@@ -328,6 +333,16 @@ def _gold(section: Section) -> str:
     return "".join(parts)
 
 
+def _benchmark(section: Section) -> str:
+    t = benchmark_tables(section)
+    if t is None:
+        return ""
+    out = f"<h3>{_e(t.title)}</h3><p>{_e(t.intro)}</p>" + _table(t.head, t.rows, numeric=1)
+    if t.detail:
+        out += "<h4>Where they differ</h4>" + _table(t.detail_head, t.detail)
+    return out
+
+
 def _section(section: Section) -> str:
     bank = section.bank
     if section.kind == "calibration":
@@ -352,6 +367,7 @@ def _section(section: Section) -> str:
             f"hash <code>{_e(bank.hash)}</code>, published at seq {bank.published_seq}. "
             f"Scorer versions: {_e(', '.join(section.scorer_versions))}.</p>",
             _summary(section),
+            _benchmark(section),
             "<h3>Invocation controls and fairness</h3>",
             _fairness(section),
             '<h3>Dimensions (auxiliary)</h3><div id="radar">' + radars + "</div>",

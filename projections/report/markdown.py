@@ -5,8 +5,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-import msgspec
-
 from projections.aggregates import DIMENSIONS
 from projections.report.schema import (
     CaseRun,
@@ -19,6 +17,7 @@ from projections.report.tables import (
     FAILURES_HEAD,
     FAIRNESS_HEAD,
     INTRO,
+    benchmark_tables,
     calibration_tables,
     cost_per_correct,
     diagnostics_rows,
@@ -192,32 +191,12 @@ def _cases(section: Section) -> list[str]:
 
 def _benchmark(section: Section) -> list[str]:
     """The benchmark's own EX beside caseledger's verdict (imported banks only)."""
-    blocks = [(r.run, r.benchmark) for r in model_runs(section)
-              if not isinstance(r.benchmark, msgspec.UnsetType)]  # fmt: skip
-    if not blocks:
+    t = benchmark_tables(section)
+    if t is None:
         return []
-    name = blocks[0][1].name
-    lines = [
-        f"### {name.upper()} execution accuracy beside caseledger (imported bank)",
-        "",
-        f"The benchmark's rule: {blocks[0][1].rule}. caseledger's verdict counts duplicate "
-        "rows, aligns columns by name and applies the case's tolerances and order.",
-        "",
-    ]
-    head = ["run", f"{name} EX correct", "EX decided", "caseledger correct", "agree", "attempts"]
-    rows = [
-        [run, b.ex_correct, b.ex_judged, b.caseledger_correct, b.agree, b.attempts]
-        for run, b in blocks
-    ]
-    lines += _table(head, rows)
-    detail = [
-        [run, d.case, d.attempt, d.ex, d.caseledger, d.reason]
-        for run, b in blocks
-        for d in b.disagreements
-    ]
-    if detail:
-        lines += ["#### Where they differ", ""]
-        lines += _table(["run", "case", "attempt", f"{name} EX", "caseledger", "why"], detail)
+    lines = [f"### {t.title}", "", t.intro, "", *_table(t.head, t.rows)]
+    if t.detail:
+        lines += ["#### Where they differ", "", *_table(t.detail_head, t.detail)]
     return lines
 
 

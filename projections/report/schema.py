@@ -510,6 +510,9 @@ class Parsed(_S, frozen=True, kw_only=True):
     summary: str | None
     assumptions: list[str] | None
     error: str | None
+    # Issue 16: true for a benchmark's prediction read from its own file (protocol
+    # verdict "imported": plain SQL, neither strict nor a contract error); absent otherwise.
+    imported: bool | msgspec.UnsetType = msgspec.UNSET
 
 
 class Guard(_S, frozen=True, kw_only=True):

@@ -8,6 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+import msgspec
+
 from projections.calibration import STATUSES
 from projections.quality import FAILURE_CATEGORIES
 from projections.report.schema import (
@@ -25,7 +27,9 @@ __all__ = [
     "FAILURES_HEAD",
     "FAIRNESS_HEAD",
     "INTRO",
+    "BenchmarkTables",
     "CalibrationTables",
+    "benchmark_tables",
     "calibration_runs",
     "calibration_tables",
     "cancelled_text",
@@ -233,3 +237,45 @@ def diagnostics_rows(section: Section) -> list[list[Any]]:
             ]
         )
     return rows
+
+
+@dataclass
+class BenchmarkTables:
+    """The benchmark's EX beside caseledger's verdict (a bank imported from BIRD/Spider)."""
+
+    title: str
+    intro: str
+    head: list[str]
+    rows: list[list[Any]]
+    detail_head: list[str]
+    detail: list[list[Any]]
+
+
+def benchmark_tables(section: Section) -> BenchmarkTables | None:
+    """The runs' ``benchmark`` blocks as tables; None when the bank is not imported."""
+    blocks = [
+        (r.run, r.benchmark)
+        for r in model_runs(section)
+        if not isinstance(r.benchmark, msgspec.UnsetType)
+    ]
+    if not blocks:
+        return None
+    first = blocks[0][1]
+    name = first.name
+    return BenchmarkTables(
+        title=f"{name.upper()} execution accuracy beside caseledger (imported bank)",
+        intro=f"The benchmark's rule: {first.rule}. caseledger's verdict counts duplicate rows, "
+        "aligns columns by name and applies the case's tolerances and order; every attempt "
+        "where the two differ is listed with the reason.",
+        head=["run", f"{name} EX correct", "EX decided", "caseledger correct", "agree", "attempts"],
+        rows=[
+            [run, b.ex_correct, b.ex_judged, b.caseledger_correct, b.agree, b.attempts]
+            for run, b in blocks
+        ],
+        detail_head=["run", "case", "attempt", f"{name} EX", "caseledger", "why"],
+        detail=[
+            [run, d.case, d.attempt, d.ex, d.caseledger, d.reason]
+            for run, b in blocks
+            for d in b.disagreements
+        ],
+    )
