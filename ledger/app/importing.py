@@ -85,8 +85,10 @@ def import_benchmark(
             raise UsageError("spider import needs --tables TABLES.json (Spider's tables.json)")
     if engine not in ("sqlite", "duckdb"):
         raise UsageError(f"--engine must be sqlite or duckdb, got {engine}")
+    selected = sorted(_select(questions, db_ids, questions_file).items())
+    _check_paths([db_id for db_id, _ in selected], databases, out, questions_file)
     results = []
-    for db_id, qs in sorted(_select(questions, db_ids, questions_file).items()):
+    for db_id, qs in selected:
         folder = databases / db_id
         database = folder / f"{db_id}.sqlite"
         if benchmark == "bird":
@@ -101,6 +103,28 @@ def import_benchmark(
     return results
 
 
+def _check_paths(db_ids: list[str], databases: Path, out: Path, source: Path) -> None:
+    """Every database file there and no bank folder in the way, before any work: an
+    import stops before it writes anything rather than after some of its banks."""
+    missing = [databases / d / f"{d}.sqlite" for d in db_ids]
+    missing = [p for p in missing if not p.is_file()]
+    if missing:
+        found = [d for d in db_ids if (databases / d / f"{d}.sqlite").is_file()]
+        shown = "; ".join(str(p) for p in missing[:5])
+        more = f" and {len(missing) - 5} more" if len(missing) > 5 else ""
+        raise UsageError(
+            f"{source}: database not found for {len(missing)} of the {len(db_ids)} "
+            f"databases it names: {shown}{more}",
+            hint="--databases names the folder holding <db_id>/<db_id>.sqlite"
+            + (f"; import the ones there with --db-id {' --db-id '.join(found)}" if found else ""),
+        )
+    taken = [out / d for d in db_ids if (out / d).exists()]
+    if taken:
+        raise UsageError(
+            f"{taken[0]}: already exists", hint="remove it or choose another -o folder"
+        )
+
+
 def _import_one(
     benchmark: str,
     questions_file: Path,
@@ -112,7 +136,7 @@ def _import_one(
     version: str,
     progress: Callable[[str], None],
 ) -> ImportResult:
-    from ledger.engines.sqlite_integrity import foreign_key_violations
+    from ledger.engines.sqlite_integrity import foreign_key_violations, format_violations
 
     def write(
         out: Path, on: str = "sqlite", transpile: Callable[..., str] | None = None
@@ -136,6 +160,15 @@ def _import_one(
         )
     violations = foreign_key_violations(database)
     differences: tuple[EngineDifference, ...] = ()
+    if engine == "duckdb" and violations:
+        total = sum(v.count for v in violations)
+        raise UsageError(
+            f"{database}: {total:,} rows break {len(violations)} foreign key(s) that "
+            "DuckDB enforces, so the data cannot be loaded into DuckDB as it is: "
+            + "; ".join(format_violations(violations)[:-1][:3]),
+            hint="import it on sqlite (the default), which keeps the data as it is "
+            "and records the broken keys",
+        )
     if engine == "duckdb":
         from ledger.engines.transpile import transpile
 

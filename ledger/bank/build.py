@@ -13,7 +13,7 @@ from typing import Any
 import duckdb
 import msgspec
 
-from ledger.bank.data import DATA_SQLITE, DataFiles
+from ledger.bank.data import DATA_SQLITE, DataFiles, parents_first
 from ledger.bank.model import Bank, CaseDef
 from ledger.bank.problems import Problems
 from ledger.codec import digest
@@ -199,7 +199,9 @@ def load_data_files(db: Path, data: DataFiles, *, where: str) -> None:
         if data.kind == DATA_SQLITE:
             _load_from_sqlite(con, data, tables, db, where)
         else:
-            for table, name in sorted(data.tables().items()):
+            files = data.tables()
+            for table in _parents_first(con, sorted(files)):
+                name = files[table]
                 if table not in tables:
                     raise BankError(
                         f"{where}: {name}: schema.sql creates no table {table!r}",
@@ -244,7 +246,8 @@ def _load_from_sqlite(
     db: Path,
     where: str,
 ) -> None:
-    for table in tables.values():
+    for name in _parents_first(con, sorted(tables)):
+        table = tables[name]
         columns = tuple(c.name for c in table.columns)
         tmp = db.with_name(f".{db.name}.{os.getpid()}.rows.csv")
         try:
@@ -264,6 +267,16 @@ def _load_from_sqlite(
         finally:
             with contextlib.suppress(FileNotFoundError):
                 tmp.unlink()
+
+
+def _parents_first(con: duckdb.DuckDBPyConnection, names: list[str]) -> list[str]:
+    """``names`` ordered parents first by the foreign keys schema.sql declared."""
+    keys = con.execute(
+        "SELECT table_name, referenced_table FROM duckdb_constraints() "
+        "WHERE constraint_type = 'FOREIGN KEY' AND schema_name = 'main' "
+        "AND database_name = current_database()"
+    ).fetchall()
+    return parents_first(names, [(str(c), str(p)) for c, p in keys])
 
 
 def _csv_cell(value: Any) -> str:

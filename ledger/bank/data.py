@@ -37,6 +37,7 @@ __all__ = [
     "TableRows",
     "file_sha256",
     "find_data",
+    "parents_first",
 ]
 
 DATA_SQLITE = "data.sqlite"
@@ -247,3 +248,34 @@ def find_data(folder: Path, problems: Problems) -> DataFiles | None:
         problems.add(f"{DATA_DIR}/", "names a table twice")
         return None
     return DataFiles(kinds.pop(), paths, {n: file_sha256(p) for n, p in paths.items()})
+
+
+def parents_first(names: list[str], keys: list[tuple[str, str]]) -> list[str]:
+    """``names`` with each table after the tables its foreign keys ``(child, parent)``
+    reference, otherwise in the given order: DuckDB and PostgreSQL check a key as
+    the rows arrive, so a bank's data files load parents first. A table in a cycle
+    of keys keeps its place.
+
+    >>> parents_first(["hero_power", "superhero", "superpower"],
+    ...               [("hero_power", "superhero"), ("hero_power", "superpower")])
+    ['superhero', 'superpower', 'hero_power']
+    """
+    parents: dict[str, set[str]] = {n: set() for n in names}
+    for child, parent in keys:
+        if child in parents and parent in parents and parent != child:
+            parents[child].add(parent)
+    done: list[str] = []
+    state: dict[str, bool] = {}  # False: being placed, True: placed
+
+    def place(name: str) -> None:
+        if name in state:
+            return
+        state[name] = False
+        for parent in sorted(parents[name]):
+            place(parent)
+        state[name] = True
+        done.append(name)
+
+    for name in names:
+        place(name)
+    return done

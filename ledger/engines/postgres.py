@@ -1510,7 +1510,20 @@ def _copy_rows(owner: psycopg.Connection[Any], data: DataFiles) -> None:
     for table, column in rows:
         tables.setdefault(str(table), []).append(str(column))
     wanted = {t: t for t in tables} if data.kind == "data.sqlite" else data.tables()
-    for table, name in sorted(wanted.items()):
+    # Parents before children: PostgreSQL checks each foreign key as rows arrive.
+    keys = owner.execute(
+        "SELECT c.relname, p.relname FROM pg_catalog.pg_constraint AS k "
+        "JOIN pg_catalog.pg_class AS c ON c.oid = k.conrelid "
+        "JOIN pg_catalog.pg_class AS p ON p.oid = k.confrelid "
+        "JOIN pg_catalog.pg_namespace AS n ON n.oid = c.relnamespace "
+        "WHERE k.contype = 'f' AND n.nspname = %s",
+        [BANK_SCHEMA],
+    ).fetchall()
+    from ledger.bank.data import parents_first
+
+    order = parents_first(sorted(wanted), [(str(c), str(p)) for c, p in keys])
+    for table in order:
+        name = wanted[table]
         if table not in tables:
             raise BankError(
                 f"{name}: schema.sql creates no table {table!r}",
