@@ -46,6 +46,7 @@ ADAPTER_KINDS: dict[str, str] = {
     "command": "ledger.adapters.command",
     "replay": "ledger.adapters.replay",
     "reference": "ledger.adapters.reference",
+    "pi": "ledger.adapters.pi",
 }
 
 # Options of ``caseledger run`` that belong to the runner, not to an adapter.
@@ -67,6 +68,7 @@ ADAPTER_FAILURE_KINDS = (
     "connection_error",
     "malformed_response",
     "command_failed",
+    "tool_use",
 )
 
 # Option name -> the CLI flag a user typed, for error messages.
@@ -249,6 +251,8 @@ def text_invocation(
         system_prompt_digest=identity.system_prompt_digest,
         wire_protocol=wire_protocol,
         client_version=client_version,
+        bridge_version=identity.bridge_version,
+        policy_version=identity.policy_version,
         provider=identity.provider,
         auth_mode=identity.auth_mode,
         model=identity.requested_model,

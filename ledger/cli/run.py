@@ -14,6 +14,7 @@ import msgspec
 
 from ledger.adapters.base import build_adapter
 from ledger.adapters.command import CommandAdapter, sweep_stale_children
+from ledger.adapters.pi import PiAdapter
 from ledger.app.evaluate import bank_context, default_run_id, now, summary_text, with_variants
 from ledger.bank.registry import find_published
 from ledger.bounds import MAX_ATTEMPTS, MAX_CONCURRENCY, MAX_RETRIES
@@ -53,7 +54,7 @@ class _Reporter:
 
 @click.command("run")
 @click.option("--bank", "bank_ref", required=True, help="Published bank NAME[@VERSION].")
-@click.option("--adapter", "kind", required=True, help="openai, command, replay or reference.")
+@click.option("--adapter", "kind", required=True, help="openai, pi, command, replay or reference.")
 @click.option(
     "--attempts", type=click.IntRange(1, MAX_ATTEMPTS), default=None, help="Attempts per case."
 )
@@ -74,10 +75,13 @@ class _Reporter:
 @click.option("--timeout", "timeout_s", default=None)
 @click.option("--price-snapshot", default=None)
 @click.option("--provider", default=None, help="Provider display name (openai, command).")
-@click.option("--system-prompt", default=None, help="System message text (openai).")
+@click.option("--system-prompt", default=None, help="System message text (openai, pi).")
 @click.option("--command", default=None)
 @click.option("--replay-file", default=None)
 @click.option("--tools", default=None, help="Declared tool state: off, on or unknown.")
+@click.option("--pi", default=None, help="The pi executable (pi; default $CASELEDGER_PI or PATH).")
+@click.option("--pi-models", default=None, help="pi's models.json with custom providers (pi).")
+@click.option("--pi-auth-file", default=None, help="pi's auth.json for --auth oauth (pi).")
 @click.option(
     "--no-variants",
     is_flag=True,
@@ -145,7 +149,7 @@ def run_cmd(obj: Any, /, bank_ref: str, kind: str, **options: Any) -> None:
         # Model programs a killed caseledger left running die now (docs/adapters.md).
         children = obj.home / "children"
         sweep_stale_children(children)
-        if isinstance(adapter, CommandAdapter):
+        if isinstance(adapter, CommandAdapter | PiAdapter):
             adapter.track_children(children)
         stack = contextlib.ExitStack()
         try:

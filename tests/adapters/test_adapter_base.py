@@ -15,7 +15,7 @@ def test_unknown_kind() -> None:
     with pytest.raises(UsageError) as exc:
         build_adapter("anthropic", {})
     assert exc.value.message == "unknown adapter kind 'anthropic'"
-    assert exc.value.hint == "use one of: command, openai, reference, replay"
+    assert exc.value.hint == "use one of: command, openai, pi, reference, replay"
 
 
 def test_runner_options_and_unset_options_are_ignored(tmp_path: Path) -> None:

@@ -187,7 +187,7 @@ BAD = [
         '{"case": "r01", "attempt": 1, "error": {"kind": "time_out", "message": "m"}}\n',
         "line 1: unknown error kind 'time_out' (allowed: timeout, rate_limited, server_error,"
         " bad_request, auth, policy_refusal, connection_error, malformed_response,"
-        " command_failed)",
+        " command_failed, tool_use)",
     ),
     ("[1, 2]\n", "line 1: not a JSON object"),
     ('{"case": "r01", "attempt": 1, "output": NaN}\n', "line 1: non-finite number NaN"),
