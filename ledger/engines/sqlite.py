@@ -25,6 +25,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import msgspec
+
 from ledger.codec import canonical_json
 from ledger.engines.base import EngineQueryError
 from ledger.engines.sqlite_sandbox import (
@@ -284,14 +286,34 @@ def _tagged(value: Any) -> Any:
     return {"blob": bytes(value).hex()}
 
 
+def _dump_row(row: tuple[Any, ...]) -> bytes:
+    """A row of the canonical dump: the JSON array of its cells as :func:`_tagged` writes
+    them (the same bytes as ``canonical_json``; written directly, row by row, it is fast)."""
+    return _ROW_ENCODER.encode(
+        [
+            v if (k := type(v)) is str or v is None or (k is int and -_SAFE_INT < v < _SAFE_INT)
+            else _tagged(v)
+            for v in row
+        ]
+    )  # fmt: skip
+
+
+_ROW_ENCODER = msgspec.json.Encoder(order="sorted")
+
+
 def canonical_digest(path: Path) -> str:
     """``sha256:<hex>`` of a canonical dump of a SQLite bank database.
 
-    The dump is the schema (tables and views sorted by name; a table's columns
-    in order with their declared types, a view's SQL text) followed by each
-    table's rows, every cell tagged with its storage class, sorted by their
-    canonical JSON. So it does not depend on page layout, insert order, rowids
-    that are not columns, VACUUM or a column's collation.
+    The dump (docs/bank-format.md "Data files", format ``caseledger-sqlite-dump-2``)
+    is the schema (tables and views sorted by name; a table's columns in order with
+    their declared types, a view's SQL text) followed by each table's name and row
+    count and then its rows, every cell tagged with its storage class. Rows are in
+    SQLite's own order of ``ORDER BY typeof(c1), c1 COLLATE BINARY, typeof(c2), ...``
+    (the sorting is SQLite's, spilling to temporary files: memory stays bounded
+    whatever the size of the table); rows that order ties (equal but for a real's
+    sign of zero, and duplicates) are written sorted by their bytes. So it does not
+    depend on page layout, insert order, rowids that are not columns, VACUUM or a
+    column's collation.
     """
     con = _open_trusted(path)
     try:
@@ -300,20 +322,58 @@ def canonical_digest(path: Path) -> str:
             [n, kind, sql if kind == "view" else [[c.name, c.type] for c in _columns(con, n)]]
             for n, kind, sql in objects
         ]
-        hasher = hashlib.sha256(canonical_json({"format": "caseledger-sqlite-dump-1"}))
+        hasher = hashlib.sha256(canonical_json({"format": "caseledger-sqlite-dump-2"}))
         hasher.update(canonical_json(schema))
         for name, kind, _ in objects:
             if kind != "table":
                 continue
-            # A table name from the database's own catalog, quoted as an identifier.
-            cursor = con.execute(f"SELECT * FROM {_quote(name)}")  # noqa: S608
-            dumped = sorted(canonical_json([_tagged(v) for v in row]) for row in cursor)
-            hasher.update(b"\n" + canonical_json([name, len(dumped)]))
-            for row in dumped:
-                hasher.update(b"\n" + row)
+            _dump_table(con, name, hasher)
     finally:
         con.close()
     return "sha256:" + hasher.hexdigest()
+
+
+def _dump_table(con: sqlite3.Connection, name: str, hasher: Any) -> None:
+    columns = [c.name for c in _columns(con, name)]
+    # A table name from the database's own catalog, quoted as an identifier.
+    (count,) = con.execute(f"SELECT count(*) FROM {_quote(name)}").fetchone()  # noqa: S608
+    hasher.update(b"\n" + canonical_json([name, count]))
+    order = ", ".join(f"{_quote(c)} COLLATE BINARY" for c in columns)
+    cursor = con.execute(
+        f"SELECT * FROM {_quote(name)}" + (f" ORDER BY {order}" if order else "")  # noqa: S608
+    )
+    update = hasher.update
+    # Rows the order ties (equal as SQLite compares them: 1 and 1.0, 0.0 and -0.0,
+    # duplicates) come out in any order; they are equal in Python too and adjacent,
+    # so each such run is written sorted by its bytes, kept as distinct rows with
+    # their counts (a run of a million duplicates costs one row).
+    last: tuple[Any, ...] | None = None
+    first = b""
+    run: dict[bytes, int] | None = None
+    for row in cursor:
+        dumped = _dump_row(row)
+        if row == last:
+            if run is None:
+                run = {first: 1}
+            run[dumped] = run.get(dumped, 0) + 1
+            continue
+        if run is not None:
+            _write_run(run, update)
+            run = None
+        elif last is not None:
+            update(b"\n" + first)
+        first, last = dumped, row
+    if run is not None:
+        _write_run(run, update)
+    elif last is not None:
+        update(b"\n" + first)
+
+
+def _write_run(run: dict[bytes, int], update: Any) -> None:
+    for dumped in sorted(run):
+        line = b"\n" + dumped
+        for _ in range(run[dumped]):
+            update(line)
 
 
 class SQLiteEngine:
