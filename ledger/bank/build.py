@@ -24,6 +24,7 @@ from ledger.harness.cells import encode_row
 __all__ = [
     "BUILD_SETTINGS",
     "REQUIRED_DUCKDB",
+    "Progress",
     "build_database",
     "build_settings",
     "build_sql",
@@ -113,15 +114,25 @@ def _first_line(exc: BaseException) -> str:
     return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
 
 
-def build_database(bank: Bank, path: Path) -> None:
+#: Where progress lines go (``caseledger bank validate`` prints them to stderr).
+Progress = Callable[[str], None]
+
+
+def _silent(_: str) -> None:
+    return None
+
+
+def build_database(bank: Bank, path: Path, *, progress: Progress = _silent) -> None:
     """Build ``bank`` into a new database at ``path`` on the bank's engine.
 
     DuckDB runs schema.sql then seed.sql (normalised text); another engine gets
     them in its own dialect (``Bank.engine_sql``). Built into a temporary file
     beside ``path`` and moved into place, so a half-built database never sits
-    under the final name.
+    under the final name. ``progress`` gets "building ..." and, for data files on
+    DuckDB, "loading table <name>" per table.
     """
     data = bank.source.data
+    progress(f"building {bank.ref} on {bank.engine}")
     if bank.engine != "duckdb":
         from ledger.engines import get_engine
 
@@ -135,11 +146,18 @@ def build_database(bank: Bank, path: Path) -> None:
         path,
         where=f"bank {bank.ref}",
         data=data,
+        progress=progress,
     )
 
 
 def build_sql(
-    schema_sql: str, seed_sql: str, path: Path, *, where: str, data: DataFiles | None = None
+    schema_sql: str,
+    seed_sql: str,
+    path: Path,
+    *,
+    where: str,
+    data: DataFiles | None = None,
+    progress: Progress = _silent,
 ) -> None:
     """Run ``schema_sql`` then ``seed_sql`` into a new DuckDB file at ``path`` (atomic).
 
@@ -167,7 +185,7 @@ def build_sql(
         finally:
             con.close()
         if data is not None:
-            load_data_files(tmp, data, where=where)
+            load_data_files(tmp, data, where=where, progress=progress)
         os.replace(tmp, path)
     finally:
         for leftover in (tmp, tmp.with_name(tmp.name + ".wal")):
@@ -183,7 +201,7 @@ def _ident(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
-def load_data_files(db: Path, data: DataFiles, *, where: str) -> None:
+def load_data_files(db: Path, data: DataFiles, *, where: str, progress: Progress = _silent) -> None:
     """Load a bank's data files into the tables schema.sql created in the DuckDB file ``db``.
 
     Only this function's own statements run on the loading connection (external
@@ -197,7 +215,7 @@ def load_data_files(db: Path, data: DataFiles, *, where: str) -> None:
         con.execute("SET TimeZone='UTC'")
         tables = {t.name: t for t in table_snapshot(con)}
         if data.kind == DATA_SQLITE:
-            _load_from_sqlite(con, data, tables, db, where)
+            _load_from_sqlite(con, data, tables, db, where, progress)
         else:
             files = data.tables()
             for table in _parents_first(con, sorted(files)):
@@ -209,6 +227,7 @@ def load_data_files(db: Path, data: DataFiles, *, where: str) -> None:
                     )
                 table_def = tables[table]
                 data.require_columns(table, tuple(c.name for c in table_def.columns))
+                progress(f"loading table {table}")
                 _load_file(con, table_def, data.paths[name], data.kind, f"{where}: {name}")
         con.execute("CHECKPOINT")
     finally:
@@ -245,9 +264,11 @@ def _load_from_sqlite(
     tables: dict[str, TableSchema],
     db: Path,
     where: str,
+    progress: Progress = _silent,
 ) -> None:
     for name in _parents_first(con, sorted(tables)):
         table = tables[name]
+        progress(f"loading table {name}")
         columns = tuple(c.name for c in table.columns)
         tmp = db.with_name(f".{db.name}.{os.getpid()}.rows.csv")
         try:
@@ -394,18 +415,21 @@ def freeze_gold(con: duckdb.DuckDBPyConnection, bank: Bank) -> tuple[GoldResult,
     return _freeze(lambda sql: run_query(con, sql), bank)
 
 
-def freeze_gold_at(db_path: Path, bank: Bank) -> tuple[GoldResult, ...]:
-    """:func:`freeze_gold` on the bank's own engine, over the database built at ``db_path``."""
+def freeze_gold_at(
+    db_path: Path, bank: Bank, *, progress: Progress = _silent
+) -> tuple[GoldResult, ...]:
+    """:func:`freeze_gold` on the bank's own engine, over the database built at ``db_path``
+    (``progress`` gets "freezing gold k/N" before each case)."""
     if bank.engine == "duckdb":
         con = open_bank_db(db_path)
         try:
-            return freeze_gold(con, bank)
+            return _freeze(lambda sql: run_query(con, sql), bank, progress)
         finally:
             con.close()
     from ledger.engines import get_engine
 
     engine = get_engine(bank.engine)
-    return _freeze(lambda sql: engine.reference(db_path, sql), bank)
+    return _freeze(lambda sql: engine.reference(db_path, sql), bank, progress)
 
 
 def tables_at(db_path: Path, bank: Bank) -> tuple[TableSchema, ...]:
@@ -421,9 +445,12 @@ def tables_at(db_path: Path, bank: Bank) -> tuple[TableSchema, ...]:
     return get_engine(bank.engine).tables(db_path)
 
 
-def _freeze(query: Query, bank: Bank) -> tuple[GoldResult, ...]:
+def _freeze(query: Query, bank: Bank, progress: Progress = _silent) -> tuple[GoldResult, ...]:
     problems = Problems(bank.ref)
-    gold = [_run_reference(query, bank, case, problems) for case in bank.cases]
+    gold = []
+    for k, case in enumerate(bank.cases, 1):
+        progress(f"freezing gold {k}/{len(bank.cases)}")
+        gold.append(_run_reference(query, bank, case, problems))
     problems.raise_if_any()
     return tuple(g for g in gold if g is not None)
 

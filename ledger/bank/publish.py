@@ -16,6 +16,7 @@ from typing import Any
 import msgspec
 
 from ledger.bank.build import (
+    Progress,
     build_database,
     build_settings,
     freeze_gold_at,
@@ -66,11 +67,18 @@ class PublishResult:
     created: bool
 
 
+def _silent(_: str) -> None:
+    return None
+
+
 def _fields(
-    bank: Bank, db_path: Path, differences: tuple[EngineDifference, ...] = ()
+    bank: Bank,
+    db_path: Path,
+    differences: tuple[EngineDifference, ...] = (),
+    progress: Progress = _silent,
 ) -> dict[str, Any]:
     tables = tables_at(db_path, bank)
-    gold = freeze_gold_at(db_path, bank)
+    gold = freeze_gold_at(db_path, bank, progress=progress)
     settings = build_settings(bank)
     if differences:
         settings = msgspec.structs.replace(settings, engine_differences=differences)
@@ -185,9 +193,12 @@ def check_built(
     paths: Iterable[Path] = (),
     cwd: Path | None = None,
     differences: tuple[EngineDifference, ...] = (),
+    progress: Progress = _silent,
 ) -> Checked:
-    """Freeze gold on a built database, snapshot its tables and run the leak check."""
-    checked = Checked(bank, _fields(bank, db_path, differences))
+    """Freeze gold on a built database, snapshot its tables and run the leak check
+    (``progress`` gets "freezing gold k/N" and "leak check")."""
+    checked = Checked(bank, _fields(bank, db_path, differences, progress))
+    progress("leak check")
     _anti_memorisation(checked, [bank.source.folder, db_path, REPO_ROOT, *paths], cwd)
     return checked
 
@@ -199,16 +210,25 @@ def validate_bank(
     cwd: Path | None = None,
     engine: str | None = None,
     accept_engine_differences: bool = False,
+    progress: Progress = _silent,
 ) -> Checked:
-    """Everything publishing checks, with the database built in a temporary folder."""
+    """Everything publishing checks, with the database built in a temporary folder.
+
+    ``progress`` gets one line per step ("reading <folder>", "building <ref> on
+    <engine>", "loading table <name>", "freezing gold k/N", "leak check"), for a
+    person waiting on a large bank; the result does not depend on it.
+    """
     require_duckdb()
+    progress(f"reading {folder}")
     bank = load_bank(folder, engine=engine)
     with tempfile.TemporaryDirectory(prefix="caseledger-bank-") as tmp:
         db_path = Path(tmp) / f"validate-{bank.source.hexhash}{DB_SUFFIX[bank.engine]}"
         try:
-            build_database(bank, db_path)
+            build_database(bank, db_path, progress=progress)
             differences = _accepted(bank, db_path, Path(tmp), accept_engine_differences)
-            return check_built(bank, db_path, paths=paths, cwd=cwd, differences=differences)
+            return check_built(
+                bank, db_path, paths=paths, cwd=cwd, differences=differences, progress=progress
+            )
         finally:
             discard(bank.engine, db_path)
 
@@ -300,6 +320,7 @@ def publish(
     cwd: Path | None = None,
     engine: str | None = None,
     accept_engine_differences: bool = False,
+    progress: Progress = _silent,
 ) -> PublishResult:
     """Validate, build, freeze gold and append one BankPublished (a no-op when already published).
 
@@ -308,8 +329,11 @@ def publish(
     ``<home>/banks/<hex>/``, both read-only from then on. ``engine``: publish for
     another engine than cases.yaml names (SQL transpiled; gold compared with the
     bank's own engine, differences refused unless ``accept_engine_differences``).
+    ``progress``: the lines of :func:`validate_bank` (none after "reading" when the
+    bank is already published).
     """
     require_duckdb()
+    progress(f"reading {source_folder}")
     bank = load_bank(source_folder, engine=engine)
     found = _existing(ledger, home, bank)
     if found is not None:
@@ -320,11 +344,16 @@ def publish(
     with tempfile.TemporaryDirectory(dir=db_path.parent, prefix=".build-") as tmp:
         built = Path(tmp) / db_path.name
         try:
-            build_database(bank, built)
+            build_database(bank, built, progress=progress)
             differences = _accepted(bank, built, Path(tmp), accept_engine_differences)
             private = [db_path, files_dir, home, ledger.path, built]
             checked = check_built(
-                bank, built, paths=private, cwd=cwd or Path.cwd(), differences=differences
+                bank,
+                built,
+                paths=private,
+                cwd=cwd or Path.cwd(),
+                differences=differences,
+                progress=progress,
             )
         except BaseException:
             discard(bank.engine, built)

@@ -41,6 +41,11 @@ def _open_readonly(ctx: Context) -> Ledger | None:
     return Ledger.open(ctx.ledger_path, readonly=True)
 
 
+def _progress(line: str) -> None:
+    """A step of bank validation, on stderr (stdout keeps only the result)."""
+    click.echo(line, err=True)
+
+
 @click.group("bank")
 def bank_group() -> None:
     """Question banks: list, validate, publish, show, diff."""
@@ -91,6 +96,7 @@ def validate_cmd(
         cwd=Path.cwd(),
         engine=engine,
         accept_engine_differences=accept_engine_differences,
+        progress=_progress,
     )
     gold_rows = sum(len(g.rows) for g in checked.fields["gold"])
     click.echo(
@@ -146,6 +152,7 @@ def publish_cmd(
             cwd=Path.cwd(),
             engine=engine,
             accept_engine_differences=accept_engine_differences,
+            progress=_progress,
         )
     pb = result.published
     verb = "published" if result.created else "already published"

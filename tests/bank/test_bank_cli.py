@@ -26,7 +26,7 @@ def run(tmp_path: Path):
 def test_validate_ok_and_error_exit_codes(run, tiny: Path) -> None:
     ok = run("bank", "validate", str(tiny))
     assert ok.exit_code == 0, ok.output
-    assert ok.output.startswith("ok: tiny@v1 sha256:")
+    assert ok.stdout.startswith("ok: tiny@v1 sha256:")
     assert "(3 cases, 5 gold rows)" in ok.output
     edit(tiny, "cases.yaml", "weight: 1.5", "weight: -1")
     bad = run("bank", "validate", str(tiny))
@@ -42,9 +42,9 @@ def test_publish_show_list_diff(run, tiny: Path, tmp_path: Path) -> None:
     assert run("init").exit_code == 0
     first = run("bank", "publish", str(tiny))
     assert first.exit_code == 0, first.output
-    assert first.output.startswith("published: tiny@v1 sha256:")
+    assert first.stdout.startswith("published: tiny@v1 sha256:")
     again = run("bank", "publish", str(tiny))
-    assert again.output.startswith("already published: tiny@v1")
+    assert again.stdout.startswith("already published: tiny@v1")
 
     listed = run("bank", "list")
     assert listed.exit_code == 0

@@ -69,7 +69,7 @@ def test_publish_for_sqlite_refuses_then_lists_the_real_width(bank: Path, tmp_pa
         ledger, "bank", "publish", str(bank), "--engine", "sqlite", "--accept-engine-differences"
     )
     assert done.exit_code == 0, done.output
-    assert done.output.startswith("published: tiny@v1 on sqlite sha256:")
+    assert done.stdout.startswith("published: tiny@v1 on sqlite sha256:")
     listed_difference = (
         'gold differs from duckdb: tiny-real: duckdb: 1 rows [["26.83333396911621"]]'
     )
