@@ -292,6 +292,7 @@ def _dump_row(row: tuple[Any, ...]) -> bytes:
     return _ROW_ENCODER.encode(
         [
             v if (k := type(v)) is str or v is None or (k is int and -_SAFE_INT < v < _SAFE_INT)
+            else {"real": repr(v)} if k is float
             else _tagged(v)
             for v in row
         ]
@@ -317,6 +318,8 @@ def canonical_digest(path: Path) -> str:
     """
     con = _open_trusted(path)
     try:
+        # SQLite's sorter may use a helper thread (the order is the same either way).
+        con.execute("PRAGMA threads = 2")
         objects = _objects(con)
         schema = [
             [n, kind, sql if kind == "view" else [[c.name, c.type] for c in _columns(con, n)]]
@@ -342,7 +345,7 @@ def _dump_table(con: sqlite3.Connection, name: str, hasher: Any) -> None:
     cursor = con.execute(
         f"SELECT * FROM {_quote(name)}" + (f" ORDER BY {order}" if order else "")  # noqa: S608
     )
-    update = hasher.update
+    update, dump = hasher.update, _dump_row
     # Rows the order ties (equal as SQLite compares them: 1 and 1.0, 0.0 and -0.0,
     # duplicates) come out in any order; they are equal in Python too and adjacent,
     # so each such run is written sorted by its bytes, kept as distinct rows with
@@ -351,7 +354,7 @@ def _dump_table(con: sqlite3.Connection, name: str, hasher: Any) -> None:
     first = b""
     run: dict[bytes, int] | None = None
     for row in cursor:
-        dumped = _dump_row(row)
+        dumped = dump(row)
         if row == last:
             if run is None:
                 run = {first: 1}
