@@ -68,6 +68,7 @@ __all__ = [
     "ScoreItems",
     "SignerRegistered",
     "SignerRetired",
+    "SliceComputed",
     "SqlExecuted",
     "SqlGuarded",
     "TableSchema",
@@ -701,6 +702,22 @@ class VariantChecked(EventBase, tag="variant.checked.v1", frozen=True, kw_only=T
     outcomes: tuple[VariantOutcome, ...]
 
 
+class SliceComputed(EventBase, tag="slice.computed.v1", frozen=True, kw_only=True):
+    """Where one attempt's SQL first departs from the reference SQL (issue 19,
+    docs/slices.md): ``component`` is tables, joins, filters, grouping, aggregates,
+    projection, order, none or unknown, by the rules of ``slicer_version``.
+    ``evidence`` names the OutputParsed and SqlExecuted it read. A diagnostic: it
+    never changes a score, a rate or a rank."""
+
+    case_id: str
+    attempt: int
+    slicer_version: str
+    evidence: tuple[str, ...]
+    reference_sql_sha256: str
+    component: str
+    detail: str
+
+
 Event = (
     SignerRegistered
     | SignerRetired
@@ -720,6 +737,7 @@ Event = (
     | CalibrationControlChecked
     | CalibrationFinished
     | VariantChecked
+    | SliceComputed
 )
 
 EVENT_TYPES: tuple[type[EventBase], ...] = (
@@ -741,6 +759,7 @@ EVENT_TYPES: tuple[type[EventBase], ...] = (
     CalibrationControlChecked,
     CalibrationFinished,
     VariantChecked,
+    SliceComputed,
 )
 
 # Old tag -> function turning an old body (a dict) into the next version's body.

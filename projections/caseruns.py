@@ -48,6 +48,7 @@ from ledger.events import (
     RunFinished,
     RunStarted,
     ScoreComputed,
+    SliceComputed,
     SqlExecuted,
     SqlGuarded,
     VariantChecked,
@@ -76,7 +77,8 @@ __all__ = [
     "touch_run",
 ]
 
-#: Events that belong to one case attempt (VariantChecked: diagnostics after the score).
+#: Events that belong to one case attempt (VariantChecked, SliceComputed: diagnostics
+#: after the score).
 ATTEMPT_EVENTS = (
     PromptSent,
     ModelResponded,
@@ -87,6 +89,7 @@ ATTEMPT_EVENTS = (
     ScoreComputed,
     AttemptCancelled,
     VariantChecked,
+    SliceComputed,
 )
 #: Events of a calibration run (one mutant, one positive control, the totals).
 CALIBRATION_EVENTS = (CalibrationMutantJudged, CalibrationControlChecked, CalibrationFinished)
@@ -243,6 +246,8 @@ class Attempt(msgspec.Struct, frozen=True):
     executions: tuple[SqlExecuted, ...] = ()
     steps: tuple[Step, ...] = ()
     variant: VariantChecked | None = None
+    #: The last SliceComputed that names this attempt's OutputParsed (issue 19).
+    slice: SliceComputed | None = None
 
     @property
     def execution(self) -> SqlExecuted | None:
@@ -271,7 +276,8 @@ def resolve(caserun: CaseRun | None, scorer_version: str, planned: tuple[str, st
         stop = terminal.seq if terminal is not None else None
         before = [s for s in steps if stop is None or s.seq < stop]
         starts = [i for i, s in enumerate(before) if isinstance(s.event, PromptSent)]
-        evidence = [s.event for s in before[starts[-1] :]] if starts else []
+        found = before[starts[-1] :] if starts else []
+        evidence = [s.event for s in found]
     fields: dict[str, object] = {"executions": []}
     for ev in evidence:
         if isinstance(ev, SqlExecuted):
@@ -291,8 +297,22 @@ def resolve(caserun: CaseRun | None, scorer_version: str, planned: tuple[str, st
         end.outcome,
         steps=tuple(steps),
         variant=variant,
+        slice=_slice_of(steps, found),
         **fields,  # type: ignore[arg-type]
     )
+
+
+def _slice_of(steps: list[Step], evidence: list[Step]) -> SliceComputed | None:
+    """The last SliceComputed whose evidence names the attempt's OutputParsed: a slice
+    reads the answer, so every scorer version of that answer sees the same slice."""
+    parsed = [s.link for s in evidence if isinstance(s.event, OutputParsed)]
+    if not parsed:
+        return None
+    found: SliceComputed | None = None
+    for step in steps:
+        if isinstance(step.event, SliceComputed) and parsed[-1] in step.event.evidence:
+            found = step.event
+    return found
 
 
 def _last_prompt(steps: list[Step], before: int) -> int:

@@ -142,7 +142,7 @@ def main(ctx: click.Context, ledger_path: Path | None) -> None:
     ctx.obj = Context(ledger_path)
 
 
-AREAS = ("log", "bank", "run", "report", "gate", "calibrate", "demo", "export")
+AREAS = ("log", "bank", "run", "report", "gate", "calibrate", "demo", "export", "slices")
 
 
 def _register() -> None:

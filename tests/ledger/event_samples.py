@@ -31,6 +31,7 @@ from ledger.events import (
     ScoreItems,
     SignerRegistered,
     SignerRetired,
+    SliceComputed,
     SqlExecuted,
     SqlGuarded,
     TableSchema,
@@ -357,5 +358,17 @@ SAMPLES: tuple[EventBase, ...] = (
                 variant_id="third-region", non_interfering=True, result_correct=True, moved=True
             ),
         ),
+    ),
+    SliceComputed(
+        **RUN,
+        stream_seq=14,
+        stream_prev=H,
+        case_id="q1",
+        attempt=1,
+        slicer_version="1.0.0",
+        evidence=(H, H),
+        reference_sql_sha256=H,
+        component="joins",
+        detail="join not in the reference: inner orders.id tags.order_id",
     ),
 )
