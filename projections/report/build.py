@@ -27,6 +27,7 @@ from projections import (
     efficiency,
     fairness,
     quality,
+    slices,
     variants,
 )
 from projections.caseruns import Attempt, RunInfo, State, attempts_of_run, type_name
@@ -162,6 +163,8 @@ def _run_entry(
     extra: dict[str, Any] = {}
     if imported is not None:  # absent otherwise: other reports keep their bytes
         extra["benchmark"] = _typed(imported, S.BenchmarkBlock)
+    if slices.has_slices(attempts):  # likewise: runs without slice events keep their bytes
+        extra["slices"] = _typed(slices.summarize(attempts, {c.id: c for c in cases}), S.SliceBlock)
     return kind(
         **extra,
         run=started.run_id,

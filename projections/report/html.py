@@ -32,6 +32,7 @@ from projections.report.tables import (
     fairness_rows,
     flag_summary,
     model_runs,
+    slice_tables,
 )
 
 __all__ = ["render_html"]
@@ -343,6 +344,18 @@ def _benchmark(section: Section) -> str:
     return out
 
 
+def _slices(section: Section) -> str:
+    t = slice_tables(section)
+    if t is None:
+        return ""
+    out = f'<h3>{_e(t.title)}</h3><p>{_e(t.intro)}</p><div id="slices">'
+    out += _table(t.head, t.rows, numeric=1)
+    out += "<h4>By dimension</h4>" + _table(t.dimension_head, t.dimension_rows, numeric=2)
+    if t.detail:
+        out += "<h4>Not in the shares</h4>" + _table(t.detail_head, t.detail)
+    return out + "</div>"
+
+
 def _section(section: Section) -> str:
     bank = section.bank
     if section.kind == "calibration":
@@ -368,6 +381,7 @@ def _section(section: Section) -> str:
             f"Scorer versions: {_e(', '.join(section.scorer_versions))}.</p>",
             _summary(section),
             _benchmark(section),
+            _slices(section),
             "<h3>Invocation controls and fairness</h3>",
             _fairness(section),
             '<h3>Dimensions (auxiliary)</h3><div id="radar">' + radars + "</div>",

@@ -25,6 +25,7 @@ from projections.report.tables import (
     fairness_rows,
     flag_summary,
     model_runs,
+    slice_tables,
 )
 
 __all__ = ["render_markdown"]
@@ -200,6 +201,18 @@ def _benchmark(section: Section) -> list[str]:
     return lines
 
 
+def _slices(section: Section) -> list[str]:
+    """Understanding slices (runs with slice events only)."""
+    t = slice_tables(section)
+    if t is None:
+        return []
+    lines = [f"### {t.title}", "", t.intro, "", *_table(t.head, t.rows)]
+    lines += ["#### By dimension", "", *_table(t.dimension_head, t.dimension_rows)]
+    if t.detail:
+        lines += ["#### Not in the shares", "", *_table(t.detail_head, t.detail)]
+    return lines
+
+
 def _variant_diagnostics(section: Section) -> list[str]:
     lines = [
         "Diagnostics only: a flag never changes a score, a rate or the ranking. "
@@ -295,6 +308,7 @@ def render_markdown(report: Report) -> str:
             continue
         lines += ["### Runs", "", *_runs(section)]
         lines += _benchmark(section)
+        lines += _slices(section)
         lines += ["### Variant diagnostics (never change a score)", ""]
         lines += _variant_diagnostics(section)
         lines += ["### Failure classification (counts over planned attempts)", ""]

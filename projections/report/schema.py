@@ -334,6 +334,36 @@ class BenchmarkBlock(_S, frozen=True, kw_only=True):
     disagreements: list[BenchmarkDisagreement]
 
 
+class SliceCounts(_S, frozen=True, kw_only=True):
+    """First divergences over wrong attempts: ``counts`` per component, ``none``,
+    ``unknown`` and ``not_recorded``; ``shares`` = count / checked (null when nothing
+    was checked)."""
+
+    wrong: Count
+    checked: Count
+    counts: dict[str, Count]
+    shares: dict[str, Dec | None]
+
+
+class SliceAttempt(_S, frozen=True, kw_only=True):
+    """A wrong attempt left out of the shares (unknown or not recorded), and why."""
+
+    case: str
+    attempt: int
+    component: str
+    detail: str
+
+
+class SliceBlock(SliceCounts, frozen=True, kw_only=True):
+    """Understanding slices of a run (issue 19, projections/slices.py, docs/slices.md):
+    where each wrong answer first departs from the reference SQL. Diagnostic only."""
+
+    diagnostic_only: bool
+    slicer_versions: list[str]
+    dimensions: dict[str, SliceCounts]
+    unattributed: list[SliceAttempt]
+
+
 class RunEntry(_Entry, tag="model", frozen=True, kw_only=True):
     """A run with attempts (a model; :class:`SelfTestRunEntry` for the reference adapter)."""
 
@@ -349,6 +379,8 @@ class RunEntry(_Entry, tag="model", frozen=True, kw_only=True):
     variant_diagnostics: VariantDiagnostics
     # Issue 16: only for a bank imported from a benchmark (absent otherwise).
     benchmark: BenchmarkBlock | msgspec.UnsetType = msgspec.UNSET
+    # Issue 19: only when the run has SliceComputed events (absent otherwise).
+    slices: SliceBlock | msgspec.UnsetType = msgspec.UNSET
 
 
 class SelfTestRunEntry(RunEntry, tag="self_test", frozen=True, kw_only=True):

@@ -19,8 +19,10 @@ from projections.report.schema import (
     Quality,
     RunEntry,
     Section,
+    SliceCounts,
     VariantDiagnostics,
 )
+from projections.slices import ROWS as SLICE_ROWS
 
 __all__ = [
     "DIAGNOSTICS_HEAD",
@@ -29,6 +31,7 @@ __all__ = [
     "INTRO",
     "BenchmarkTables",
     "CalibrationTables",
+    "SliceTables",
     "benchmark_tables",
     "calibration_runs",
     "calibration_tables",
@@ -39,6 +42,7 @@ __all__ = [
     "fairness_rows",
     "flag_summary",
     "model_runs",
+    "slice_tables",
 ]
 
 INTRO = (
@@ -277,5 +281,61 @@ def benchmark_tables(section: Section) -> BenchmarkTables | None:
             [run, d.case, d.attempt, d.ex, d.caseledger, d.reason]
             for run, b in blocks
             for d in b.disagreements
+        ],
+    )
+
+
+@dataclass
+class SliceTables:
+    """Understanding slices (issue 19): per run and per dimension, where wrong answers first
+    departed from the reference SQL; the attempts left out of the shares, with why."""
+
+    title: str
+    intro: str
+    head: list[str]
+    rows: list[list[Any]]
+    dimension_head: list[str]
+    dimension_rows: list[list[Any]]
+    detail_head: list[str]
+    detail: list[list[Any]]
+
+
+def _slice_cells(c: SliceCounts) -> list[Any]:
+    cells: list[Any] = [c.wrong, c.checked]
+    for row in SLICE_ROWS:
+        n = c.counts.get(row, 0)
+        share = c.shares.get(row)
+        cells.append(f"{n} ({share})" if share is not None else n)
+    return cells
+
+
+def slice_tables(section: Section) -> SliceTables | None:
+    """The runs' ``slices`` blocks as tables; None when no run of the section has one."""
+    blocks = [
+        (r.run, r.slices)
+        for r in model_runs(section)
+        if not isinstance(r.slices, msgspec.UnsetType)
+    ]
+    if not blocks:
+        return None
+    labels = [row.replace("_", " ") for row in SLICE_ROWS]
+    return SliceTables(
+        title="Understanding slices (diagnostic: never change a score, a rate or the ranking)",
+        intro="For each wrong attempt (executed, not result-correct), the first component "
+        "where its SQL departs from the reference SQL, in the order tables, joins, filters, "
+        "grouping, aggregates, projection, order; none = every component matches. Shares "
+        "(in brackets) are over checked attempts: unknown (the SQL could not be attributed) "
+        "and not recorded are counted apart and listed below. See docs/slices.md.",
+        head=["run", "wrong", "checked", *labels],
+        rows=[[run, *_slice_cells(b)] for run, b in blocks],
+        dimension_head=["run", "dimension", "wrong", "checked", *labels],
+        dimension_rows=[
+            [run, dim, *_slice_cells(c)] for run, b in blocks for dim, c in b.dimensions.items()
+        ],
+        detail_head=["run", "case", "attempt", "slice", "why"],
+        detail=[
+            [run, u.case, u.attempt, u.component, u.detail]
+            for run, b in blocks
+            for u in b.unattributed
         ],
     )

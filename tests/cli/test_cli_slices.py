@@ -178,3 +178,38 @@ def test_missing_bank_files_exit_2(tmp_path: Path) -> None:
     assert "cannot compute slices for runs on bank sales-fixture@v1" in err
     assert "bank publish" in err
     assert "Traceback" not in err
+
+
+def test_report_section_and_old_report_bytes(tmp_path: Path) -> None:
+    fresh = _build(tmp_path / "home")
+    with Ledger.open(fresh / "ledger.db", readonly=True) as led:
+        size = led.size()
+    code, before, _ = run(fresh, "report", "--format", "json")
+    assert code == 0
+    assert '"slices"' not in before
+    code, _, err = run(fresh, "slices", "--run", "model-a")
+    assert code == 0, err
+    # a report at the old tree size is the same bytes: slice events come after it
+    code, old, _ = run(fresh, "report", "--format", "json", "--at-size", str(size))
+    assert old == before
+    code, out, _ = run(fresh, "report", "--format", "json")
+    runs = {r["run"]: r for s in json.loads(out)["sections"] for r in s["runs"]}
+    assert "slices" not in runs["self-test"]  # no slice events for that run
+    block = runs["model-a"]["slices"]
+    assert (block["wrong"], block["checked"]) == (6, 5)
+    assert block["counts"]["grouping"] == 1
+    assert block["dimensions"]["basic"]["counts"]["unknown"] == 1
+    # the scores are the same as before the slices were recorded
+    runs_before = {r["run"]: r for s in json.loads(before)["sections"] for r in s["runs"]}
+    assert runs["model-a"]["scores"] == runs_before["model-a"]["scores"]
+    assert runs["model-a"]["quality"] == runs_before["model-a"]["quality"]
+    code, md, _ = run(fresh, "report", "--format", "md")
+    assert "### Understanding slices (diagnostic: never change a score" in md
+    assert (
+        "| model-a | 6 | 5 | 0 (0.0000) | 2 (0.4000) | 2 (0.4000) | 1 (0.2000) | 0 (0.0000) "
+        "| 0 (0.0000) | 0 (0.0000) | 0 (0.0000) | 1 | 0 |"
+    ) in md
+    assert "| model-a | sf-03 | 1 | unknown | a recursive CTE is not modelled |" in md
+    code, page, _ = run(fresh, "report", "--format", "html")
+    assert '<div id="slices">' in page
+    assert '<td>model-a</td><td class="num">6</td><td class="num">5</td>' in page
