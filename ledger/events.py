@@ -524,6 +524,10 @@ class OutputParsed(EventBase, tag="output.parsed.v1", frozen=True, kw_only=True)
     summary: str | None
     assumptions: tuple[str, ...] | None
     error: str | None
+    # Issue 16: True for a public benchmark's prediction (``run --replay-format
+    # bird|spider``): plain SQL, neither strict nor a contract error, so 0 protocol
+    # points. UNSET (left out of the bytes) for every other answer.
+    imported: bool | UnsetType = UNSET
 
 
 class SqlGuarded(EventBase, tag="sql.guarded.v1", frozen=True, kw_only=True):

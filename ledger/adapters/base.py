@@ -88,7 +88,12 @@ class Request(msgspec.Struct, frozen=True):
 
 
 class Reply(msgspec.Struct, frozen=True):
-    """A usable answer; the runner copies these fields into ModelResponded."""
+    """A usable answer; the runner copies these fields into ModelResponded.
+
+    ``imported`` (not copied): the raw output is a public benchmark's prediction,
+    plain SQL read from the benchmark's own file (``--replay-format bird|spider``),
+    so it is parsed as protocol verdict ``imported``, not as query-plan-v1.
+    """
 
     raw_output: str
     provider_request_id: str | None
@@ -98,6 +103,7 @@ class Reply(msgspec.Struct, frozen=True):
     cost: Decimal | None
     estimated_cost: Decimal | None
     generation_us: int | None
+    imported: bool = False
 
 
 class Failure(msgspec.Struct, frozen=True):
@@ -164,11 +170,16 @@ class Adapter(Protocol):
 
 
 class BuildContext(msgspec.Struct, frozen=True):
-    """What build_adapter hands a module besides the options."""
+    """What build_adapter hands a module besides the options.
+
+    ``bank``: the published bank the run is on, when the caller gives it (a replay
+    of a benchmark's prediction file maps its question indexes to the bank's cases).
+    """
 
     cases: Mapping[str, str] | None
     environ: Mapping[str, str]
     hidden_paths: tuple[str, ...]
+    bank: events.BankPublished | None = None
 
 
 def build_adapter(
@@ -178,6 +189,7 @@ def build_adapter(
     cases: Mapping[str, str] | None = None,
     environ: Mapping[str, str] | None = None,
     hidden_paths: Sequence[str | Path] = (),
+    bank: events.BankPublished | None = None,
 ) -> Adapter:
     """Build the adapter ``kind`` from the CLI's adapter options (by name).
 
@@ -187,7 +199,8 @@ def build_adapter(
     environment the CLI read (the openai adapter takes its key from it, the
     command adapter gives the model a stripped copy of it); it defaults to
     ``os.environ``. ``hidden_paths`` (the ledger, bank folders) are removed
-    from the command adapter's environment.
+    from the command adapter's environment. ``bank`` is the published bank of the
+    run (the replay adapter's ``--replay-format bird|spider`` needs it).
 
     Raises:
         UsageError: unknown kind, an option the adapter does not take, a bad value.
@@ -206,7 +219,10 @@ def build_adapter(
 
         environ = os.environ
     ctx = BuildContext(
-        cases=cases, environ=environ, hidden_paths=tuple(str(p) for p in hidden_paths)
+        cases=cases,
+        environ=environ,
+        hidden_paths=tuple(str(p) for p in hidden_paths),
+        bank=bank,
     )
     module = importlib.import_module(module_name)
     build: Callable[[dict[str, Any], BuildContext], Adapter] = module.build

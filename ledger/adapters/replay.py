@@ -9,6 +9,11 @@ or, to replay a provider failure, ``"error": {"kind": "timeout", "message": "...
 (with ``output`` optional). The whole file is checked when the adapter is
 built; every error names its line. A recording's ``model`` is kept as
 ``recorded_model``, never as a resolved model id: nobody asked a provider.
+
+``replay_format`` ``bird`` or ``spider`` (issue 16) reads a public benchmark's own
+prediction file instead (``ledger.adapters.benchmark_files``): one prediction per
+question, mapped to the bank's cases by their ``benchmark.index``, each answered
+once (attempt 1) as plain SQL whose protocol verdict is ``imported``.
 """
 
 from __future__ import annotations
@@ -22,18 +27,30 @@ from typing import Any
 import msgspec
 
 from ledger import events
-from ledger.adapters import base, pricing
+from ledger.adapters import base, benchmark_files, pricing
 from ledger.adapters.base import Failure, Identity, MissingRecording, Reply, Request
 from ledger.bounds import MAX_ATTEMPTS, MAX_DEPTH, decimal_problem, json_depth
 from ledger.codec import sha256_hex
 from ledger.errors import AdapterError, UsageError, broken
 
-__all__ = ["ADAPTER_VERSION", "Recording", "ReplayAdapter", "build", "parse_replay"]
+__all__ = [
+    "ADAPTER_VERSION",
+    "FORMATS",
+    "PredictionReplay",
+    "Recording",
+    "ReplayAdapter",
+    "build",
+    "parse_replay",
+]
 
 ADAPTER_VERSION = "1"
 HARNESS_KIND = "caseledger-replay"
 WIRE_PROTOCOL = "replay"
-_OPTIONS = ("replay_file", "model", "price_snapshot", "tools")
+_OPTIONS = ("replay_file", "replay_format", "model", "price_snapshot", "tools")
+# --replay-format: this adapter's JSON Lines, or a benchmark's own prediction file.
+FORMATS = ("jsonl", *benchmark_files.FORMATS)
+# What a benchmark's prediction file can be replayed with (it has no usage to price).
+_FORMAT_OPTIONS = ("replay_file", "replay_format", "allow_missing", "model", "tools")
 # The tool state of the recorded calls, as declared by whoever recorded them
 # (caseledger cannot see it): "unknown" unless --tools says otherwise.
 _TOOLS = ("off", "on", "unknown")
@@ -309,24 +326,141 @@ class ReplayAdapter:
         )
 
 
-def build(options: dict[str, Any], ctx: base.BuildContext) -> ReplayAdapter:
-    """Build the replay adapter from CLI options (see docs/adapters.md)."""
-    given = base.take_options("replay", options, _OPTIONS, required=("replay_file",))
-    path = Path(given["replay_file"])
+class PredictionReplay:
+    """A benchmark's prediction file (``--replay-format bird|spider``): attempt 1 of each
+    case answered with its prediction, marked ``imported`` (parsed as plain SQL)."""
+
+    def __init__(
+        self,
+        *,
+        kind: str,
+        answers: dict[str, str],
+        missing: tuple[str, ...],
+        name: str,
+        file_sha256: str,
+        model: str | None,
+        tools: str = "unknown",
+    ) -> None:
+        self.kind = kind
+        self.missing = missing
+        self._answers = answers
+        self._tools = tools
+        self._name = name
+        self._client = base.client_version(ADAPTER_VERSION, "adapter-replay")
+        self.identity = Identity(
+            adapter_kind="replay",
+            run_kind="model",
+            harness_kind=HARNESS_KIND,
+            requested_model=model,
+            replay_file_sha256=file_sha256,
+            default_attempts=1,
+        )
+
+    def invocation(self, prompt_contract_digest: str, retries: int) -> events.Invocation:
+        """A read of the benchmark's file: wire protocol ``replay-bird`` or ``replay-spider``."""
+        return base.text_invocation(
+            self.identity,
+            tools=self._tools,
+            wire_protocol=f"{WIRE_PROTOCOL}-{self.kind}",
+            client_version=self._client,
+            prompt_contract_digest=prompt_contract_digest,
+            retries=retries,
+        )
+
+    def validate_cases(self, case_ids: Iterable[str]) -> None:
+        """Refuse a run on another bank than the one the file was mapped to."""
+        other = [c for c in case_ids if c not in self._answers]
+        if other:
+            raise AdapterError(
+                f"the {self.kind} prediction file {self._name} was mapped to another bank "
+                f"(no case {other[0]!r})",
+                hint="build the adapter with the bank the run is on",
+            )
+
+    def close(self) -> None:
+        """Nothing to release: the file was read whole at construction."""
+
+    def call(self, request: Request) -> Reply | Failure | MissingRecording:
+        """The case's prediction as an imported Reply; attempt 2 and later have none."""
+        sql = self._answers.get(request.case_id)
+        if sql is None or request.attempt != 1:
+            return MissingRecording(
+                message=f"the {self.kind} prediction file {self._name} holds one prediction "
+                f"per question: none for case {request.case_id!r} attempt {request.attempt}"
+            )
+        return Reply(
+            raw_output=sql,
+            provider_request_id=None,
+            resolved_model=None,
+            recorded_model=None,
+            usage=None,
+            cost=None,
+            estimated_cost=None,
+            generation_us=None,
+            imported=True,
+        )
+
+
+def _read(given: dict[str, Any]) -> tuple[str, bytes]:
     name = str(given["replay_file"])
     try:
-        data = path.read_bytes()
+        return name, Path(name).read_bytes()
     except OSError as exc:
         raise UsageError(f"cannot read replay file {name}: {exc.strerror}") from None
+
+
+def _tools(given: dict[str, Any]) -> str:
+    tools = given.get("tools", "unknown")
+    if tools not in _TOOLS:
+        raise UsageError(f"--tools must be one of {', '.join(_TOOLS)}, got {tools!r}")
+    return str(tools)
+
+
+def _build_format(kind: str, options: dict[str, Any], ctx: base.BuildContext) -> PredictionReplay:
+    given = base.take_options("replay", options, _FORMAT_OPTIONS, required=("replay_file",))
+    if ctx.bank is None:
+        raise UsageError(f"--replay-format {kind} needs the bank of the run (build_adapter bank=)")
+    name, data = _read(given)
+    predictions = benchmark_files.parse_predictions(kind, data, name)
+    allow_missing = given.get("allow_missing", False)
+    if not isinstance(allow_missing, bool):
+        raise UsageError(f"--allow-missing is a flag, got {allow_missing!r:.40}")
+    answers, missing = benchmark_files.answers_for_bank(
+        kind, predictions, ctx.bank, name, allow_missing=allow_missing
+    )
+    return PredictionReplay(
+        kind=kind,
+        answers=answers,
+        missing=missing,
+        name=name,
+        file_sha256=sha256_hex(data),
+        model=base.str_option("model", given["model"]) if "model" in given else None,
+        tools=_tools(given),
+    )
+
+
+def build(options: dict[str, Any], ctx: base.BuildContext) -> ReplayAdapter | PredictionReplay:
+    """Build the replay adapter from CLI options (see docs/adapters.md)."""
+    kind = options.get("replay_format") or "jsonl"
+    if kind not in FORMATS:
+        raise UsageError(f"--replay-format must be one of {', '.join(FORMATS)}, got {kind!r:.40}")
+    if kind != "jsonl":
+        return _build_format(kind, options, ctx)
+    if options.get("allow_missing"):
+        raise UsageError(
+            "--allow-missing goes with --replay-format bird|spider only",
+            hint="a JSON Lines replay cancels an attempt it has no line for (missing_recording)",
+        )
+    options = {k: v for k, v in options.items() if k != "allow_missing"}
+    given = base.take_options("replay", options, _OPTIONS, required=("replay_file",))
+    name, data = _read(given)
     recordings = parse_replay(data, name)
     model = base.str_option("model", given["model"]) if "model" in given else None
     snapshot = None
     if "price_snapshot" in given:
         snapshot = pricing.load_snapshot(given["price_snapshot"])
         pricing.check_priced(snapshot, model, str(given["price_snapshot"]))
-    tools = given.get("tools", "unknown")
-    if tools not in _TOOLS:
-        raise UsageError(f"--tools must be one of {', '.join(_TOOLS)}, got {tools!r}")
+    tools = _tools(given)
     return ReplayAdapter(
         recordings=recordings,
         name=name,

@@ -78,6 +78,18 @@ class _Reporter:
 @click.option("--system-prompt", default=None, help="System message text (openai, pi).")
 @click.option("--command", default=None)
 @click.option("--replay-file", default=None)
+@click.option(
+    "--replay-format",
+    type=click.Choice(["jsonl", "bird", "spider"]),
+    default=None,
+    help="replay: jsonl (default), or a benchmark's own prediction file (bird, spider).",
+)
+@click.option(
+    "--allow-missing",
+    is_flag=True,
+    default=None,
+    help="replay bird|spider: a question without a prediction is a wrong, empty answer.",
+)
 @click.option("--tools", default=None, help="Declared tool state: off, on or unknown.")
 @click.option("--pi", default=None, help="The pi executable (pi; default $CASELEDGER_PI or PATH).")
 @click.option("--pi-models", default=None, help="pi's models.json with custom providers (pi).")
@@ -135,6 +147,13 @@ def run_cmd(obj: Any, /, bank_ref: str, kind: str, **options: Any) -> None:
     )
     if resume and run_id and resume != run_id:
         raise UsageError(f"--resume {resume} and --run-id {run_id} name different runs")
+    if options["replay_format"] in ("bird", "spider") and (attempts or 1) > 1:
+        raise UsageError(
+            f"--attempts {attempts} with --replay-format {options['replay_format']}: the "
+            "benchmark's prediction file holds one prediction per question",
+            hint="leave out --attempts (one attempt per case)",
+        )
+    options["allow_missing"] = options["allow_missing"] or None  # not given: None
     caps = {name: options.pop(name) for name in BOUNDS}
     given = {name: value for name, value in caps.items() if value is not None}
     # None: the defaults, or on --resume the original run's caps.
@@ -144,7 +163,12 @@ def run_cmd(obj: Any, /, bank_ref: str, kind: str, **options: Any) -> None:
         ctx = bank_context(published, ledger_path, Path.cwd())
         refs = ctx.reference_sql if kind == "reference" else None
         adapter = build_adapter(
-            kind, options, cases=refs, environ=os.environ, hidden_paths=(ledger_path, obj.home)
+            kind,
+            options,
+            cases=refs,
+            environ=os.environ,
+            hidden_paths=(ledger_path, obj.home),
+            bank=ctx.event,
         )
         # Model programs a killed caseledger left running die now (docs/adapters.md).
         children = obj.home / "children"

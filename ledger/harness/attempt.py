@@ -143,8 +143,9 @@ class AttemptWriter:
             def spent_ns() -> int:
                 return self.cpu_clock() - started
 
-            stored, verdict_p = self._read_output(answer.raw_output)
+            stored, verdict_p = self._read_output(answer.raw_output, imported=answer.imported)
             fields = {**_struct_fields(answer), **stored}
+            del fields["imported"]  # how to parse it, not a ModelResponded field
             add(events.ModelResponded, invocation=self.invocation, **fields)
             parsed = add(events.OutputParsed, **_struct_fields(verdict_p))
         judged = pipeline.judge(
@@ -207,11 +208,14 @@ class AttemptWriter:
             "raw_output_sha256": bounded.full_sha256,
         }
 
-    def _read_output(self, raw: str) -> tuple[dict[str, Any], protocol.Parsed]:
+    def _read_output(
+        self, raw: str, *, imported: bool = False
+    ) -> tuple[dict[str, Any], protocol.Parsed]:
         """(ModelResponded fields to override, the parse verdict) under the output cap.
 
         An output whose raw text alone is over the cap is stored as a prefix and not
-        parsed. Otherwise it is parsed, and the raw text plus every string extracted
+        parsed. Otherwise it is parsed (``imported``: a benchmark's prediction, plain
+        SQL, see ``protocol.imported``), and the raw text plus every string extracted
         from it must fit the cap too (they are all stored), else nothing is extracted.
         """
         cap = self.limits.max_output_bytes
@@ -224,15 +228,15 @@ class AttemptWriter:
                 else f"the raw output takes {stored_size(raw)} bytes as stored (JSON escapes "
                 f"included), over the {cap}-byte cap"
             )
-            return stored, protocol.too_large(detail)
-        verdict = protocol.parse_output(raw)
+            return stored, protocol.too_large(detail, imported=imported)
+        verdict = protocol.imported(raw) if imported else protocol.parse_output(raw)
         size = stored_size(raw) + sum(map(stored_size, protocol.extracted_texts(verdict)))
         if size > cap:
             detail = (
                 f"the output and the fields extracted from it take {size} bytes as stored, "
                 f"over the {cap}-byte cap"
             )
-            return {}, protocol.too_large(detail)
+            return {}, protocol.too_large(detail, imported=imported)
         return {}, verdict
 
 

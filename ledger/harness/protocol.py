@@ -11,6 +11,12 @@ The verdict is one of three (DESIGN.md, fine print "Output"):
 - anything else is an output_contract_error: ``error`` holds the reason and
   nothing is extracted (plan, sql, summary and assumptions are None).
 
+A fourth verdict is never given to a model's text: ``imported`` (see
+:func:`imported`), for a public benchmark's prediction read from its own file
+(``run --replay-format bird|spider``). That text is plain SQL, not an answer to
+this contract, so it is neither strict (0 protocol points) nor a contract error
+(its SQL is guarded, executed and scored like any other).
+
 An answer over the run's output cap (``ledger.harness.limits``) is not parsed:
 its error is ``output too large: ...`` (see :func:`too_large`), which the
 scorer reads as ``failure_detail`` ``output_too_large``.
@@ -29,6 +35,7 @@ import json
 from typing import Annotated, Any, Final
 
 import msgspec
+from msgspec import UNSET, UnsetType
 
 from ledger.errors import broken
 from ledger.events import Plan
@@ -42,6 +49,7 @@ __all__ = [
     "Answer",
     "Parsed",
     "extracted_texts",
+    "imported",
     "output_schema",
     "parse_output",
     "too_large",
@@ -182,7 +190,9 @@ class Parsed(msgspec.Struct, frozen=True, kw_only=True):
 
     Build the event with ``OutputParsed(..., **msgspec.structs.asdict(parsed))``.
     ``error`` set means output_contract_error, and then every other field is
-    empty (False or None): a contract error extracts no SQL.
+    empty (False or None): a contract error extracts no SQL. ``imported`` is True
+    only for a benchmark's prediction (:func:`imported`) and UNSET otherwise, so
+    every other OutputParsed keeps its bytes.
     """
 
     protocol_strict: bool
@@ -192,6 +202,7 @@ class Parsed(msgspec.Struct, frozen=True, kw_only=True):
     summary: str | None
     assumptions: tuple[str, ...] | None
     error: str | None
+    imported: bool | UnsetType = UNSET
 
 
 class _ContractError(Exception):
@@ -382,13 +393,46 @@ def parse_output(raw: str) -> Parsed:
         return _contract_error(str(reason))
 
 
-def too_large(detail: str) -> Parsed:
+def imported(sql: str) -> Parsed:
+    """The verdict on a public benchmark's prediction: its SQL as it is, protocol ``imported``.
+
+    Neither strict (no protocol points, never ``format_ok``) nor a contract error:
+    the SQL (surrounding whitespace aside) is guarded, executed and compared like
+    any answer's. An empty prediction (BIRD and Spider count it as wrong) extracts
+    nothing: its error is ``empty output``, as for any empty answer.
+
+    >>> v = imported(" SELECT 1\\n")
+    >>> (v.sql, v.protocol_strict, v.recovered_from_fence, v.error, v.imported)
+    ('SELECT 1', False, False, None, True)
+    >>> (imported("  ").sql, imported("  ").error)
+    (None, 'empty output')
+    """
+    sql = sql.strip(_WS)
+    if not sql:
+        return msgspec.structs.replace(_contract_error("empty output"), imported=True)
+    return Parsed(
+        protocol_strict=False,
+        recovered_from_fence=False,
+        plan=None,
+        sql=sql,
+        summary=None,
+        assumptions=None,
+        error=None,
+        imported=True,
+    )
+
+
+def too_large(detail: str, *, imported: bool = False) -> Parsed:
     """The verdict on an answer over the output cap: a contract error, nothing extracted.
+
+    ``imported``: the answer is a benchmark's prediction (:func:`imported`), and the
+    verdict says so.
 
     >>> too_large("2000 bytes, over the 1024-byte cap").error
     'output too large: 2000 bytes, over the 1024-byte cap'
     """
-    return _contract_error(f"{OUTPUT_TOO_LARGE}: {detail}")
+    verdict = _contract_error(f"{OUTPUT_TOO_LARGE}: {detail}")
+    return msgspec.structs.replace(verdict, imported=True) if imported else verdict
 
 
 def extracted_texts(parsed: Parsed) -> list[str]:

@@ -57,7 +57,8 @@ def test_unknown_option_lists_what_the_adapter_takes() -> None:
         build_adapter("replay", {"replay_file": "x", "timeout_s": 3})
     assert exc.value.message == "the replay adapter does not take --timeout (option 'timeout_s')"
     assert exc.value.hint == (
-        "the replay adapter takes: --replay-file, --model, --price-snapshot, --tools"
+        "the replay adapter takes: --replay-file, --replay-format, --model, --price-snapshot, "
+        "--tools"
     )
 
 
@@ -84,9 +85,10 @@ def test_replies_and_failures_fit_the_events(tmp_path: Path) -> None:
     }
     reply = adapter.call(Request(case_id="a", attempt=1, prompt="p"))
     assert isinstance(reply, Reply)
-    responded = events.ModelResponded(
-        **envelope, case_id="a", attempt=1, invocation=inv, **msgspec.structs.asdict(reply)
-    )
+    fields = msgspec.structs.asdict(reply)
+    # How the runner parses the output (imported: a benchmark's plain SQL), not an event field.
+    assert fields.pop("imported") is False
+    responded = events.ModelResponded(**envelope, case_id="a", attempt=1, invocation=inv, **fields)
     body = codec.encode(responded)
     assert codec.decode(body) == responded
     failure = adapter.call(Request(case_id="a", attempt=2, prompt="p"))
