@@ -1,4 +1,4 @@
-"""The SQLite log: append-only rows with a hash chain, a signature per event and per-stream chains.
+"""The log: append-only rows with a hash chain, a signature per event and per-stream chains.
 
 One row per event (DESIGN.md "The log"): ``seq`` (0, 1, ... = Merkle leaf index),
 ``body`` (canonical bytes), ``leaf_hash`` = SHA-256(0x00 || body) under a UNIQUE
@@ -17,15 +17,17 @@ the ``checkpoints`` table (inside the same transaction), so a cut-off tail is ca
 by ``verify`` as long as that table is left in place (and against an exported copy
 of the note when it is not).
 
-Durability: WAL, ``synchronous=FULL``, one transaction per batch taken with
-BEGIN IMMEDIATE, so there is one writer at a time and a batch is all or nothing.
-Triggers refuse UPDATE and DELETE.
+Where rows live is a backend's business (``ledger.stores``): a SQLite file
+(``ledger.stores.sqlite``: WAL, ``synchronous=FULL``, BEGIN IMMEDIATE) or a
+PostgreSQL database (``ledger.stores.postgres``: a transaction-level advisory lock
+per batch, append-only enforced by the server). Either way one transaction holds
+one batch, so a batch is all or nothing and writers queue for the one write lock.
+Everything above is computed here, once, for both.
 """
 
 from __future__ import annotations
 
 import datetime as _dt
-import sqlite3
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import wait as wait_for
@@ -39,7 +41,6 @@ from ledger.checkpoint import format_checkpoint
 from ledger.errors import (
     ChainBrokenError,
     SecretLeakError,
-    StoreBusyError,
     StoreConflictError,
     StoreError,
     UsageError,
@@ -57,48 +58,25 @@ from ledger.events import (
 )
 from ledger.keys import Keyring, Signer, encode_public_key, event_message
 from ledger.merkle import TreeAccumulator
+from ledger.stores import (
+    EVENT_COLUMNS,
+    FORMAT,
+    QUERY_COLUMNS,
+    Backend,
+    DuplicateLeafError,
+    Location,
+    is_url,
+)
+from ledger.stores.sqlite import SqliteBackend
 
 __all__ = ["FORMAT", "GENESIS_CHAIN", "Draft", "Ledger", "StoredEvent", "link_of"]
 
-FORMAT = "caseledger-ledger/1"
 GENESIS_CHAIN = bytes(32)
 _ENVELOPE_FIELDS = ("stream", "stream_seq", "stream_prev", "at")
 _SIGNER_TAGS = (tag_of(SignerRegistered), tag_of(SignerRetired))
 #: Batches holding one of these get an automatic checkpoint (see the module doc).
 _CHECKPOINT_AFTER = (RunFinished, BankPublished)
-_COLUMNS = "seq, body, leaf_hash, chain, key_id, sig"
 _CHUNK_ROWS = 128  # rows signed while the previous chunk is inserted (see Ledger._write)
-
-_SCHEMA = """
-CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE events (
-    seq        INTEGER PRIMARY KEY,
-    body       BLOB NOT NULL,
-    leaf_hash  BLOB NOT NULL UNIQUE,
-    chain      BLOB NOT NULL,
-    key_id     TEXT NOT NULL,
-    sig        BLOB NOT NULL,
-    stream     TEXT NOT NULL,
-    stream_seq INTEGER NOT NULL,
-    type       TEXT NOT NULL
-);
-CREATE INDEX events_by_stream ON events (stream, stream_seq);
-CREATE INDEX events_by_type ON events (type, seq);
-CREATE TRIGGER events_refuse_update BEFORE UPDATE ON events
-BEGIN SELECT RAISE(ABORT, 'caseledger events are append-only: UPDATE refused'); END;
-CREATE TRIGGER events_refuse_delete BEFORE DELETE ON events
-BEGIN SELECT RAISE(ABORT, 'caseledger events are append-only: DELETE refused'); END;
-"""
-# Signed checkpoint notes issued automatically (see the module doc). Not events: they
-# cover the log, so they cannot be in it. Ledgers made before get the table at the
-# first write; a ledger without it simply has no stored checkpoints.
-_CHECKPOINTS = """
-CREATE TABLE IF NOT EXISTS checkpoints (size INTEGER PRIMARY KEY, note TEXT NOT NULL);
-CREATE TRIGGER IF NOT EXISTS checkpoints_refuse_update BEFORE UPDATE ON checkpoints
-BEGIN SELECT RAISE(ABORT, 'caseledger checkpoints are append-only: UPDATE refused'); END;
-CREATE TRIGGER IF NOT EXISTS checkpoints_refuse_delete BEFORE DELETE ON checkpoints
-BEGIN SELECT RAISE(ABORT, 'caseledger checkpoints are append-only: DELETE refused'); END;
-"""
 
 
 def link_of(leaf_hash: bytes) -> str:
@@ -154,13 +132,18 @@ class StoredEvent(NamedTuple):
 
 
 class Ledger:
-    """An open ledger file. Use ``create`` or ``open``; close when done."""
+    """An open ledger (a SQLite file or a PostgreSQL database). Use ``create`` or ``open``.
 
-    def __init__(self, path: Path, conn: sqlite3.Connection, clock: Callable[[], str]) -> None:
-        self.path = path
-        self._conn = conn
+    Everything a ledger means (hashes, chain, signatures, stream envelopes, keyring
+    rules, checked scans, automatic checkpoints) is here, once; the backend
+    (``ledger.stores``) only stores and returns rows.
+    """
+
+    def __init__(self, backend: Backend, clock: Callable[[], str], *, path: Path) -> None:
+        self.path = path  # messages print it; a PostgreSQL ledger's is its redacted URL
+        self.location = backend.name  # how messages name the ledger (never a password)
+        self._db = backend
         self._clock = clock
-        self._busy_timeout_s = 10.0
         self._keyring = Keyring()
         self._keyring_size = 0  # signer events below this seq are in _keyring
         self.readonly = False
@@ -173,26 +156,22 @@ class Ledger:
 
     @classmethod
     def create(
-        cls, path: Path, signer: Signer, *, clock: Callable[[], str] | None = None
+        cls, location: Location, signer: Signer, *, clock: Callable[[], str] | None = None
     ) -> Ledger:
-        """Create a new ledger file whose first event registers ``signer`` (an operator)."""
-        if path.exists():
-            raise StoreError(
-                f"a ledger already exists at {path}", hint="use it, or pick another path"
-            )
+        """Create a new ledger whose first event registers ``signer`` (an operator).
+
+        ``location`` is a file path (SQLite) or a ``postgresql://`` URL (an empty
+        database on the server: docs/stores.md).
+        """
         if signer.role != "operator":
             raise UsageError(
                 f"the first signer must be an operator, {signer.name} is {signer.role}"
             )
-        path.parent.mkdir(parents=True, exist_ok=True)
-        conn = _connect(path, readonly=False, busy_timeout_s=10.0)
-        conn.execute("PRAGMA journal_mode=WAL")
-        # One script, one transaction: a half-made ledger file never has a schema.
-        conn.executescript(
-            f"BEGIN IMMEDIATE;{_SCHEMA}{_CHECKPOINTS}"  # noqa: S608 (constants of this module only)
-            f"INSERT INTO meta VALUES ('format', '{FORMAT}');COMMIT;"
-        )
-        ledger = cls(path, conn, clock or _now)
+        backend: Backend
+        if is_url(location):
+            raise UsageError(f"no store for {location!r} yet: pass a ledger file")
+        backend = SqliteBackend.create(Path(location))
+        ledger = cls(backend, clock or _now, path=_display_path(location, backend))
         at = ledger._clock()
         ledger.append([_registration(signer, at)], signer)
         return ledger
@@ -200,43 +179,28 @@ class Ledger:
     @classmethod
     def open(
         cls,
-        path: Path,
+        location: Location,
         *,
         readonly: bool = False,
         busy_timeout_s: float = 10.0,
         clock: Callable[[], str] | None = None,
     ) -> Ledger:
         """Open an existing ledger. Raises StoreError when it is missing or not a ledger."""
-        if not path.is_file():
-            raise StoreError(
-                f"no ledger at {path}", hint="run `caseledger init`, or pass --ledger PATH"
-            )
-        conn = _connect(path, readonly=readonly, busy_timeout_s=busy_timeout_s)
-        try:
-            row = conn.execute("SELECT value FROM meta WHERE key = 'format'").fetchone()
-        except sqlite3.DatabaseError as exc:
-            conn.close()
-            raise StoreError(f"{path} is not a caseledger ledger ({exc})") from None
-        if row is None or row[0] != FORMAT:
-            conn.close()
-            found = row[0] if row else "nothing"
-            raise StoreError(f"{path} is not a {FORMAT} ledger (format says {found})")
-        ledger = cls(path, conn, clock or _now)
-        ledger._busy_timeout_s = busy_timeout_s
+        backend: Backend
+        if is_url(location):
+            raise UsageError(f"no store for {location!r} yet: pass a ledger file")
+        backend = SqliteBackend.open(
+            Path(location), readonly=readonly, busy_timeout_s=busy_timeout_s
+        )
+        ledger = cls(backend, clock or _now, path=_display_path(location, backend))
         ledger.readonly = readonly
-        if not readonly:
-            try:
-                conn.executescript(_CHECKPOINTS)
-            except sqlite3.DatabaseError as exc:
-                conn.close()
-                raise StoreError(f"cannot open ledger {path} for writing: {exc}") from None
         return ledger
 
     def close(self) -> None:
         """Close the connection."""
         if self._inserter is not None:
             self._inserter.shutdown()
-        self._conn.close()
+        self._db.close()
 
     def __enter__(self) -> Ledger:
         return self
@@ -248,19 +212,16 @@ class Ledger:
 
     def size(self) -> int:
         """Number of events (the tree size)."""
-        row = self._conn.execute("SELECT MAX(seq) FROM events").fetchone()
-        return 0 if row[0] is None else int(row[0]) + 1
+        return self.head()[0]
 
     def head(self) -> tuple[int, bytes]:
         """(size, chain hash of the last event) in one read."""
-        row = self._conn.execute(
-            "SELECT seq, chain FROM events ORDER BY seq DESC LIMIT 1"
-        ).fetchone()
-        return (0, GENESIS_CHAIN) if row is None else (int(row[0]) + 1, bytes(row[1]))
+        found = self._db.head()
+        return (0, GENESIS_CHAIN) if found is None else (found[0] + 1, found[1])
 
     def get(self, seq: int) -> StoredEvent | None:
         """The row at ``seq``, if any; ChainBrokenError when its body does not hash to its leaf."""
-        row = self._conn.execute(f"SELECT {_COLUMNS} FROM events WHERE seq = ?", (seq,)).fetchone()  # noqa: S608 (_COLUMNS is a constant; values are bound)
+        row = next(iter(self._db.select(EVENT_COLUMNS, seq, seq + 1, 1)), None)
         if row is None:
             return None
         stored = StoredEvent._make(row)
@@ -269,18 +230,8 @@ class Ledger:
 
     def iter_events(self, start: int = 0, stop: int | None = None) -> Iterator[StoredEvent]:
         """Rows in sequence order as stored, streamed (nothing checked: see :meth:`scan`)."""
-        if stop is None:
-            sql = f"SELECT {_COLUMNS} FROM events WHERE seq >= ? ORDER BY seq"  # noqa: S608 (_COLUMNS is a constant; values are bound)
-            args: tuple[int, ...] = (start,)
-        else:
-            sql = f"SELECT {_COLUMNS} FROM events WHERE seq >= ? AND seq < ? ORDER BY seq"  # noqa: S608 (_COLUMNS is a constant; values are bound)
-            args = (start, stop)
-        cursor = self._conn.execute(sql, args)
-        try:
-            while rows := cursor.fetchmany(1024):
-                yield from map(StoredEvent._make, rows)
-        finally:
-            cursor.close()
+        for row in self._db.select(EVENT_COLUMNS, start, stop, 1024):
+            yield StoredEvent._make(row)
 
     def scan_rows(self, stop: int | None = None) -> Iterator[tuple[Any, ...]]:
         """Every row from seq 0 (up to ``stop``) with its query columns, checked first.
@@ -290,51 +241,42 @@ class Ledger:
         and chain are blobs; the body hashes to its leaf hash; the chain equals SHA-256
         of the previous chain and this leaf; the body has an event envelope, and the
         query columns (stream, stream_seq, type) equal it. Signatures are not checked
-        (``verify`` does).
+        (``verify`` does). This is the one checked read, whatever the backend.
 
         Raises:
             ChainBrokenError / VerificationError: naming the first bad seq (exit 1), also
                 when rows end before ``stop``.
         """
-        select = f"SELECT {_COLUMNS}, stream, stream_seq, type FROM events"  # noqa: S608 (_COLUMNS is a constant; values are bound)
-        if stop is None:
-            cursor = self._conn.execute(f"{select} ORDER BY seq")
-        else:
-            cursor = self._conn.execute(f"{select} WHERE seq < ? ORDER BY seq", (stop,))
         chain_hash = codec.chain_hash
         prev = GENESIS_CHAIN
         expected = 0
-        try:
-            while rows := cursor.fetchmany(1024):
-                for row in rows:
-                    seq, body, leaf, chain = row[0], row[1], row[2], row[3]
-                    if seq != expected:
-                        raise ChainBrokenError(
-                            f"seq {expected}: missing (the next stored row is seq {seq})",
-                            seq=expected,
-                        )
-                    if type(chain) is not bytes:
-                        raise ChainBrokenError(f"seq {seq}: chain is not a blob", seq=seq)
-                    _check_leaf(seq, body, leaf)
-                    prev = chain_hash(prev, leaf)
-                    if prev != chain:
-                        raise ChainBrokenError(
-                            f"seq {seq}: chain is {link_of(chain)}, expected {link_of(prev)} "
-                            "(SHA-256 of the previous chain and this leaf)",
-                            seq=seq,
-                        )
-                    head = envelope_of(seq, body)
-                    if (row[6], row[7], row[8]) != (head.stream, head.stream_seq, head.type):
-                        raise ChainBrokenError(
-                            f"seq {seq}: the row's columns say stream {row[6]!r}, stream_seq "
-                            f"{row[7]!r}, type {row[8]!r}; its body says {head.stream!r}, "
-                            f"{head.stream_seq}, {head.type!r} (the columns were edited)",
-                            seq=seq,
-                        )
-                    expected += 1
-                    yield (*row, head)
-        finally:
-            cursor.close()
+        for row in self._db.select(QUERY_COLUMNS, 0, stop, 1024):
+            seq, body, leaf, chain = row[0], row[1], row[2], row[3]
+            if seq != expected:
+                raise ChainBrokenError(
+                    f"seq {expected}: missing (the next stored row is seq {seq})",
+                    seq=expected,
+                )
+            if type(chain) is not bytes:
+                raise ChainBrokenError(f"seq {seq}: chain is not a blob", seq=seq)
+            _check_leaf(seq, body, leaf)
+            prev = chain_hash(prev, leaf)
+            if prev != chain:
+                raise ChainBrokenError(
+                    f"seq {seq}: chain is {link_of(chain)}, expected {link_of(prev)} "
+                    "(SHA-256 of the previous chain and this leaf)",
+                    seq=seq,
+                )
+            head = envelope_of(seq, body)
+            if (row[6], row[7], row[8]) != (head.stream, head.stream_seq, head.type):
+                raise ChainBrokenError(
+                    f"seq {seq}: the row's columns say stream {row[6]!r}, stream_seq "
+                    f"{row[7]!r}, type {row[8]!r}; its body says {head.stream!r}, "
+                    f"{head.stream_seq}, {head.type!r} (the columns were edited)",
+                    seq=seq,
+                )
+            expected += 1
+            yield (*row, head)
         if stop is not None and expected != stop:
             raise ChainBrokenError(
                 f"seq {expected}: the ledger ends at size {expected}, not {stop}", seq=expected
@@ -349,31 +291,15 @@ class Ledger:
         self, start: int = 0, stop: int | None = None
     ) -> Iterator[tuple[int, bytes, bytes]]:
         """(seq, leaf hash, body) in sequence order as stored, streamed (nothing checked)."""
-        limit = (1 << 62) if stop is None else stop
-        cursor = self._conn.execute(
-            "SELECT seq, leaf_hash, body FROM events WHERE seq >= ? AND seq < ? ORDER BY seq",
-            (start, limit),
-        )
-        try:
-            while rows := cursor.fetchmany(4096):
-                yield from rows
-        finally:
-            cursor.close()
+        return self._db.select("seq, leaf_hash, body", start, stop, 4096)
 
     def iter_chain_rows(self) -> Iterator[tuple[int, bytes, bytes, bytes]]:
         """(seq, body, leaf hash, chain) in sequence order, streamed: the cheapest full read."""
-        cursor = self._conn.execute("SELECT seq, body, leaf_hash, chain FROM events ORDER BY seq")
-        try:
-            while rows := cursor.fetchmany(4096):
-                yield from rows
-        finally:
-            cursor.close()
+        return self._db.select("seq, body, leaf_hash, chain", 0, None, 4096)
 
     def leaf_hashes(self, stop: int | None = None) -> list[bytes]:
         """Leaf hashes of seq 0 .. stop-1 (all when stop is None), for proofs."""
-        sql = "SELECT leaf_hash FROM events WHERE seq < ? ORDER BY seq"
-        limit = (1 << 62) if stop is None else stop
-        return [bytes(r[0]) for r in self._conn.execute(sql, (limit,))]
+        return [bytes(r[0]) for r in self._db.select("leaf_hash", 0, stop, 4096)]
 
     def stream_events(self, stream: str) -> list[StoredEvent]:
         """Every row of one stream (a run id, or ``ledger``) in order, read by :meth:`scan`.
@@ -417,12 +343,8 @@ class Ledger:
         As stored: ``verify`` checks each against the log. A ledger made before
         automatic checkpoints has none.
         """
-        try:
-            rows = self._conn.execute("SELECT size, note FROM checkpoints ORDER BY size").fetchall()
-        except sqlite3.OperationalError:
-            return []
         out: list[tuple[int, str]] = []
-        for size, note in rows:
+        for size, note in self._db.checkpoints():
             if type(size) is not int or type(note) is not str:
                 raise VerificationError(
                     f"stored checkpoint {size!r} is not (tree size, note text)", seq=None
@@ -468,23 +390,14 @@ class Ledger:
         append optimistic: StoreConflictError, nothing written, when the log moved.
         """
         if self.readonly:
-            raise StoreError(f"{self.path} was opened read-only: cannot append")
-        try:
-            self._conn.execute("BEGIN IMMEDIATE")
-        except sqlite3.OperationalError as exc:
-            if "locked" in str(exc) or "busy" in str(exc):
-                raise StoreBusyError(
-                    f"ledger is busy: another process has held the write lock on {self.path} "
-                    f"for more than {self._busy_timeout_s:g} s",
-                    hint="wait for the other caseledger command to finish, then retry",
-                ) from None
-            raise StoreError(f"cannot write to {self.path}: {exc}") from None
+            raise StoreError(f"{self.location} was opened read-only: cannot append")
+        self._db.begin()  # the store's one write lock: StoreBusyError after the timeout
         self._pending_tree = None
         try:
             seqs = self._append_locked(items, signer, expect_size)
-            self._conn.execute("COMMIT")
+            self._db.commit()
         except BaseException:
-            self._conn.execute("ROLLBACK")
+            self._db.rollback()
             # The keyring may hold signer events of the abandoned batch: rebuild lazily.
             self._keyring, self._keyring_size = Keyring(), 0
             self._pending_tree = None
@@ -504,13 +417,13 @@ class Ledger:
             )
         # Fast path: no lookups; the UNIQUE leaf_hash index catches a stored duplicate.
         planned, seqs = self._plan(items, size, {})
-        self._conn.execute("SAVEPOINT batch")
+        self._db.savepoint()
         try:
             self._write(planned, size, chain, signer)
-        except sqlite3.IntegrityError:
+        except DuplicateLeafError:
             # A stored duplicate (rare: re-imports). It shifts the stream envelopes of
             # later drafts, so plan again with every stored leaf known, until stable.
-            self._conn.execute("ROLLBACK TO batch")
+            self._db.rollback_to_savepoint()
             self._keyring, self._keyring_size = Keyring(), 0
             known: dict[bytes, int] = {}
             while found := self._stored_seqs([p[2] for p in planned]):
@@ -519,7 +432,7 @@ class Ledger:
             self._write(planned, size, chain, signer)
         if signer.role == "operator" and any(isinstance(p[1], _CHECKPOINT_AFTER) for p in planned):
             self._store_checkpoint(size + len(planned), signer)
-        self._conn.execute("RELEASE batch")
+        self._db.release_savepoint()
         self._keyring_size = size + len(planned)
         return seqs
 
@@ -527,7 +440,7 @@ class Ledger:
         """Sign a checkpoint over the first ``size`` rows and store it (inside the batch)."""
         tree = self._tree_through(size)
         note = signer.sign_note(format_checkpoint(self.origin(), size, tree.root()))
-        self._conn.execute("INSERT OR IGNORE INTO checkpoints VALUES (?, ?)", (size, note))
+        self._db.insert_checkpoint(size, note)
         self._pending_tree = tree
 
     def _tree_through(self, size: int) -> TreeAccumulator:
@@ -540,15 +453,11 @@ class Ledger:
         tree = TreeAccumulator() if base is None else base.copy()
         prev = GENESIS_CHAIN
         if tree.size:
-            row = self._conn.execute(
-                "SELECT chain FROM events WHERE seq = ?", (tree.size - 1,)
-            ).fetchone()
-            prev = bytes(row[0])
-        rows = self._conn.execute(
-            "SELECT seq, leaf_hash, chain FROM events WHERE seq >= ? AND seq < ? ORDER BY seq",
-            (tree.size, size),
-        )
-        for seq, leaf, chain in rows:
+            stored = self._db.chain_at(tree.size - 1)
+            if stored is None:
+                raise ChainBrokenError(f"seq {tree.size - 1}: missing", seq=tree.size - 1)
+            prev = stored
+        for seq, leaf, chain in self._db.select("seq, leaf_hash, chain", tree.size, size, 4096):
             prev = codec.chain_hash(prev, leaf)
             if seq != tree.size or prev != chain:
                 raise ChainBrokenError(
@@ -626,12 +535,8 @@ class Ledger:
             yield rows
 
     def _insert(self, rows: list[tuple[Any, ...]]) -> None:
-        try:
-            self._conn.executemany("INSERT INTO events VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
-        except sqlite3.IntegrityError:
-            raise  # a stored duplicate: the caller takes the slow path
-        except sqlite3.DatabaseError as exc:
-            raise StoreError(f"cannot write to {self.path}: {exc}") from None
+        # DuplicateLeafError (a stored duplicate) goes to the caller: the slow path.
+        self._db.insert(rows)
 
     def _plan(
         self, items: Sequence[EventBase | Draft], size: int, known: dict[bytes, int]
@@ -673,27 +578,17 @@ class Ledger:
         return planned, seqs
 
     def _stored_seqs(self, leaves: list[bytes]) -> dict[bytes, int]:
-        found: dict[bytes, int] = {}
-        for i in range(0, len(leaves), 500):
-            chunk = leaves[i : i + 500]
-            marks = ", ".join("?" * len(chunk))
-            sql = f"SELECT leaf_hash, seq FROM events WHERE leaf_hash IN ({marks})"  # noqa: S608 (only '?' placeholders are formatted in)
-            found.update((bytes(leaf), int(seq)) for leaf, seq in self._conn.execute(sql, chunk))
-        return found
+        return self._db.seqs_of(leaves)
 
     def _stream_head(
         self, stream: str, heads: dict[str, tuple[int, str | None]]
     ) -> tuple[int, str | None]:
         # (stream_seq of the last event, its link); (-1, None) for a new stream.
         if stream not in heads:
-            row = self._conn.execute(
-                "SELECT stream_seq, leaf_hash FROM events WHERE stream = ? "
-                "ORDER BY stream_seq DESC LIMIT 1",
-                (stream,),
-            ).fetchone()
-            heads[stream] = (-1, None) if row is None else (int(row[0]), link_of(bytes(row[1])))
+            row = self._db.stream_head(stream)
+            heads[stream] = (-1, None) if row is None else (row[0], link_of(row[1]))
             if row is not None:
-                self._check_head(stream, int(row[0]), bytes(row[1]))
+                self._check_head(stream, row[0], row[1])
         return heads[stream]
 
     def _complete(
@@ -720,12 +615,10 @@ class Ledger:
 
     def _check_head(self, stream: str, stream_seq: int, leaf: bytes) -> None:
         """The row the stream index names as a stream's head must say so in its checked body."""
-        row = self._conn.execute(
-            "SELECT seq, body FROM events WHERE leaf_hash = ?", (leaf,)
-        ).fetchone()
+        row = self._db.body_of(leaf)
         if row is None:
             raise ChainBrokenError(f"stream {stream}: its head row is missing", seq=None)
-        seq, body = int(row[0]), row[1]
+        seq, body = row
         _check_leaf(seq, body, leaf)
         head = envelope_of(seq, body)
         if head.stream != stream or head.stream_seq != stream_seq:
@@ -752,13 +645,8 @@ class Ledger:
     def _refresh_keyring(self, size: int) -> None:
         if size <= self._keyring_size:
             return
-        marks = ", ".join("?" * len(_SIGNER_TAGS))
-        sql = (
-            f"SELECT seq, body FROM events WHERE type IN ({marks}) AND seq >= ? AND seq < ? "  # noqa: S608 (only '?' placeholders are formatted in)
-            "ORDER BY seq"
-        )
-        for seq, body in self._conn.execute(sql, (*_SIGNER_TAGS, self._keyring_size, size)):
-            self._keyring.apply(int(seq), codec.decode(body))
+        for seq, body in self._db.bodies_of_types(_SIGNER_TAGS, self._keyring_size, size):
+            self._keyring.apply(seq, codec.decode(body))
         self._keyring_size = size
 
     # ------------------------------------------------------------ keyring changes
@@ -819,22 +707,6 @@ def _validate(body: bytes) -> None:
         raise UsageError(f"event does not match its declared shape: {exc}") from None
 
 
-def _connect(path: Path, *, readonly: bool, busy_timeout_s: float) -> sqlite3.Connection:
-    uri = path.resolve().as_uri() + ("?mode=ro" if readonly else "?mode=rwc")
-    try:
-        conn = sqlite3.connect(
-            uri, uri=True, isolation_level=None, timeout=busy_timeout_s, check_same_thread=False
-        )
-        conn.execute("PRAGMA synchronous=FULL")
-        if not readonly:
-            # Leaf hashes are random keys: a larger page cache keeps the UNIQUE index
-            # warm for writers. Readers stream once and keep the small default.
-            conn.execute("PRAGMA cache_size=-65536")
-            # Checkpoint every ~40 MB of WAL instead of ~4 MB: a batch dirties index
-            # pages all over the file, and a later batch often dirties the same ones,
-            # which a less frequent checkpoint copies once. Durability is the WAL's
-            # fsync at each commit and does not depend on it.
-            conn.execute("PRAGMA wal_autocheckpoint=10000")
-    except sqlite3.DatabaseError as exc:
-        raise StoreError(f"cannot open ledger {path}: {exc}") from None
-    return conn
+def _display_path(location: Location, backend: Backend) -> Path:
+    """``Ledger.path``: the file, or for a server the redacted URL as a name in messages."""
+    return Path(location) if not is_url(location) else Path(backend.name)

@@ -26,7 +26,6 @@ from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import msgspec
 from cryptography.exceptions import InvalidSignature
@@ -52,6 +51,7 @@ from ledger.events import CheckpointIssued, SignerRegistered
 from ledger.keys import EVENT_SIGNING_PREFIX, EVENT_SIGNING_PREFIX_V2, Keyring
 from ledger.merkle import TreeAccumulator
 from ledger.store import GENESIS_CHAIN, Ledger, StoredEvent, link_of
+from ledger.stores import Location
 
 __all__ = ["Recompute", "VerifyResult", "verify_chain", "verify_ledger"]
 
@@ -326,10 +326,10 @@ def _check_in_log(
 # ----------------------------------------------------------------- the walk
 
 
-def _open(source: Path | Ledger) -> tuple[Ledger, bool]:
+def _open(source: Location | Ledger) -> tuple[Ledger, bool]:
     if isinstance(source, Ledger):
         return source, False
-    return Ledger.open(Path(source), readonly=True), True
+    return Ledger.open(source, readonly=True), True
 
 
 def _trusted(keys: Sequence[str]) -> list[NoteVerifier]:
@@ -337,7 +337,7 @@ def _trusted(keys: Sequence[str]) -> list[NoteVerifier]:
 
 
 def verify_ledger(
-    source: Path | Ledger,
+    source: Location | Ledger,
     *,
     checkpoints: Sequence[str] = (),
     checkpoint_labels: Sequence[str] = (),
@@ -348,7 +348,7 @@ def verify_ledger(
     """Verify every event of a ledger, then the given checkpoint notes; None or raise.
 
     Args:
-        source: a ledger path (opened read-only) or an open Ledger.
+        source: a ledger path or PostgreSQL URL (opened read-only) or an open Ledger.
         checkpoints: signed checkpoint notes (file contents) the log must match.
         checkpoint_labels: names for them in messages (e.g. their file names).
         trusted_keys: verifier-key strings of the operator; when given, the genesis
@@ -497,7 +497,7 @@ def _check_genesis(event: object, trusted: list[NoteVerifier]) -> None:
         )
 
 
-def verify_chain(source: Path | Ledger) -> VerifyResult:
+def verify_chain(source: Location | Ledger) -> VerifyResult:
     """Steps (1) and (2) only: leaf hashes and the chain. Signatures are NOT checked.
 
     For benchmarks and quick integrity checks; never a substitute for verify_ledger.

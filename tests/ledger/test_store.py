@@ -54,7 +54,7 @@ def test_sqlite_settings_and_schema(ledger: Ledger, tmp_path: Path) -> None:
         "checkpoints_refuse_delete",
     }
     conn.close()
-    assert ledger._conn.execute("PRAGMA synchronous").fetchone()[0] == 2  # FULL
+    assert ledger._db.conn.execute("PRAGMA synchronous").fetchone()[0] == 2  # type: ignore[attr-defined]  # FULL
 
 
 def test_drafts_get_stream_envelopes_and_chains(ledger: Ledger) -> None:

@@ -1,0 +1,148 @@
+"""Where a ledger's rows live: the few storage primitives a store backend provides.
+
+``ledger.store.Ledger`` holds everything a ledger *means*: the leaf hash, the chain,
+signatures, stream envelopes, the keyring rules, the checked scan, automatic
+checkpoints. A backend only stores and returns rows; it never hashes, signs or
+decides whether a row is valid. Two backends exist:
+
+* ``ledger.stores.sqlite`` -- one SQLite file (the default, ``.caseledger/ledger.db``);
+* ``ledger.stores.postgres`` -- a PostgreSQL database named by a
+  ``postgresql://`` URL, shared by many writers on many hosts (docs/stores.md).
+
+A location is therefore a ``Path`` (SQLite) or a URL string (PostgreSQL);
+:func:`parse_location` turns what a user typed into one of them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any, Protocol
+from urllib.parse import urlsplit, urlunsplit
+
+__all__ = [
+    "EVENT_COLUMNS",
+    "FORMAT",
+    "QUERY_COLUMNS",
+    "Backend",
+    "DuplicateLeafError",
+    "Location",
+    "is_url",
+    "parse_location",
+    "redact",
+]
+
+#: What the ``meta`` table's ``format`` row says in every caseledger ledger.
+FORMAT = "caseledger-ledger/1"
+
+#: A ledger's location: a SQLite file, or a ``postgresql://`` URL.
+Location = Path | str
+
+#: The columns of one stored event, in the order of ``StoredEvent``.
+EVENT_COLUMNS = "seq, body, leaf_hash, chain, key_id, sig"
+#: Those plus the query copies (checked against the body by ``Ledger.scan_rows``).
+QUERY_COLUMNS = EVENT_COLUMNS + ", stream, stream_seq, type"
+
+_URL_SCHEMES = ("postgresql://", "postgres://")
+
+
+def is_url(location: object) -> bool:
+    """True when ``location`` is a PostgreSQL URL (``postgresql://`` or ``postgres://``)."""
+    return isinstance(location, str) and location.lower().startswith(_URL_SCHEMES)
+
+
+def parse_location(text: str | Path) -> Location:
+    """A PostgreSQL URL stays a string; anything else is a file path."""
+    if is_url(text):
+        return str(text)
+    return Path(text)
+
+
+def redact(url: str) -> str:
+    """The URL with its password replaced by ``***`` (what messages print)."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return url.split("://", 1)[0] + "://***"
+    if parts.password is None:
+        return url
+    user = parts.username or ""
+    host = parts.netloc.rsplit("@", 1)[1]
+    return urlunsplit(parts._replace(netloc=f"{user}:***@{host}"))
+
+
+class DuplicateLeafError(Exception):
+    """An inserted row's leaf hash is already stored (the unique event id held)."""
+
+
+class Backend(Protocol):
+    """The storage primitives of one open ledger.
+
+    Rows are tuples in the column order named by the caller (``EVENT_COLUMNS``,
+    ``QUERY_COLUMNS`` or a shorter list of the same names). Blobs come back as
+    ``bytes``. A writer calls :meth:`begin` (which takes the store's one write lock),
+    then reads, inserts and :meth:`commit` or :meth:`rollback`; a batch is all or
+    nothing. Savepoints let the caller retry a batch after a duplicate.
+    """
+
+    #: How messages name the ledger: a file path or a URL without its password.
+    name: str
+
+    def close(self) -> None:
+        """Close the connection (an open write transaction is rolled back)."""
+
+    # -------------------------------------------------------------- reads
+
+    def head(self) -> tuple[int, bytes] | None:
+        """(seq, chain) of the last row, or None when the log is empty."""
+
+    def select(
+        self, columns: str, start: int, stop: int | None, fetch: int
+    ) -> Iterator[tuple[Any, ...]]:
+        """Rows with ``start <= seq < stop`` (no upper bound for None) in seq order, streamed."""
+
+    def chain_at(self, seq: int) -> bytes | None:
+        """The stored chain of row ``seq``."""
+
+    def seqs_of(self, leaves: Sequence[bytes]) -> dict[bytes, int]:
+        """leaf hash -> seq of those of ``leaves`` that are stored."""
+
+    def stream_head(self, stream: str) -> tuple[int, bytes] | None:
+        """(stream_seq, leaf hash) of the row the stream index names as ``stream``'s last."""
+
+    def body_of(self, leaf: bytes) -> tuple[int, bytes] | None:
+        """(seq, body) of the row stored under ``leaf``."""
+
+    def bodies_of_types(
+        self, types: Sequence[str], start: int, stop: int
+    ) -> Iterator[tuple[int, bytes]]:
+        """(seq, body) of rows whose ``type`` column is one of ``types``, by seq."""
+
+    def checkpoints(self) -> list[tuple[Any, Any]]:
+        """(size, note) of the stored checkpoints by size, as stored (unchecked)."""
+
+    # -------------------------------------------------------------- writes
+
+    def begin(self) -> None:
+        """Start the batch transaction holding the write lock (StoreBusyError on timeout)."""
+
+    def commit(self) -> None:
+        """Commit the batch (durable when this returns)."""
+
+    def rollback(self) -> None:
+        """Abandon the batch."""
+
+    def savepoint(self) -> None:
+        """Mark the start of the batch's rows."""
+
+    def rollback_to_savepoint(self) -> None:
+        """Undo the rows inserted since :meth:`savepoint` (after a DuplicateLeafError)."""
+
+    def release_savepoint(self) -> None:
+        """Forget the savepoint (its rows stay in the batch)."""
+
+    def insert(self, rows: Sequence[tuple[Any, ...]]) -> None:
+        """Insert full rows (``QUERY_COLUMNS`` order); DuplicateLeafError on a stored leaf."""
+
+    def insert_checkpoint(self, size: int, note: str) -> None:
+        """Store a signed checkpoint note over the first ``size`` rows (kept if present)."""

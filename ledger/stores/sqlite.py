@@ -1,0 +1,260 @@
+"""The SQLite backend: one ledger file, WAL, one writer at a time (BEGIN IMMEDIATE).
+
+Schema, settings and statements are those of every caseledger release so far, so
+files written before and after this module existed are the same bytes. Triggers
+refuse UPDATE and DELETE on ``events`` and ``checkpoints``; they stop mistakes, not
+someone who holds the file (the hashes and signatures catch that).
+
+Durability: WAL, ``synchronous=FULL``, one transaction per batch taken with BEGIN
+IMMEDIATE, so a batch is all or nothing and a second writer waits up to the busy
+timeout, then fails with "ledger is busy".
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from ledger.errors import StoreBusyError, StoreError
+from ledger.stores import FORMAT, DuplicateLeafError
+
+__all__ = ["SqliteBackend"]
+
+_SCHEMA = """
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE events (
+    seq        INTEGER PRIMARY KEY,
+    body       BLOB NOT NULL,
+    leaf_hash  BLOB NOT NULL UNIQUE,
+    chain      BLOB NOT NULL,
+    key_id     TEXT NOT NULL,
+    sig        BLOB NOT NULL,
+    stream     TEXT NOT NULL,
+    stream_seq INTEGER NOT NULL,
+    type       TEXT NOT NULL
+);
+CREATE INDEX events_by_stream ON events (stream, stream_seq);
+CREATE INDEX events_by_type ON events (type, seq);
+CREATE TRIGGER events_refuse_update BEFORE UPDATE ON events
+BEGIN SELECT RAISE(ABORT, 'caseledger events are append-only: UPDATE refused'); END;
+CREATE TRIGGER events_refuse_delete BEFORE DELETE ON events
+BEGIN SELECT RAISE(ABORT, 'caseledger events are append-only: DELETE refused'); END;
+"""
+# Signed checkpoint notes issued automatically (see ledger/store.py). Not events: they
+# cover the log, so they cannot be in it. Ledgers made before get the table at the
+# first write; a ledger without it simply has no stored checkpoints.
+_CHECKPOINTS = """
+CREATE TABLE IF NOT EXISTS checkpoints (size INTEGER PRIMARY KEY, note TEXT NOT NULL);
+CREATE TRIGGER IF NOT EXISTS checkpoints_refuse_update BEFORE UPDATE ON checkpoints
+BEGIN SELECT RAISE(ABORT, 'caseledger checkpoints are append-only: UPDATE refused'); END;
+CREATE TRIGGER IF NOT EXISTS checkpoints_refuse_delete BEFORE DELETE ON checkpoints
+BEGIN SELECT RAISE(ABORT, 'caseledger checkpoints are append-only: DELETE refused'); END;
+"""
+
+
+class SqliteBackend:
+    """One open ledger file. Use :meth:`create` or :meth:`open`."""
+
+    def __init__(self, path: Path, conn: sqlite3.Connection, busy_timeout_s: float) -> None:
+        self.path = path
+        self.name = str(path)
+        self.conn = conn
+        self.busy_timeout_s = busy_timeout_s
+
+    @classmethod
+    def create(cls, path: Path) -> SqliteBackend:
+        """A new ledger file with the schema and no rows (StoreError when one exists)."""
+        if path.exists():
+            raise StoreError(
+                f"a ledger already exists at {path}", hint="use it, or pick another path"
+            )
+        path.parent.mkdir(parents=True, exist_ok=True)
+        conn = _connect(path, readonly=False, busy_timeout_s=10.0)
+        conn.execute("PRAGMA journal_mode=WAL")
+        # One script, one transaction: a half-made ledger file never has a schema.
+        conn.executescript(
+            f"BEGIN IMMEDIATE;{_SCHEMA}{_CHECKPOINTS}"  # noqa: S608 (constants of this module only)
+            f"INSERT INTO meta VALUES ('format', '{FORMAT}');COMMIT;"
+        )
+        return cls(path, conn, 10.0)
+
+    @classmethod
+    def open(cls, path: Path, *, readonly: bool, busy_timeout_s: float) -> SqliteBackend:
+        """An existing ledger file; StoreError when it is missing or not a ledger."""
+        if not path.is_file():
+            raise StoreError(
+                f"no ledger at {path}", hint="run `caseledger init`, or pass --ledger PATH"
+            )
+        conn = _connect(path, readonly=readonly, busy_timeout_s=busy_timeout_s)
+        try:
+            row = conn.execute("SELECT value FROM meta WHERE key = 'format'").fetchone()
+        except sqlite3.DatabaseError as exc:
+            conn.close()
+            raise StoreError(f"{path} is not a caseledger ledger ({exc})") from None
+        if row is None or row[0] != FORMAT:
+            conn.close()
+            found = row[0] if row else "nothing"
+            raise StoreError(f"{path} is not a {FORMAT} ledger (format says {found})")
+        if not readonly:
+            try:
+                conn.executescript(_CHECKPOINTS)
+            except sqlite3.DatabaseError as exc:
+                conn.close()
+                raise StoreError(f"cannot open ledger {path} for writing: {exc}") from None
+        return cls(path, conn, busy_timeout_s)
+
+    def close(self) -> None:
+        """Close the connection."""
+        self.conn.close()
+
+    # -------------------------------------------------------------- reads
+
+    def head(self) -> tuple[int, bytes] | None:
+        """(seq, chain) of the last row."""
+        row = self.conn.execute(
+            "SELECT seq, chain FROM events ORDER BY seq DESC LIMIT 1"
+        ).fetchone()
+        return None if row is None else (int(row[0]), bytes(row[1]))
+
+    def select(
+        self, columns: str, start: int, stop: int | None, fetch: int
+    ) -> Iterator[tuple[Any, ...]]:
+        """Rows of ``start <= seq < stop`` in seq order, streamed ``fetch`` at a time."""
+        if start == 0 and stop is None:
+            cursor = self.conn.execute(f"SELECT {columns} FROM events ORDER BY seq")  # noqa: S608 (column lists are constants of ledger.stores; values are bound)
+        elif stop is None:
+            cursor = self.conn.execute(
+                f"SELECT {columns} FROM events WHERE seq >= ? ORDER BY seq",  # noqa: S608 (as above)
+                (start,),
+            )
+        else:
+            cursor = self.conn.execute(
+                f"SELECT {columns} FROM events WHERE seq >= ? AND seq < ? ORDER BY seq",  # noqa: S608 (as above)
+                (start, stop),
+            )
+        try:
+            while rows := cursor.fetchmany(fetch):
+                yield from rows
+        finally:
+            cursor.close()
+
+    def chain_at(self, seq: int) -> bytes | None:
+        """The stored chain of row ``seq``."""
+        row = self.conn.execute("SELECT chain FROM events WHERE seq = ?", (seq,)).fetchone()
+        return None if row is None else bytes(row[0])
+
+    def seqs_of(self, leaves: Sequence[bytes]) -> dict[bytes, int]:
+        """leaf hash -> seq of the stored ones, looked up 500 at a time."""
+        found: dict[bytes, int] = {}
+        for i in range(0, len(leaves), 500):
+            chunk = leaves[i : i + 500]
+            marks = ", ".join("?" * len(chunk))
+            sql = f"SELECT leaf_hash, seq FROM events WHERE leaf_hash IN ({marks})"  # noqa: S608 (only '?' placeholders are formatted in)
+            found.update((bytes(leaf), int(seq)) for leaf, seq in self.conn.execute(sql, chunk))
+        return found
+
+    def stream_head(self, stream: str) -> tuple[int, bytes] | None:
+        """(stream_seq, leaf hash) of the stream's last row by the stream index."""
+        row = self.conn.execute(
+            "SELECT stream_seq, leaf_hash FROM events WHERE stream = ? "
+            "ORDER BY stream_seq DESC LIMIT 1",
+            (stream,),
+        ).fetchone()
+        return None if row is None else (int(row[0]), bytes(row[1]))
+
+    def body_of(self, leaf: bytes) -> tuple[int, bytes] | None:
+        """(seq, body) stored under ``leaf``."""
+        row = self.conn.execute(
+            "SELECT seq, body FROM events WHERE leaf_hash = ?", (leaf,)
+        ).fetchone()
+        return None if row is None else (int(row[0]), row[1])
+
+    def bodies_of_types(
+        self, types: Sequence[str], start: int, stop: int
+    ) -> Iterator[tuple[int, bytes]]:
+        """(seq, body) of rows of these types in ``start <= seq < stop``."""
+        marks = ", ".join("?" * len(types))
+        sql = (
+            f"SELECT seq, body FROM events WHERE type IN ({marks}) AND seq >= ? AND seq < ? "  # noqa: S608 (only '?' placeholders are formatted in)
+            "ORDER BY seq"
+        )
+        for seq, body in self.conn.execute(sql, (*types, start, stop)):
+            yield int(seq), body
+
+    def checkpoints(self) -> list[tuple[Any, Any]]:
+        """(size, note) rows by size; none when the table does not exist (older ledgers)."""
+        try:
+            return self.conn.execute("SELECT size, note FROM checkpoints ORDER BY size").fetchall()
+        except sqlite3.OperationalError:
+            return []
+
+    # -------------------------------------------------------------- writes
+
+    def begin(self) -> None:
+        """BEGIN IMMEDIATE: the file's one write lock, waited for up to the busy timeout."""
+        try:
+            self.conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError as exc:
+            if "locked" in str(exc) or "busy" in str(exc):
+                raise StoreBusyError(
+                    f"ledger is busy: another process has held the write lock on {self.path} "
+                    f"for more than {self.busy_timeout_s:g} s",
+                    hint="wait for the other caseledger command to finish, then retry",
+                ) from None
+            raise StoreError(f"cannot write to {self.path}: {exc}") from None
+
+    def commit(self) -> None:
+        """COMMIT (fsync of the WAL: synchronous=FULL)."""
+        self.conn.execute("COMMIT")
+
+    def rollback(self) -> None:
+        """ROLLBACK."""
+        self.conn.execute("ROLLBACK")
+
+    def savepoint(self) -> None:
+        """SAVEPOINT batch."""
+        self.conn.execute("SAVEPOINT batch")
+
+    def rollback_to_savepoint(self) -> None:
+        """ROLLBACK TO batch."""
+        self.conn.execute("ROLLBACK TO batch")
+
+    def release_savepoint(self) -> None:
+        """RELEASE batch."""
+        self.conn.execute("RELEASE batch")
+
+    def insert(self, rows: Sequence[tuple[Any, ...]]) -> None:
+        """INSERT the rows; a UNIQUE clash is a DuplicateLeafError."""
+        try:
+            self.conn.executemany("INSERT INTO events VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
+        except sqlite3.IntegrityError:
+            raise DuplicateLeafError from None  # a stored duplicate: the caller takes the slow path
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(f"cannot write to {self.path}: {exc}") from None
+
+    def insert_checkpoint(self, size: int, note: str) -> None:
+        """INSERT OR IGNORE the note."""
+        self.conn.execute("INSERT OR IGNORE INTO checkpoints VALUES (?, ?)", (size, note))
+
+
+def _connect(path: Path, *, readonly: bool, busy_timeout_s: float) -> sqlite3.Connection:
+    uri = path.resolve().as_uri() + ("?mode=ro" if readonly else "?mode=rwc")
+    try:
+        conn = sqlite3.connect(
+            uri, uri=True, isolation_level=None, timeout=busy_timeout_s, check_same_thread=False
+        )
+        conn.execute("PRAGMA synchronous=FULL")
+        if not readonly:
+            # Leaf hashes are random keys: a larger page cache keeps the UNIQUE index
+            # warm for writers. Readers stream once and keep the small default.
+            conn.execute("PRAGMA cache_size=-65536")
+            # Checkpoint every ~40 MB of WAL instead of ~4 MB: a batch dirties index
+            # pages all over the file, and a later batch often dirties the same ones,
+            # which a less frequent checkpoint copies once. Durability is the WAL's
+            # fsync at each commit and does not depend on it.
+            conn.execute("PRAGMA wal_autocheckpoint=10000")
+    except sqlite3.DatabaseError as exc:
+        raise StoreError(f"cannot open ledger {path}: {exc}") from None
+    return conn
