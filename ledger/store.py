@@ -169,8 +169,11 @@ class Ledger:
             )
         backend: Backend
         if is_url(location):
-            raise UsageError(f"no store for {location!r} yet: pass a ledger file")
-        backend = SqliteBackend.create(Path(location))
+            from ledger.stores.postgres import PostgresBackend
+
+            backend = PostgresBackend.create(str(location))
+        else:
+            backend = SqliteBackend.create(Path(location))
         ledger = cls(backend, clock or _now, path=_display_path(location, backend))
         at = ledger._clock()
         ledger.append([_registration(signer, at)], signer)
@@ -188,10 +191,15 @@ class Ledger:
         """Open an existing ledger. Raises StoreError when it is missing or not a ledger."""
         backend: Backend
         if is_url(location):
-            raise UsageError(f"no store for {location!r} yet: pass a ledger file")
-        backend = SqliteBackend.open(
-            Path(location), readonly=readonly, busy_timeout_s=busy_timeout_s
-        )
+            from ledger.stores.postgres import PostgresBackend
+
+            backend = PostgresBackend.open(
+                str(location), readonly=readonly, busy_timeout_s=busy_timeout_s
+            )
+        else:
+            backend = SqliteBackend.open(
+                Path(location), readonly=readonly, busy_timeout_s=busy_timeout_s
+            )
         ledger = cls(backend, clock or _now, path=_display_path(location, backend))
         ledger.readonly = readonly
         return ledger
