@@ -536,28 +536,42 @@ def _window_adjacency(
     Every live cell must be within tolerance; candidates come from a window on the
     first live column of the sorted actual rows (``_reach``), each checked exactly.
     """
+    order = sorted(range(len(actual)), key=lambda n: actual[n][live[0]])
+    in_order = [actual[n] for n in order]
+    keys = [a[live[0]] for a in in_order]
+    return [
+        [order[pos] for pos in _window(row, in_order, keys, live, abs_tol, rel_tol)] for row in gold
+    ]
+
+
+def _window(
+    row: tuple[Any, ...],
+    in_order: Sequence[tuple[Any, ...]],
+    keys: Sequence[Any],
+    live: list[int],
+    abs_tol: Decimal,
+    rel_tol: Decimal,
+) -> list[int]:
+    """Positions in ``in_order`` (actual rows sorted by their first live column, whose
+    values are ``keys``) of the rows within tolerance of ``row`` on every live column:
+    candidates from a window on the first live column (``_reach``), each checked exactly."""
     t0, rest = live[0], live[1:]
-    order = sorted(range(len(actual)), key=lambda n: actual[n][t0])
-    keys = [actual[n][t0] for n in order]
-    adj = []
-    for row in gold:
-        e = row[t0]
-        reach = _reach(e, abs_tol, rel_tol)
-        if reach is None:
-            lo, hi = 0, len(keys)
-        else:
-            lo = bisect.bisect_left(keys, e - reach)
-            hi = bisect.bisect_right(keys, e + reach)
-        nbrs = []
-        for pos in range(lo, hi):
-            a = actual[order[pos]]
-            x = a[t0]
-            if (x == e or within(e, x, abs_tol, rel_tol)) and all(
-                within(row[t], a[t], abs_tol, rel_tol) for t in rest
-            ):
-                nbrs.append(order[pos])
-        adj.append(nbrs)
-    return adj
+    e = row[t0]
+    reach = _reach(e, abs_tol, rel_tol)
+    if reach is None:
+        lo, hi = 0, len(keys)
+    else:
+        lo = bisect.bisect_left(keys, e - reach)
+        hi = bisect.bisect_right(keys, e + reach)
+    found = []
+    for pos in range(lo, hi):
+        a = in_order[pos]
+        x = a[t0]
+        if (x == e or within(e, x, abs_tol, rel_tol)) and all(
+            within(row[t], a[t], abs_tol, rel_tol) for t in rest
+        ):
+            found.append(pos)
+    return found
 
 
 def _partition_matching(
@@ -586,28 +600,13 @@ def _partition_matching(
         highs = map(partial(bisect.bisect_right, keys), map(operator.add, gvals, repeat(abs_tol)))
         adj = list(map(range, lows, highs))
         return max_matching(adj, len(keys))[0]
-    ai = sorted(ai, key=lambda n: actual[n][t0])
-    keys = [actual[n][t0] for n in ai]
-    adj = []
-    for g in sorted(gi, key=lambda n: gold[n][t0]):
-        row = gold[g]
-        e = row[t0]
-        reach = _reach(e, abs_tol, rel_tol)
-        if reach is None:
-            lo, hi = 0, len(keys)
-        else:
-            lo = bisect.bisect_left(keys, e - reach)
-            hi = bisect.bisect_right(keys, e + reach)
-        nbrs = []
-        for pos in range(lo, hi):
-            a = actual[ai[pos]]
-            x = a[t0]
-            if (x == e or within(e, x, abs_tol, rel_tol)) and all(
-                within(row[t], a[t], abs_tol, rel_tol) for t in rest
-            ):
-                nbrs.append(pos)
-        adj.append(nbrs)
-    return max_matching(adj, len(ai))[0]
+    in_order = [actual[n] for n in sorted(ai, key=lambda n: actual[n][t0])]
+    keys = [a[t0] for a in in_order]
+    adj = [
+        _window(gold[g], in_order, keys, live, abs_tol, rel_tol)
+        for g in sorted(gi, key=lambda n: gold[n][t0])
+    ]
+    return max_matching(adj, len(in_order))[0]
 
 
 def _reach(e: Any, abs_tol: Decimal, rel_tol: Decimal) -> Decimal | None:
