@@ -17,6 +17,7 @@ Where the two verdicts differ, :func:`reason` names why, from the same evidence.
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Sequence
 from typing import Any
@@ -29,6 +30,7 @@ from ledger.events import (
     GoldResult,
     SqlExecuted,
     SqlGuarded,
+    Violation,
 )
 from projections.caseruns import Attempt
 
@@ -69,6 +71,31 @@ def _rows(columns: Sequence[Column], rows: Sequence[Sequence[Any]]) -> list[tupl
 #: Guard checks that mean "not one SQL statement": the benchmark's engine rejects such
 #: text too, so the benchmark counts it wrong.
 NOT_ONE_STATEMENT = frozenset({"parse", "single_statement"})
+# The guard's words for a function the engine does not have at all (its allow-list
+# is generated from the engine's own function list) and for a table the database
+# does not have: the engine raises on both, so the benchmark counts them wrong.
+_NO_SUCH_FUNCTION = re.compile(r"is not a \S+ [0-9.]+ function the allow-list knows")
+_NO_SUCH_TABLE = re.compile(r"^table '(?!sqlite_)[^']*' .*is not a published table")
+# A root that is a bare expression (sqlglot's class name, e.g. "statement is Column"),
+# not a statement of any kind (those are named in capitals: INSERT, PRAGMA, ...):
+# text like "```SQLite SELECT ..." that no SQL engine runs.
+_NOT_A_STATEMENT = re.compile(r"^statement is [A-Z][a-z]\w*,")
+
+
+def _engine_rejects(v: Violation) -> bool:
+    """True when the benchmark's engine itself would refuse the SQL this violation
+    names (so the benchmark's verdict is 0), False for a refusal on safety grounds."""
+    if v.check in NOT_ONE_STATEMENT:
+        return True
+    if v.check == "function_allowlist":
+        return bool(_NO_SUCH_FUNCTION.search(v.message))
+    if v.check == "table_references":
+        return bool(_NO_SUCH_TABLE.search(v.message))
+    if v.check == "read_only_root":
+        return bool(_NOT_A_STATEMENT.search(v.message))
+    return False
+
+
 #: Execution failures the benchmark also counts wrong (its engine raises, or its
 #: timeout ends the query; ``refused``: the worker's own parse found no single query).
 FAILED = frozenset({"sql_runtime", "timeout", "memory", "refused"})
@@ -78,7 +105,9 @@ def benchmark_ex(
     gold: GoldResult, execution: SqlExecuted | None, guarded: SqlGuarded | None = None
 ) -> bool | None:
     """The benchmark's EX for one attempt: True / False, or None when the evidence
-    cannot decide it (SQL the guard refused for safety, which caseledger never runs;
+    cannot decide it (SQL the guard refused for safety, which caseledger never runs,
+    unless the engine itself would refuse it too: not one statement, a function the
+    engine does not have, a table the database does not have;
     a truncated result whose kept rows are all gold rows; a cell the record does not
     carry as the benchmark would compare it).
 
@@ -90,7 +119,7 @@ def benchmark_ex(
             guarded is not None
             and not guarded.passed
             and guarded.violations
-            and all(v.check in NOT_ONE_STATEMENT for v in guarded.violations)
+            and all(_engine_rejects(v) for v in guarded.violations)
         ):
             return False
         return None
@@ -121,7 +150,7 @@ def reason(case: CaseSpec, gold: GoldResult, attempt: Attempt, ex: bool | None) 
     if e is None or not e.ok:
         if ex:
             return "no score"  # unreachable: EX is True only for an executed result
-        shown = e.error_kind if e is not None else "not one SQL statement (guard)"
+        shown = e.error_kind if e is not None else "refused: the engine would reject it too"
         return f"both wrong as far as the benchmark goes ({shown})"
     if s is None:
         return "no score"

@@ -105,3 +105,28 @@ def test_ex_is_set_equality_whatever_the_order(
     rnd.shuffle(shuffled)
     want = set(gold_rows) == set(pred_rows)
     assert benchmark_ex(_gold(INT, gold_rows), _ran(INT, shuffled)) is want
+
+
+def _refused_by_guard(sql: str) -> SqlGuarded:
+    from ledger.harness.guard import guard
+
+    verdict = guard(sql, {"item"}, engine="sqlite")
+    assert not verdict.passed
+    return SqlGuarded(**_ENV, case_id="c", attempt=1, passed=False,
+                      violations=verdict.violations, ast_digest=None)  # fmt: skip
+
+
+def test_sql_the_engine_itself_would_reject_counts_wrong() -> None:
+    # BIRD's evaluator runs these on SQLite, which raises: 0. The guard's own words
+    # (function not in SQLite's list, table not in the database, not a statement).
+    gold = _gold(INT, [(1,)])
+    for sql in (
+        "SELECT MULTIPLY(2, 3) FROM item",  # SQLite has no such function
+        "SELECT 1 FROM dual",  # no such table
+        "```SQLite\nSELECT 1 FROM item",  # not SQL
+    ):
+        assert benchmark_ex(gold, None, _refused_by_guard(sql)) is False, sql
+    # Refused for safety: SQLite would run it, so the record cannot decide.
+    for sql in ("SELECT load_extension('x') FROM item", "SELECT name FROM sqlite_master",
+                "DELETE FROM item"):  # fmt: skip
+        assert benchmark_ex(gold, None, _refused_by_guard(sql)) is None, sql
