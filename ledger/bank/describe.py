@@ -34,6 +34,8 @@ def _plain(value: Any) -> Any:
 
 def _case(spec: CaseSpec, reference: str | None) -> dict[str, Any]:
     out = {name: _plain(getattr(spec, name)) for name in spec.__struct_fields__}
+    if out.get("benchmark") not in (None, msgspec.UNSET):
+        out["benchmark"] = msgspec.to_builtins(out["benchmark"])
     for name in [k for k, v in out.items() if v is msgspec.UNSET]:
         del out[name]  # issue 16: leak_waiver and rows are shown only when a case has them
     if reference is not None:
@@ -51,8 +53,16 @@ def describe_bank(bank: Bank, *, with_reference: bool = False) -> dict[str, Any]
         "published_seq": None,
         "files": dict(bank.source.file_hashes),
         "calibration_sha256": bank.source.calibration_sha256,
+        **_benchmark(bank.benchmark),
         "cases": [_case(c.spec(), c.reference_sql if with_reference else None) for c in bank.cases],
     }
+
+
+def _benchmark(source: Any) -> dict[str, Any]:
+    """``{"benchmark": {...}}`` for a bank imported from a benchmark, else nothing."""
+    if source is None or source is msgspec.UNSET:
+        return {}
+    return {"benchmark": msgspec.to_builtins(source)}
 
 
 def describe_published(published: PublishedBank, *, with_reference: bool = False) -> dict[str, Any]:
@@ -67,6 +77,7 @@ def describe_published(published: PublishedBank, *, with_reference: bool = False
         "published_seq": published.seq,
         "files": dict(event.files),
         "calibration_sha256": event.calibration_sha256,
+        **_benchmark(event.benchmark),
         "cases": [_case(c, refs.get(c.id)) for c in event.cases],
     }
 
@@ -78,14 +89,24 @@ def format_show(data: dict[str, Any]) -> str:
     lines = [f"{data['bank']}@{data['version']}  {data['content_sha256']}  ({where})"]
     if data["description"]:
         lines.append(data["description"])
+    if "benchmark" in data:
+        b = data["benchmark"]
+        lines.append(
+            f"imported from {b['name']} ({b['questions']}, {b['questions_sha256']}); the "
+            f"benchmark's row contract: {b['rows']}"
+        )
     lines.append(f"{len(data['cases'])} cases")
     width = max([2, *(len(c["id"]) for c in data["cases"])])
     lines.append(f"{'id':<{width}}  {'dimension':<19}  {'difficulty':<10}  weight  question")
     for c in data["cases"]:
         lines.append(
             f"{c['id']:<{width}}  {c['dimension']:<19}  {c['difficulty']:<10}  "
-            f"{c['weight']:>6}  {c['question']}"
+            f"{c['weight']:>6}  {_one_line(c['question'])}"
         )
+        if "benchmark" in c:
+            ref = c["benchmark"]
+            extra = [f"{k} {ref[k]}" for k in ("question_id", "difficulty") if ref.get(k)]
+            lines.append(f"    benchmark index {ref['index']}" + "".join(f", {e}" for e in extra))
         if "leak_waiver" in c:
             lines.append(f"    leak waiver: {c['leak_waiver']}")
         if "rows" in c:
@@ -93,6 +114,12 @@ def format_show(data: dict[str, Any]) -> str:
         if "reference_sql" in c:
             lines += ["    " + ln for ln in c["reference_sql"].rstrip("\n").splitlines()]
     return "\n".join(lines)
+
+
+def _one_line(text: str) -> str:
+    """A question on one table line (an imported BIRD question has its evidence on a
+    line of its own): line breaks shown as `` / ``."""
+    return " / ".join(part.strip() for part in text.splitlines() if part.strip())
 
 
 def diff_banks(a: Bank, b: Bank) -> dict[str, Any]:

@@ -658,3 +658,25 @@ def test_an_existing_bank_folder_is_not_overwritten(tmp_path: Path) -> None:
     done = _import(tmp_path, "bird", str(questions), "--databases", str(databases), "-o", str(out))
     assert done.exit_code == 0, done.output
     assert "(1 cases, 1 gold rows)" in done.stdout
+
+
+def test_bank_show_names_the_benchmark_and_keeps_one_line_per_case(tmp_path: Path) -> None:
+    out = tmp_path / "banks"
+    args = ("--databases", str(BIRD_DATABASES), "--db-id", "superhero", "-o", str(out))
+    assert _import(tmp_path, "bird", str(BIRD_QUESTIONS), *args).exit_code == 0
+    ledger = tmp_path / "home" / "ledger.db"
+    shown = _cli(ledger, "bank", "show", str(out / "superhero")).stdout.splitlines()
+    assert shown[2].startswith("imported from bird (mini_dev_sqlite.json, sha256:")
+    assert shown[2].endswith("the benchmark's row contract: set")
+    # q717 is BIRD's question 717, at index 239 of mini_dev_sqlite.json; its evidence
+    # and question share the case's line.
+    at = next(i for i, line in enumerate(shown) if line.startswith("q717 "))
+    assert shown[at].endswith(
+        "External knowledge: 3-D Man refers to superhero_name = '3-D Man'; superpowers "
+        "refers to power_name / Please list all the superpowers of 3-D Man."
+    )
+    assert shown[at + 1] == "    benchmark index 239, question_id 717, difficulty simple"
+    data = json.loads(_cli(ledger, "bank", "show", str(out / "superhero"), "--json").stdout)
+    assert (data["benchmark"]["name"], data["benchmark"]["rows"]) == ("bird", "set")
+    first = next(c for c in data["cases"] if c["id"] == "q717")
+    assert first["benchmark"] == {"index": 239, "question_id": "717", "difficulty": "simple"}
