@@ -183,7 +183,7 @@ def _import_one(
     else:
         bank = write(target)
     progress(f"{bank.db_id}: validating {bank.folder}")
-    checked = validate_bank(bank.folder)
+    checked = validate_bank(bank.folder, progress=progress)
     gold_rows = sum(len(g.rows) for g in checked.fields["gold"])
     return ImportResult(
         bank, checked.bank.ref, checked.bank.content_sha256, gold_rows, differences, violations
