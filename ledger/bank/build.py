@@ -13,7 +13,7 @@ from typing import Any
 import duckdb
 import msgspec
 
-from ledger.bank.data import DATA_SQLITE, DataFiles, parents_first
+from ledger.bank.data import DATA_SQLITE, DataFiles, load_hint, parents_first
 from ledger.bank.model import Bank, CaseDef
 from ledger.bank.problems import Problems
 from ledger.codec import digest
@@ -254,7 +254,7 @@ def _load_file(
     except duckdb.Error as exc:
         raise BankError(
             f"{where}: cannot load table {table.name}: {_first_line(exc)}",
-            hint="each value must fit its column's type in schema.sql",
+            hint=load_hint(str(exc)),
         ) from None
 
 

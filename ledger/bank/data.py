@@ -37,6 +37,7 @@ __all__ = [
     "TableRows",
     "file_sha256",
     "find_data",
+    "load_hint",
     "parents_first",
 ]
 
@@ -45,6 +46,17 @@ DATA_DIR = "data"
 _SUFFIXES = {".csv": "csv", ".parquet": "parquet"}
 #: Rows handed to an engine at a time while loading (bounded memory).
 BATCH_ROWS = 10_000
+
+
+def load_hint(message: str) -> str:
+    """What to do when an engine refuses a data file's rows (``message``: its error)."""
+    if "foreign key" in message.lower():
+        return (
+            "the data breaks a foreign key that schema.sql declares and this engine "
+            "enforces; SQLite does not: publish the bank on the sqlite engine (its "
+            "violations are then recorded), or fix the data"
+        )
+    return "each value must fit its column's type in schema.sql"
 
 
 def file_sha256(path: Path) -> str:

@@ -1519,7 +1519,7 @@ def _copy_rows(owner: psycopg.Connection[Any], data: DataFiles) -> None:
         "WHERE k.contype = 'f' AND n.nspname = %s",
         [BANK_SCHEMA],
     ).fetchall()
-    from ledger.bank.data import parents_first
+    from ledger.bank.data import load_hint, parents_first
 
     order = parents_first(sorted(wanted), [(str(c), str(p)) for c, p in keys])
     for table in order:
@@ -1541,5 +1541,5 @@ def _copy_rows(owner: psycopg.Connection[Any], data: DataFiles) -> None:
         except psycopg.Error as exc:
             raise BankError(
                 f"{name}: cannot load table {table}: PostgreSQL error: {_first_line(exc)}",
-                hint="each value must fit its column's type in schema.sql",
+                hint=load_hint(str(exc)),
             ) from None

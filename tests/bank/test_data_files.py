@@ -241,3 +241,29 @@ def test_stored_bank_folder_is_the_same_bank(tmp_path: Path) -> None:
     src.write_to(copy)
     assert read_source(copy).content_sha256 == src.content_sha256
     assert (copy / "data.sqlite").stat().st_mode & 0o222 == 0
+
+
+def test_broken_foreign_key_is_recorded_on_sqlite_and_named_on_duckdb(tmp_path: Path) -> None:
+    folder = _sqlite_bank(tmp_path)
+    schema = SCHEMA + "CREATE TABLE tag (item_id INTEGER REFERENCES item (id), tag TEXT);\n"
+    (folder / "schema.sql").write_text(schema, encoding="utf-8")
+    (folder / "data.sqlite").unlink()
+    con = sqlite3.connect(folder / "data.sqlite")
+    con.executescript(schema)
+    con.executemany("INSERT INTO item VALUES (?, ?, ?, ?)", ROWS)
+    # Item 9 does not exist: one row breaks the key (SQLite does not enforce it).
+    con.executemany("INSERT INTO tag VALUES (?, ?)", [(1, "red"), (9, "blue")])
+    con.commit()
+    con.close()
+    (fk,) = validate_bank(folder).fields["build"].foreign_key_violations
+    assert (fk.table, fk.columns, fk.parent_table, fk.parent_columns, fk.count) == (
+        "tag",
+        ("item_id",),
+        "item",
+        ("id",),
+        1,
+    )
+    with pytest.raises(BankError) as err:
+        validate_bank(folder, engine="duckdb", accept_engine_differences=True)
+    assert "cannot load table tag" in err.value.message
+    assert "publish the bank on the sqlite engine" in (err.value.hint or "")
