@@ -204,6 +204,18 @@ class Ledger:
         ledger.readonly = readonly
         return ledger
 
+    @staticmethod
+    def exists(location: Location) -> bool:
+        """Is there a ledger at ``location``? (A file exists; a database holds the schema.)
+
+        StoreError when a server cannot be reached: "could not check" is not "no".
+        """
+        if is_url(location):
+            from ledger.stores.postgres import has_ledger
+
+            return has_ledger(str(location))
+        return Path(location).exists()
+
     def close(self) -> None:
         """Close the connection."""
         if self._inserter is not None:

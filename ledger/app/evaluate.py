@@ -67,7 +67,7 @@ def now() -> str:
     return codec.format_time(dt.datetime.now(dt.UTC))
 
 
-def summary_text(s: RunSummary, ledger_path: Path) -> str:
+def summary_text(s: RunSummary, ledger_path: Path | str) -> str:
     """The one-screen summary printed at the end of a run."""
     score = "see the report" if s.total_score is None else str(s.total_score)
     failures = ", ".join(f"{k} {v}" for k, v in sorted(s.failures.items())) or "none"

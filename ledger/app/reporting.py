@@ -3,17 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
 
 from ledger.app.snapshot import read_state
 from ledger.store import Ledger
+from ledger.stores import Location
 from projections.report import build_report, render
 
 __all__ = ["report_bytes"]
 
 
 def report_bytes(
-    ledger_path: Path,
+    ledger_path: Location,
     *,
     fmt: str,
     at_size: int | None = None,

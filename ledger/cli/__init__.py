@@ -20,8 +20,9 @@ from typing import Any, NoReturn
 
 import click
 
-from ledger.cli.common import DEFAULT_LEDGER, Context, exit_with, pass_ctx
+from ledger.cli.common import DEFAULT_HOME, DEFAULT_LEDGER, Context, exit_with, pass_ctx
 from ledger.errors import LedgerError
+from ledger.stores import parse_location
 
 __all__ = ["DEFAULT_LEDGER", "Context", "exit_with", "main", "pass_ctx"]
 
@@ -105,7 +106,7 @@ class _Group(click.Group):
         except sqlite3.DatabaseError as exc:
             # SQLite could open the file but not read it as a ledger (no events table,
             # a corrupt page): the check could not be made.
-            ledger = ctx.obj.ledger_path if isinstance(ctx.obj, Context) else "the ledger"
+            ledger = ctx.obj.local_path if isinstance(ctx.obj, Context) else "the ledger"
             _fail(
                 f"error: cannot read {ledger} as a caseledger ledger: {exc}",
                 2,
@@ -127,19 +128,24 @@ class _Group(click.Group):
 @click.group(cls=_Group)
 @click.option(
     "--ledger",
-    "ledger_path",
-    type=click.Path(dir_okay=False, path_type=Path),
+    "ledger",
     default=None,
-    help="Ledger file (default: $CASELEDGER_LEDGER or .caseledger/ledger.db).",
+    metavar="FILE|URL",
+    help="Ledger file, or postgresql://... URL of a ledger database (default: "
+    "$CASELEDGER_LEDGER or .caseledger/ledger.db).",
 )
 @click.version_option(package_name="caseledger")
 @click.pass_context
-def main(ctx: click.Context, ledger_path: Path | None) -> None:
+def main(ctx: click.Context, ledger: str | None) -> None:
     """caseledger: evaluate text-to-SQL models with signed, hash-chained evidence."""
-    if ledger_path is None:
-        env = os.environ.get("CASELEDGER_LEDGER")
-        ledger_path = Path(env) if env else DEFAULT_LEDGER
-    ctx.obj = Context(ledger_path)
+    if not ledger:
+        ledger = os.environ.get("CASELEDGER_LEDGER") or str(DEFAULT_LEDGER)
+    # Keys and built banks of a ledger on a server live in a local folder (docs/stores.md).
+    location = parse_location(ledger)
+    if isinstance(location, Path) and location.is_dir():
+        raise click.BadParameter(f"File {str(location)!r} is a directory.", param_hint="'--ledger'")
+    home = os.environ.get("CASELEDGER_HOME")
+    ctx.obj = Context(location, Path(home) if home else DEFAULT_HOME)
 
 
 AREAS = ("log", "bank", "run", "report", "gate", "calibrate", "demo", "export", "slices")

@@ -36,9 +36,9 @@ __all__ = ["register"]
 
 def _open_readonly(ctx: Context) -> Ledger | None:
     """The ledger when it exists (bank commands that only read work without one)."""
-    if not ctx.ledger_path.is_file():
+    if not Ledger.exists(ctx.ledger):
         return None
-    return Ledger.open(ctx.ledger_path, readonly=True)
+    return Ledger.open(ctx.ledger, readonly=True)
 
 
 def _progress(line: str) -> None:
@@ -92,7 +92,7 @@ def validate_cmd(
     """Check a bank folder or built-in NAME: build it, freeze gold, run the leak check."""
     checked = validate_bank(
         resolve_source(source),
-        paths=[ctx.ledger_path, ctx.home],
+        paths=[ctx.local_path, ctx.home],
         cwd=Path.cwd(),
         engine=engine,
         accept_engine_differences=accept_engine_differences,
@@ -143,7 +143,7 @@ def publish_cmd(
             click.echo("nothing was published", err=True)
             exit_with(1)
         click.echo("relations hold", err=True)
-    with Ledger.open(ctx.ledger_path) as ledger:
+    with Ledger.open(ctx.ledger) as ledger:
         result = publish(
             ledger,
             signer,

@@ -31,7 +31,7 @@ def calibrate_cmd(ctx: Context, bank_arg: str, as_json: bool) -> None:
     2 when calibration could not run.
     """
     signer = load_default_signer(ctx.home)
-    with Ledger.open(ctx.ledger_path) as ledger:
+    with Ledger.open(ctx.ledger) as ledger:
         done = run_calibration(ledger, signer, bank_arg, ctx.home, cwd=Path.cwd())
     click.echo(to_json(done.result) if as_json else format_text(done.result))
     click.echo(f"recorded as run {done.run_id}", err=True)

@@ -14,21 +14,52 @@ from typing import NoReturn
 
 import click
 
-__all__ = ["DEFAULT_LEDGER", "Context", "exit_with", "pass_ctx", "write_atomic"]
+from ledger.errors import UsageError
+from ledger.stores import Location, redact
 
-DEFAULT_LEDGER = Path(".caseledger") / "ledger.db"
+__all__ = ["DEFAULT_HOME", "DEFAULT_LEDGER", "Context", "exit_with", "pass_ctx", "write_atomic"]
+
+DEFAULT_HOME = Path(".caseledger")
+DEFAULT_LEDGER = DEFAULT_HOME / "ledger.db"
 
 
 class Context:
-    """What the global options resolved to."""
+    """What the global options resolved to.
 
-    def __init__(self, ledger_path: Path) -> None:
-        self.ledger_path = ledger_path
+    ``ledger`` is a file (SQLite) or a ``postgresql://`` URL (docs/stores.md). Keys,
+    built bank databases and caches always live in a local folder, ``home``: beside a
+    ledger file, and for a ledger on a server ``$CASELEDGER_HOME`` or else
+    ``.caseledger`` in the working directory.
+    """
+
+    def __init__(self, ledger: Location, server_home: Path = DEFAULT_HOME) -> None:
+        self.ledger = ledger
+        self._server_home = server_home
+
+    @property
+    def ledger_path(self) -> Path:
+        """The ledger file, for the commands that only work on a file (UsageError otherwise)."""
+        if isinstance(self.ledger, Path):
+            return self.ledger
+        raise UsageError(
+            f"this command needs a ledger file; {redact(self.ledger)} is a database",
+            hint="copy the ledger into a file first: caseledger ledger copy URL FILE.db",
+        )
+
+    @property
+    def ledger_name(self) -> str:
+        """How output names the ledger: the path, or the URL without its password."""
+        return str(self.ledger) if isinstance(self.ledger, Path) else redact(self.ledger)
+
+    @property
+    def local_path(self) -> Path:
+        """The ledger file, or the home folder for a ledger on a server (a private path)."""
+        return self.ledger if isinstance(self.ledger, Path) else self.home
 
     @property
     def home(self) -> Path:
-        """The folder beside the ledger that holds keys, built databases and caches."""
-        return self.ledger_path.parent
+        """The local folder that holds keys, built databases and caches (see the class doc)."""
+        return self.ledger.parent if isinstance(self.ledger, Path) else self._server_home
 
 
 pass_ctx = click.make_pass_decorator(Context)

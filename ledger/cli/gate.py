@@ -95,7 +95,7 @@ def freeze_cmd(ctx: Context, run: str, out_dir: Path) -> None:
     from ledger.app.baseline import freeze
     from ledger.store import Ledger
 
-    with Ledger.open(ctx.ledger_path, readonly=True) as ledger:
+    with Ledger.open(ctx.ledger, readonly=True) as ledger:
         card = freeze(ledger, run, out_dir)
     shown = card["metrics"].get("result_correct_rate")
     click.echo(

@@ -123,18 +123,45 @@ def _proof_text(what: str, proof: dict[str, object]) -> str:
 
 @click.command()
 @click.option("--name", default=DEFAULT_OPERATOR, show_default=True, help="Operator key name.")
+@click.option(
+    "--grant-writer",
+    "writers",
+    multiple=True,
+    metavar="ROLE",
+    help="PostgreSQL: let ROLE append (USAGE, INSERT and SELECT only; repeatable).",
+)
+@click.option(
+    "--grant-reader",
+    "readers",
+    multiple=True,
+    metavar="ROLE",
+    help="PostgreSQL: let ROLE read (USAGE and SELECT only; repeatable).",
+)
 @pass_ctx
-def init(ctx: Context, name: str) -> None:
+def init(ctx: Context, name: str, writers: tuple[str, ...], readers: tuple[str, ...]) -> None:
     """Create the ledger and its operator key (keys/operator.key, mode 0600)."""
-    if ctx.ledger_path.exists():
+    if (writers or readers) and isinstance(ctx.ledger, Path):
         raise UsageError(
-            f"a ledger already exists at {ctx.ledger_path}", hint="nothing was changed"
+            "--grant-writer and --grant-reader are for a ledger database (postgresql://...)",
+            hint="a ledger file is protected by the file's permissions",
+        )
+    if Ledger.exists(ctx.ledger):
+        raise UsageError(
+            f"a ledger already exists at {ctx.ledger_name}", hint="nothing was changed"
         )
     signer = Signer.generate(name, role="operator")
     key_path = ctx.home / "keys" / "operator.key"
     signer.save(key_path)
-    Ledger.create(ctx.ledger_path, signer).close()
-    click.echo(f"created ledger {ctx.ledger_path}")
+    Ledger.create(ctx.ledger, signer).close()
+    click.echo(f"created ledger {ctx.ledger_name}")
+    if writers or readers:
+        from ledger.stores.postgres import grant
+
+        grant(str(ctx.ledger), writers=writers, readers=readers)
+        for role in writers:
+            click.echo(f"granted {role}: append (INSERT, SELECT)")
+        for role in readers:
+            click.echo(f"granted {role}: read (SELECT)")
     click.echo(f"operator key {key_path} (mode 0600, keep it secret)")
     click.echo(
         f"verifier key (publish it; auditors pass it to `verify --key`):\n{signer.verifier_key}"
@@ -148,7 +175,7 @@ def init(ctx: Context, name: str) -> None:
 @pass_ctx
 def log_cmd(ctx: Context, run: str | None, type_name: str | None, as_json: bool) -> None:
     """List events in sequence order."""
-    with Ledger.open(ctx.ledger_path, readonly=True) as ledger:
+    with Ledger.open(ctx.ledger, readonly=True) as ledger:
         for row in _select(ledger, run, type_name):
             click.echo(_log_line(row, as_json))
 
@@ -195,7 +222,7 @@ def verify(
         hook = recompute_hook(ctx.home / "banks" if banks_dir is None else banks_dir)
     try:
         result = verify_ledger(
-            ctx.ledger_path,
+            ctx.ledger,
             checkpoints=notes,
             checkpoint_labels=[str(p) for p in checkpoint_files],
             trusted_keys=_keys_arg(keys),
@@ -216,7 +243,7 @@ def verify(
 def checkpoint(ctx: Context, output: Path | None) -> None:
     """Sign a checkpoint (C2SP signed note) over the committed log and record it."""
     signer = load_default_signer(ctx.home)
-    with Ledger.open(ctx.ledger_path) as ledger:
+    with Ledger.open(ctx.ledger) as ledger:
         note = issue_checkpoint(ledger, signer)
     if output is None:
         click.echo(note, nl=False)
@@ -246,7 +273,7 @@ def prove_inclusion_cmd(
 ) -> None:
     """Prove (and check) that event SEQ is in the checkpoint's tree."""
     note = _read_note(checkpoint_file)
-    with Ledger.open(ctx.ledger_path, readonly=True) as ledger:
+    with Ledger.open(ctx.ledger, readonly=True) as ledger:
         proof = prove_inclusion(
             ledger, seq, note, trusted_keys=_keys_arg(keys), label=str(checkpoint_file)
         )
@@ -267,7 +294,7 @@ def prove_consistency_cmd(
 ) -> None:
     """Prove (and check) that the newer checkpoint extends the older one."""
     old, new = _read_note(old_file), _read_note(new_file)
-    with Ledger.open(ctx.ledger_path, readonly=True) as ledger:
+    with Ledger.open(ctx.ledger, readonly=True) as ledger:
         proof = prove_consistency(
             ledger, old, new, trusted_keys=_keys_arg(keys), labels=(str(old_file), str(new_file))
         )
@@ -288,7 +315,7 @@ def keys() -> None:
 @pass_ctx
 def keys_list(ctx: Context) -> None:
     """Every signer ever registered (retired ones too) with its verifier key."""
-    with Ledger.open(ctx.ledger_path, readonly=True) as ledger:
+    with Ledger.open(ctx.ledger, readonly=True) as ledger:
         for entry in ledger.keyring().entries():
             click.echo(_key_line(entry))
 
@@ -305,7 +332,7 @@ def keys_add(ctx: Context, name: str, role: str) -> None:
     if key_path.exists():
         raise UsageError(f"key file {key_path} already exists", hint="pick another name")
     operator, new = load_default_signer(ctx.home), Signer.generate(name, role=role)
-    with Ledger.open(ctx.ledger_path) as ledger:
+    with Ledger.open(ctx.ledger) as ledger:
         seq = ledger.register(new, by=operator)
     new.save(key_path)
     click.echo(f"registered {name} ({role}, key id {new.key_id}) at seq {seq}; key {key_path}")
@@ -317,7 +344,7 @@ def keys_add(ctx: Context, name: str, role: str) -> None:
 @pass_ctx
 def keys_retire(ctx: Context, name: str, reason: str) -> None:
     """Retire a signer: it signs nothing from now on; its older events keep verifying."""
-    with Ledger.open(ctx.ledger_path) as ledger:
+    with Ledger.open(ctx.ledger) as ledger:
         seq = ledger.retire(name, by=load_default_signer(ctx.home), reason=reason)
     click.echo(f"retired {name} at seq {seq}")
 

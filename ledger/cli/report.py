@@ -43,7 +43,7 @@ def report(
 ) -> None:
     """Build a report: the same tree size and options always give the same bytes."""
     data, size, root = report_bytes(
-        ctx.ledger_path,
+        ctx.ledger,
         fmt=fmt,
         at_size=at_size,
         runs=runs or None,
@@ -62,7 +62,7 @@ def report(
 @pass_ctx
 def runs(ctx: Context, as_json: bool) -> None:
     """One line per run: bank, adapter, profile, model, status, attempts, result-correct, score."""
-    with Ledger.open(ctx.ledger_path, readonly=True) as ledger:
+    with Ledger.open(ctx.ledger, readonly=True) as ledger:
         rows = run_overview(read_state(ledger).state)
     if as_json:
         click.echo(json.dumps(rows, ensure_ascii=False, sort_keys=True, indent=1))
@@ -79,9 +79,9 @@ def runs(ctx: Context, as_json: bool) -> None:
 @pass_ctx
 def rebuild(ctx: Context) -> None:
     """Replay every event as a report does (bodies and chain checked); print the tree head."""
-    with Ledger.open(ctx.ledger_path, readonly=True) as ledger:
+    with Ledger.open(ctx.ledger, readonly=True) as ledger:
         snap = read_state(ledger)
-    old = ctx.ledger_path.with_name(ctx.ledger_path.stem + ".projections.db")
+    old = ctx.local_path.with_name(ctx.local_path.stem + ".projections.db")
     click.echo(
         f"replayed {snap.size} events ({len(snap.state.runs)} runs), every body and the chain "
         f"checked; root sha256:{snap.root.hex()}"
@@ -98,7 +98,7 @@ def rebuild(ctx: Context) -> None:
 def rescore_cmd(ctx: Context, runs: tuple[str, ...], version: str, reexecute: bool) -> None:
     """Append new scores from recorded evidence (zero model calls)."""
     signer = load_default_signer(ctx.home)
-    with Ledger.open(ctx.ledger_path) as ledger:
+    with Ledger.open(ctx.ledger) as ledger:
         summary = rescore(
             ledger,
             signer,

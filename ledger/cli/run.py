@@ -132,10 +132,9 @@ class _Reporter:
 @click.pass_obj
 def run_cmd(obj: Any, /, bank_ref: str, kind: str, **options: Any) -> None:
     """Run KIND on a published bank; every step becomes a signed event."""
-    ledger_path: Path = obj.ledger_path
-    if not ledger_path.exists():
+    if not Ledger.exists(obj.ledger):
         raise UsageError(
-            f"no ledger at {ledger_path}", hint="run `caseledger init` first (or pass --ledger)"
+            f"no ledger at {obj.ledger_name}", hint="run `caseledger init` first (or pass --ledger)"
         )
     resume = options.pop("resume")
     no_variants = options.pop("no_variants")
@@ -158,16 +157,16 @@ def run_cmd(obj: Any, /, bank_ref: str, kind: str, **options: Any) -> None:
     given = {name: value for name, value in caps.items() if value is not None}
     # None: the defaults, or on --resume the original run's caps.
     limits = validate(msgspec.structs.replace(DEFAULT_LIMITS, **given)) if given else None
-    with Ledger.open(ledger_path) as ledger:
+    with Ledger.open(obj.ledger) as ledger:
         published = find_published(ledger, obj.home, bank_ref)
-        ctx = bank_context(published, ledger_path, Path.cwd())
+        ctx = bank_context(published, obj.local_path, Path.cwd())
         refs = ctx.reference_sql if kind == "reference" else None
         adapter = build_adapter(
             kind,
             options,
             cases=refs,
             environ=os.environ,
-            hidden_paths=(ledger_path, obj.home),
+            hidden_paths=(obj.local_path, obj.home),
             bank=ctx.event,
         )
         # Model programs a killed caseledger left running die now (docs/adapters.md).
@@ -210,7 +209,7 @@ def run_cmd(obj: Any, /, bank_ref: str, kind: str, **options: Any) -> None:
         finally:
             stack.close()
             adapter.close()
-    click.echo(summary_text(summary, ledger_path))
+    click.echo(summary_text(summary, obj.ledger_name))
 
 
 def register(group: click.Group) -> None:

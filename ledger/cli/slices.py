@@ -42,7 +42,7 @@ def slices(ctx: Context, run_id: str, scorer: str, as_json: bool) -> None:
     filters, grouping, aggregates, projection, order, none or unknown. Exit 2
     when nothing could be checked.
     """
-    with Ledger.open(ctx.ledger_path) as ledger:
+    with Ledger.open(ctx.ledger) as ledger:
         recorded = record_slices(
             ledger, lambda: load_default_signer(ctx.home), ctx.home, run_id=run_id, clock=_now
         )

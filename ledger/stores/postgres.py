@@ -41,7 +41,15 @@ from psycopg import sql as pg_sql
 from ledger.errors import StoreBusyError, StoreError, UsageError
 from ledger.stores import FORMAT, DuplicateLeafError, redact
 
-__all__ = ["APPEND_LOCK_KEY", "SCHEMA", "PostgresBackend", "grant_reader", "grant_writer"]
+__all__ = [
+    "APPEND_LOCK_KEY",
+    "SCHEMA",
+    "PostgresBackend",
+    "grant",
+    "grant_reader",
+    "grant_writer",
+    "has_ledger",
+]
 
 SCHEMA = "caseledger"
 #: The advisory lock every append takes (the first 8 bytes of SHA-256("caseledger/append")).
@@ -401,6 +409,28 @@ def _connect(url: str) -> psycopg.Connection[Any]:
             hint="check the URL, the server and the role's password (PGPASSWORD or ~/.pgpass)",
         ) from None
     return conn
+
+
+def has_ledger(url: str) -> bool:
+    """Does the database at ``url`` hold a ledger schema? (StoreError when unreachable.)"""
+    with _connect(url) as conn:
+        return _has_ledger(conn)
+
+
+def grant(url: str, *, writers: Sequence[str] = (), readers: Sequence[str] = ()) -> None:
+    """Connect as the ledger's owner and grant writer and reader roles their privileges."""
+    try:
+        with _connect(url) as conn:
+            for role in writers:
+                grant_writer(conn, role)
+            for role in readers:
+                grant_reader(conn, role)
+    except psycopg.Error as exc:
+        raise StoreError(
+            f"cannot grant privileges on the ledger at {redact(url)}: {_first_line(exc)}",
+            hint="grant as the role that ran `caseledger init` (the schema's owner); the "
+            "roles must exist",
+        ) from None
 
 
 def _has_ledger(conn: psycopg.Connection[Any]) -> bool:

@@ -14,6 +14,8 @@ from __future__ import annotations
 import base64
 import hashlib
 import itertools
+import json
+import os
 import re
 import signal
 import subprocess
@@ -478,3 +480,65 @@ def test_verify_catches_tampering(
     store.tamper(statement, params)
     with pytest.raises(error, match=message):
         verify_ledger(store.location)
+
+
+# ----------------------------------------------------------------- the command line
+
+CASELEDGER = str(Path(sys.executable).parent / "caseledger")
+
+
+def caseledger(
+    location: object, *args: str, cwd: Path, home: Path
+) -> subprocess.CompletedProcess[str]:
+    """``caseledger --ledger LOCATION ARGS`` in a real process (keys in ``home``)."""
+    return subprocess.run(
+        [CASELEDGER, "--ledger", str(location), *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "CASELEDGER_HOME": str(home)},
+        cwd=cwd,
+        timeout=300,
+        check=False,
+    )
+
+
+def test_the_command_line_works_on_every_store(store: Store, tmp_path: Path) -> None:
+    """init (granting the writer role on PostgreSQL), publish, run, verify, report."""
+    home = tmp_path / "home"
+    grant = ["--grant-writer", "ledger_writer"] if store.kind == "postgresql" else []
+    done = caseledger(store.owner_location, "init", *grant, cwd=tmp_path, home=home)
+    assert done.returncode == 0, done.stderr
+    shown = str(store.owner_location).replace(":owner-pw@", ":***@")
+    assert done.stdout.startswith(f"created ledger {shown}\n")
+    assert "owner-pw" not in done.stdout + done.stderr
+    key_home = home if store.kind == "postgresql" else Path(store.location).parent
+    assert (key_home / "keys" / "operator.key").is_file()
+    if store.kind == "postgresql":
+        assert done.stdout.splitlines()[1] == "granted ledger_writer: append (INSERT, SELECT)"
+    again = caseledger(store.owner_location, "init", cwd=tmp_path, home=home)
+    assert again.returncode == 2
+    assert f"error: a ledger already exists at {shown}" in again.stderr
+    steps = [
+        ["bank", "publish", "sales-fixture"],
+        ["run", "--bank", "sales-fixture", "--adapter", "reference", "--run-id", "self"],
+        ["verify"],
+    ]
+    for args in steps:
+        done = caseledger(store.location, *args, cwd=tmp_path, home=home)
+        assert done.returncode == 0, (args, done.stderr)
+    assert done.stdout.startswith("verified: ")
+    report = caseledger(store.location, "report", "--format", "json", cwd=tmp_path, home=home)
+    assert report.returncode == 0, report.stderr
+    head = json.loads(report.stdout)["checkpoint"]
+    assert f"root {head['root_hash']}" in done.stdout  # the report's tree is the verified one
+    with store.open(readonly=True) as ledger:
+        assert head["tree_size"] == ledger.size()
+        assert ledger.streams()[1:] == ["self"]
+    # a command that needs a ledger file says so instead of failing obscurely
+    if store.kind == "postgresql":
+        out = tmp_path / "audit"
+        args = ["export", "audit", "-o", str(out)]
+        done = caseledger(store.location, *args, cwd=tmp_path, home=home)
+        assert done.returncode == 2
+        assert "this command needs a ledger file" in done.stderr
+        assert "writer-pw" not in done.stderr
