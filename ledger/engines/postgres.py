@@ -64,7 +64,7 @@ from ledger.errors import BankError, SandboxError, UsageError
 from ledger.events import Column, TableSchema
 from ledger.harness import cells
 from ledger.harness.functions import Catalog, DenyRule, FunctionEntry, fold, matches
-from ledger.harness.worker import ExecResult, Reply, Request, failure, serve
+from ledger.harness.worker import ExecResult, Reply, Request, Watchdog, failure, serve
 
 if TYPE_CHECKING:
     from ledger.bank.data import DataFiles
@@ -131,7 +131,6 @@ KILL_GRACE_S = 2.0
 STARTUP_TIMEOUT_S = 60.0
 #: How long a closed backend may take to leave pg_stat_activity before it is terminated.
 BACKEND_EXIT_WAIT_S = 2.0
-_PARENT_CHECK_S = 0.25
 _CURSOR = "caseledger_query"
 _FETCH_FIRST = 64
 _FETCH_MAX = 1024
@@ -1056,45 +1055,6 @@ def _describe(
 # ------------------------------------------------------------------ the worker (child)
 
 
-class _Watchdog(threading.Thread):
-    """Cancels the running statement at the query's deadline; exits if the parent dies."""
-
-    def __init__(self, parent_pid: int) -> None:
-        super().__init__(name="caseledger-pg-watchdog", daemon=True)
-        self._parent_pid = parent_pid
-        self._cond = threading.Condition()
-        self._con: psycopg.Connection[Any] | None = None
-        self._deadline: float | None = None
-        self._fired = False
-
-    def arm(self, con: psycopg.Connection[Any], timeout_s: float) -> None:
-        with self._cond:
-            self._con, self._deadline, self._fired = con, time.monotonic() + timeout_s, False
-            self._cond.notify()
-
-    def disarm(self) -> bool:
-        """Stop watching; True when the deadline fired (a cancel was sent)."""
-        with self._cond:
-            fired = self._fired
-            self._con, self._deadline, self._fired = None, None, False
-            return fired
-
-    def run(self) -> None:
-        while True:
-            with self._cond:
-                wait = _PARENT_CHECK_S
-                if self._deadline is not None and not self._fired:
-                    wait = min(wait, max(0.0, self._deadline - time.monotonic()))
-                self._cond.wait(wait)
-                due = self._deadline is not None and time.monotonic() >= self._deadline
-                if due and not self._fired and self._con is not None:
-                    self._fired = True
-                    with contextlib.suppress(psycopg.Error):
-                        self._con.cancel()
-            if os.getppid() != self._parent_pid:
-                os._exit(3)  # orphaned: closing the socket ends the backend too
-
-
 class _Session:
     """The worker's connection as the reader: opened lazily, closed after a failure that
     may leave the session in an unknown state (timeout, memory, lost connection)."""
@@ -1117,7 +1077,7 @@ class _Session:
                 self.con.close()
         self.con = None
 
-    def run(self, req: Request, watchdog: _Watchdog) -> ExecResult:
+    def run(self, req: Request, watchdog: Watchdog) -> ExecResult:
         start = time.perf_counter_ns()
         try:
             con = self.connect()
@@ -1132,7 +1092,7 @@ class _Session:
         stopped: tuple[str, str] | None = None
         start = time.perf_counter_ns()
         # Just after the server's own statement_timeout, which should come first.
-        watchdog.arm(con, self.timeout_s + WATCHDOG_SLACK_S)
+        watchdog.arm(con.cancel, self.timeout_s + WATCHDOG_SLACK_S)
         try:
             con.execute("BEGIN READ ONLY")
             _declare(con, req.sql)
@@ -1221,15 +1181,15 @@ def _worker_main(
 ) -> None:
     """Entry point of the worker process (the loop is ``ledger.harness.worker.serve``)."""
 
-    def open_session() -> tuple[_Session, _Watchdog]:
+    def open_session() -> tuple[_Session, Watchdog]:
         session = _Session(conninfo, timeout_s)
         session.connect()
-        watchdog = _Watchdog(parent_pid)
+        watchdog = Watchdog(parent_pid, name="caseledger-pg-watchdog")
         watchdog.start()
         _limit_memory(memory_bytes)
         return session, watchdog
 
-    def run(state: tuple[_Session, _Watchdog], req: Request) -> ExecResult:
+    def run(state: tuple[_Session, Watchdog], req: Request) -> ExecResult:
         session, watchdog = state
         try:
             return session.run(req, watchdog)

@@ -51,6 +51,7 @@ __all__ = [
     "ProcessWorker",
     "Reply",
     "Request",
+    "Watchdog",
     "WorkerPool",
     "connect_sandboxed",
     "duckdb_refusals",
@@ -164,51 +165,57 @@ def connect_sandboxed(db_path: str | Path, *, memory_limit: str = "512MB") -> An
     return con
 
 
-class _Watchdog(threading.Thread):
-    """Interrupts the running query at its deadline; exits the process if the parent dies."""
+class Watchdog(threading.Thread):
+    """Interrupts the running query at its deadline; exits the process if the parent dies.
 
-    def __init__(self, parent_pid: int) -> None:
-        super().__init__(name="caseledger-watchdog", daemon=True)
+    One per worker process, for every engine whose query runs in a blocking call:
+    ``arm`` gives the call that stops the query (DuckDB's ``cursor.interrupt``,
+    psycopg's ``connection.cancel``) and the time it may run. A call that fails
+    because the query finished meanwhile is fine.
+    """
+
+    def __init__(self, parent_pid: int, name: str = "caseledger-watchdog") -> None:
+        super().__init__(name=name, daemon=True)
         self._parent_pid = parent_pid
         self._cond = threading.Condition()
-        self._cursor: Any = None
+        self._interrupt: Callable[[], object] | None = None
         self._deadline: float | None = None
         self._fired = False
 
-    def arm(self, cursor: Any, timeout_s: float) -> None:
+    def arm(self, interrupt: Callable[[], object], timeout_s: float) -> None:
+        """Watch the query ``interrupt`` stops, for ``timeout_s`` seconds from now."""
         with self._cond:
-            self._cursor, self._deadline, self._fired = cursor, time.monotonic() + timeout_s, False
+            self._interrupt, self._deadline = interrupt, time.monotonic() + timeout_s
+            self._fired = False
             self._cond.notify()
 
     def disarm(self) -> bool:
         """Stop watching; True when the deadline fired (the query was interrupted)."""
         with self._cond:
             fired = self._fired
-            self._cursor, self._deadline, self._fired = None, None, False
+            self._interrupt, self._deadline, self._fired = None, None, False
             return fired
 
     def run(self) -> None:
-        import duckdb
-
         while True:
             with self._cond:
-                now = time.monotonic()
                 wait = _PARENT_CHECK_S
                 if self._deadline is not None and not self._fired:
-                    wait = min(wait, max(0.0, self._deadline - now))
+                    wait = min(wait, max(0.0, self._deadline - time.monotonic()))
                 self._cond.wait(wait)
                 due = self._deadline is not None and time.monotonic() >= self._deadline
-                if due and not self._fired:
+                if due and not self._fired and self._interrupt is not None:
                     self._fired = True
-                    # A cursor that finished in the meantime may refuse: fine.
-                    with contextlib.suppress(duckdb.Error):
-                        self._cursor.interrupt()
+                    # A query that finished in the meantime may refuse: fine.
+                    with contextlib.suppress(Exception):
+                        self._interrupt()
             if os.getppid() != self._parent_pid:
-                # Orphaned: the pool is gone, so is our job.
+                # Orphaned: the pool is gone, so is our job (for a server engine,
+                # closing the socket ends the backend's query too).
                 os._exit(3)
 
 
-def _run_query(sandbox: _Sandbox, watchdog: _Watchdog, req: Request) -> ExecResult:
+def _run_query(sandbox: _Sandbox, watchdog: Watchdog, req: Request) -> ExecResult:
     """Check one query with DuckDB's parser, then execute it and encode the rows.
 
     The query connection is kept between queries (its temporary macros shadow the
@@ -223,7 +230,7 @@ def _run_query(sandbox: _Sandbox, watchdog: _Watchdog, req: Request) -> ExecResu
         return failure("refused", refusal, (time.perf_counter_ns() - start) // 1000)
     cursor = sandbox.query
     start = time.perf_counter_ns()
-    watchdog.arm(cursor, req.timeout_s)
+    watchdog.arm(cursor.interrupt, req.timeout_s)
     stopped: tuple[str, str] | None = None
     budget = cells.ResultBudget(req.max_result_bytes, req.max_cell_bytes)
     kept: list[list[Any]] = []
@@ -333,9 +340,9 @@ def _worker_main(conn: Connection, db_path: str, memory_limit: str, parent_pid: 
     """Entry point of a DuckDB worker process (see :func:`serve`)."""
     import duckdb
 
-    def open_session() -> tuple[_Sandbox, _Watchdog]:
+    def open_session() -> tuple[_Sandbox, Watchdog]:
         con = connect_sandboxed(db_path, memory_limit=memory_limit)
-        watchdog = _Watchdog(parent_pid)
+        watchdog = Watchdog(parent_pid)
         watchdog.start()
         return _Sandbox(con), watchdog
 
