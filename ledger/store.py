@@ -167,17 +167,43 @@ class Ledger:
             raise UsageError(
                 f"the first signer must be an operator, {signer.name} is {signer.role}"
             )
-        backend: Backend
-        if is_url(location):
-            from ledger.stores.postgres import PostgresBackend
-
-            backend = PostgresBackend.create(str(location))
-        else:
-            backend = SqliteBackend.create(Path(location))
+        backend = _new_backend(location)
         ledger = cls(backend, clock or _now, path=_display_path(location, backend))
         at = ledger._clock()
         ledger.append([_registration(signer, at)], signer)
         return ledger
+
+    @classmethod
+    def create_copy(cls, location: Location, source: Ledger) -> Ledger:
+        """A new ledger at ``location`` holding ``source``'s rows, byte for byte.
+
+        Every row is read with :meth:`scan_rows` (body, leaf hash, chain and columns
+        checked) and stored as it is, signatures included, then the source's stored
+        checkpoints; all in one transaction, so the copy is the source as of one
+        tree size or stays empty. Nothing is re-signed: run ``verify`` on the copy.
+        """
+        size = source.size()
+        checkpoints = [(n, note) for n, note in source.stored_checkpoints() if n <= size]
+        backend = _new_backend(location)
+        copy = cls(backend, source._clock, path=_display_path(location, backend))
+        backend.begin()
+        try:
+            rows: list[tuple[Any, ...]] = []
+            for row in source.scan_rows(size):
+                rows.append(row[:9])
+                if len(rows) == 4096:
+                    backend.insert(rows)
+                    rows = []
+            if rows:
+                backend.insert(rows)
+            for n, note in checkpoints:
+                backend.insert_checkpoint(n, note)
+            backend.commit()
+        except BaseException:
+            backend.rollback()
+            copy.close()
+            raise
+        return copy
 
     @classmethod
     def open(
@@ -725,6 +751,15 @@ def _validate(body: bytes) -> None:
         codec.decode(body)
     except msgspec.ValidationError as exc:
         raise UsageError(f"event does not match its declared shape: {exc}") from None
+
+
+def _new_backend(location: Location) -> Backend:
+    """An empty ledger store (schema, no rows) at ``location``."""
+    if is_url(location):
+        from ledger.stores.postgres import PostgresBackend
+
+        return PostgresBackend.create(str(location))
+    return SqliteBackend.create(Path(location))
 
 
 def _display_path(location: Location, backend: Backend) -> Path:

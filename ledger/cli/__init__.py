@@ -148,7 +148,7 @@ def main(ctx: click.Context, ledger: str | None) -> None:
     ctx.obj = Context(location, Path(home) if home else DEFAULT_HOME)
 
 
-AREAS = ("log", "bank", "run", "report", "gate", "calibrate", "demo", "export", "slices")
+AREAS = ("log", "bank", "run", "report", "gate", "calibrate", "demo", "export", "slices", "stores")
 
 
 def _register() -> None:

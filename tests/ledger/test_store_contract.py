@@ -542,3 +542,51 @@ def test_the_command_line_works_on_every_store(store: Store, tmp_path: Path) -> 
         assert done.returncode == 2
         assert "this command needs a ledger file" in done.stderr
         assert "writer-pw" not in done.stderr
+
+
+def test_ledger_copy_between_stores_keeps_every_byte(pg_cluster: PgCluster, tmp_path: Path) -> None:
+    """SQLite -> PostgreSQL -> SQLite: every copy verifies, holds the same rows and
+    stored checkpoints, and rebuilds the report byte for byte."""
+    home = tmp_path / "home"
+    first = tmp_path / "first.db"
+    for args in (
+        ["init"],
+        ["bank", "publish", "sales-fixture"],
+        ["run", "--bank", "sales-fixture", "--adapter", "reference", "--run-id", "self"],
+    ):
+        done = caseledger(first, *args, cwd=tmp_path, home=home)
+        assert done.returncode == 0, (args, done.stderr)
+    server = fresh_pg_store(pg_cluster)
+    back = tmp_path / "back.db"
+    try:
+        done = caseledger("", "ledger", "copy", str(first), str(server.owner_location),
+                          cwd=tmp_path, home=home)  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        with Ledger.open(first, readonly=True) as source:
+            size = source.size()
+            checkpoints = source.stored_checkpoints()
+        shown = str(server.owner_location).replace(":owner-pw@", ":***@")
+        assert done.stdout.startswith(f"copied {size} events from {first} to {shown}; verified: ")
+        sqlite_rows = Store("sqlite", first, first).rows()
+        assert server.rows() == sqlite_rows
+        done = caseledger("", "ledger", "copy", str(server.owner_location), str(back),
+                          cwd=tmp_path, home=home)  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        assert Store("sqlite", back, back).rows() == sqlite_rows
+        with Ledger.open(server.owner_location) as copy:
+            assert copy.stored_checkpoints() == checkpoints
+        assert len(checkpoints) == 2  # after BankPublished and after RunFinished
+        for fmt in ("json", "md", "html"):
+            built = [
+                caseledger(where, "report", "--format", fmt, cwd=tmp_path, home=home)
+                for where in (first, server.owner_location, back)
+            ]
+            assert all(b.returncode == 0 for b in built), [b.stderr for b in built]
+            assert built[0].stdout == built[1].stdout == built[2].stdout
+            assert len(built[0].stdout) > 1000
+        # a second copy onto an existing ledger is refused, nothing changed
+        again = caseledger("", "ledger", "copy", str(first), str(back), cwd=tmp_path, home=home)
+        assert again.returncode == 2
+        assert f"error: a ledger already exists at {back}" in again.stderr
+    finally:
+        drop_pg_store(server)
