@@ -289,18 +289,22 @@ class PostgresBackend:
         """BEGIN, then the append advisory lock, waited for up to the busy timeout."""
         with self._errors():
             self.conn.execute("BEGIN")
-            self._in_batch = True
-            timeout_ms = max(1, round(self.busy_timeout_s * 1000))
-            self.conn.execute(f"SET LOCAL lock_timeout = {timeout_ms}")
-            try:
-                self.conn.execute("SELECT pg_advisory_xact_lock(%s)", (APPEND_LOCK_KEY,))
-            except pg_errors.LockNotAvailable:
-                self.rollback()
-                raise StoreBusyError(
-                    f"ledger is busy: other writers have held the append lock on {self.name} "
-                    f"for more than {self.busy_timeout_s:g} s",
-                    hint="wait for the other caseledger commands to finish, then retry",
-                ) from None
+        self._in_batch = True
+        timeout_ms = max(1, round(self.busy_timeout_s * 1000))
+        try:
+            with self._errors():
+                self.conn.execute(f"SET LOCAL lock_timeout = {timeout_ms}")
+                try:
+                    self.conn.execute("SELECT pg_advisory_xact_lock(%s)", (APPEND_LOCK_KEY,))
+                except pg_errors.LockNotAvailable:
+                    raise StoreBusyError(
+                        f"ledger is busy: other writers have held the append lock on "
+                        f"{self.name} for more than {self.busy_timeout_s:g} s",
+                        hint="wait for the other caseledger commands to finish, then retry",
+                    ) from None
+        except BaseException:
+            self.rollback()  # the caller only rolls back batches that began
+            raise
 
     def commit(self) -> None:
         """COMMIT: durable on the server when it returns (synchronous_commit = on)."""
@@ -414,7 +418,10 @@ def _connect(url: str) -> psycopg.Connection[Any]:
 def has_ledger(url: str) -> bool:
     """Does the database at ``url`` hold a ledger schema? (StoreError when unreachable.)"""
     with _connect(url) as conn:
-        return _has_ledger(conn)
+        try:
+            return _has_ledger(conn)
+        except psycopg.Error as exc:
+            raise StoreError(f"cannot read {redact(url)}: {_first_line(exc)}") from None
 
 
 def grant(url: str, *, writers: Sequence[str] = (), readers: Sequence[str] = ()) -> None:
