@@ -11,7 +11,6 @@ appended to the ledger.
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
@@ -21,7 +20,8 @@ import msgspec
 
 from ledger import __version__ as _APP_VERSION
 from ledger import events
-from ledger.errors import UsageError
+from ledger.adapters.registry import BUILTIN_ADAPTERS, load_entry, lookup
+from ledger.errors import AdapterError, LedgerError, UsageError
 from ledger.secrets import SecretSet
 
 __all__ = [
@@ -40,14 +40,9 @@ __all__ = [
     "usage_from_fields",
 ]
 
-# kind -> module under ledger.adapters that defines ``build(options, ctx)``.
-ADAPTER_KINDS: dict[str, str] = {
-    "openai": "ledger.adapters.openai",
-    "command": "ledger.adapters.command",
-    "replay": "ledger.adapters.replay",
-    "reference": "ledger.adapters.reference",
-    "pi": "ledger.adapters.pi",
-}
+# kind -> module of each built-in adapter (ledger.adapters.registry; plug-ins are found
+# through the entry-point group ``caseledger.adapters``).
+ADAPTER_KINDS: dict[str, str] = BUILTIN_ADAPTERS
 
 # Options of ``caseledger run`` that belong to the runner, not to an adapter.
 # build_adapter ignores them so the CLI may pass its whole option dict.
@@ -202,16 +197,17 @@ def build_adapter(
     from the command adapter's environment. ``bank`` is the published bank of the
     run (the replay adapter's ``--replay-format bird|spider`` needs it).
 
+    ``kind`` is a built-in adapter or a plug-in of the entry-point group
+    ``caseledger.adapters`` (``ledger.adapters.registry``). A plug-in that fails to
+    import, raises something other than a LedgerError while it is built, or returns
+    no adapter is an AdapterError naming it and its distribution.
+
     Raises:
         UsageError: unknown kind, an option the adapter does not take, a bad value.
-        AdapterError: the adapter's input (replay file, price snapshot) is invalid.
+        AdapterError: the adapter's input (replay file, price snapshot) is invalid,
+            or a plug-in is broken (see above).
     """
-    module_name = ADAPTER_KINDS.get(kind)
-    if module_name is None:
-        raise UsageError(
-            f"unknown adapter kind {kind!r}",
-            hint="use one of: " + ", ".join(sorted(ADAPTER_KINDS)),
-        )
+    entry = lookup(kind)
     if cases is not None and kind != "reference":
         raise UsageError(f"the {kind} adapter must not receive reference SQL")
     if environ is None:
@@ -224,9 +220,30 @@ def build_adapter(
         hidden_paths=tuple(str(p) for p in hidden_paths),
         bank=bank,
     )
-    module = importlib.import_module(module_name)
-    build: Callable[[dict[str, Any], BuildContext], Adapter] = module.build
-    return build(dict(options), ctx)
+    build: Callable[[dict[str, Any], BuildContext], Adapter] = load_entry(entry)
+    if entry.builtin:
+        return build(dict(options), ctx)
+    where = f"adapter plug-in {kind!r} ({entry.value}, from {entry.origin()})"
+    try:
+        adapter = build(dict(options), ctx)
+    except LedgerError:
+        raise
+    except Exception as exc:
+        # A plug-in's bug, not caseledger's: named, no traceback (exit 2).
+        detail = str(exc).splitlines()[0] if str(exc) else ""
+        raise AdapterError(
+            f"{where} failed to build: {type(exc).__name__}: {detail}",
+            hint=f"report it to the maintainers of {entry.distribution or 'the plug-in'}",
+        ) from None
+    if not isinstance(adapter, Adapter) or not isinstance(
+        getattr(adapter, "identity", None), Identity
+    ):
+        raise AdapterError(
+            f"{where} returned {type(adapter).__name__}, not an adapter",
+            hint="build(options, ctx) must return an object with identity (an Identity), "
+            "invocation, validate_cases, call and close (docs/adapters.md)",
+        )
+    return adapter
 
 
 def adapter_secrets(adapter: object) -> SecretSet:

@@ -158,6 +158,7 @@ def _register() -> None:
 
     for area in AREAS:
         importlib.import_module(f"ledger.cli.{area}").register(main)
+    importlib.import_module("ledger.cli.adapters").register(main)  # adapter kinds, plug-ins
 
 
 try:
