@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -392,3 +393,39 @@ def test_malformed_event_streams(out, message):
     with pytest.raises(pi_mod._Bad) as err:
         pi_mod._agent_end(out)
     assert str(err.value).startswith(message) or message in str(err.value)
+
+
+def _pi_of_another_version(pi_path: str, root: Path, version: str) -> Path:
+    """The real pi package, copied with only its package.json version changed (pi reports
+    that field as its version); its dependencies are the installed ones, linked."""
+    package = Path(os.path.realpath(pi_path)).parents[1]  # .../pi-coding-agent
+    modules = package.parents[1]  # .../node_modules
+    target = root / "node_modules"
+    (target / "@mariozechner").mkdir(parents=True)
+    for entry in modules.iterdir():
+        if entry.name != "@mariozechner":
+            (target / entry.name).symlink_to(entry.resolve())
+    for entry in (modules / "@mariozechner").iterdir():
+        if entry.name != package.name:
+            (target / "@mariozechner" / entry.name).symlink_to(entry.resolve())
+    copy = target / "@mariozechner" / package.name
+    shutil.copytree(package, copy, symlinks=True)
+    manifest = copy / "package.json"
+    doc = json.loads(manifest.read_text(encoding="utf-8"))
+    doc["version"] = version
+    manifest.write_text(json.dumps(doc), encoding="utf-8")
+    return copy / "dist" / "cli.js"
+
+
+def test_pi_of_another_version_is_refused(pi_path, tmp_path):
+    other = _pi_of_another_version(pi_path, tmp_path, "0.72.0")
+    with pytest.raises(UsageError) as err:
+        build_adapter(
+            "pi",
+            {"pi": str(other), "provider": "fake", "model": "m", "api_key_env": KEY_ENV},
+            environ=ENV,
+        )
+    assert err.value.message == (
+        f"{other} is pi 0.72.0; caseledger's pi adapter needs exactly 0.73.1"
+    )
+    assert err.value.exit_code == 2
