@@ -347,9 +347,9 @@ def write_bank(
     db_id = questions[0].db_id if questions else database.stem
     bank_id = bank_id_for(db_id)
     schema = _schema_sql(database)
-    described = descriptions or {}
-    if not described:
-        described = {t.split(".")[0]: [] for t in _table_names(database)}
+    # Every table of the database is an entity; a described one carries its columns.
+    described: dict[str, list[dict[str, str]]] = {t: [] for t in _table_names(database)}
+    described.update(descriptions or {})
     cases = []
     for q in questions:
         sql = q.sql if engine == "sqlite" else transpile(q.sql, "sqlite", engine)

@@ -680,3 +680,29 @@ def test_bank_show_names_the_benchmark_and_keeps_one_line_per_case(tmp_path: Pat
     assert (data["benchmark"]["name"], data["benchmark"]["rows"]) == ("bird", "set")
     first = next(c for c in data["cases"] if c["id"] == "q717")
     assert first["benchmark"] == {"index": 239, "question_id": "717", "difficulty": "simple"}
+
+
+def test_bird_column_descriptions_go_to_the_semantic_layer(tmp_path: Path) -> None:
+    questions, databases = _gravity(tmp_path)
+    described = databases / "gravity_books" / "database_description"
+    described.mkdir()
+    # BIRD's layout: one CSV per table, with a BOM and padded cells as BIRD ships them.
+    (described / "shipping_method.csv").write_text(
+        "\ufefforiginal_column_name,column_name,column_description,data_format,value_description\n"
+        "method_id,method id,the unique identifier of the method,integer,\n"
+        "cost,, the cost of the  shipping method ,real,the higher the more expensive\n",
+        encoding="utf-8",
+    )
+    out = tmp_path / "banks"
+    args = ("--databases", str(databases), "-o", str(out))
+    assert _import(tmp_path, "bird", str(questions), *args).exit_code == 0
+    semantic = json.loads((out / "gravity_books" / "semantic.json").read_text(encoding="utf-8"))
+    entity = next(e for e in semantic["entities"] if e["name"] == "shipping_method")
+    assert entity["columns"] == [
+        {"name": "method_id", "description": "the unique identifier of the method",
+         "format": "integer"},
+        {"name": "cost", "description": "the cost of the shipping method", "format": "real",
+         "values": "the higher the more expensive"},
+    ]  # fmt: skip
+    # A table without a description file is listed without columns.
+    assert {"name": "book", "table": "book"} in semantic["entities"]
