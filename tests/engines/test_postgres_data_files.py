@@ -18,26 +18,10 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner, Result
+from support import CUSTOMERS, ORDERS, TINY
 
 from ledger.bank import validate_bank
 from ledger.cli import main
-
-TINY = Path(__file__).resolve().parents[2] / "docs" / "examples" / "tiny-bank"
-
-CUSTOMERS = (
-    "customer_id,name,city\n1,Ann,Shanghai\n2,Bo,Beijing\n3,Chen,\n4,Dara,Shanghai\n"
-    "5,Eve,Hangzhou\n"
-)
-ORDERS = (
-    "order_id,customer_id,ordered_at,status,amount\n"
-    "101,1,2026-08-31 23:30:00+08,completed,120.00\n"
-    "102,1,2026-09-01 00:10:00+08,completed,80.50\n"
-    "103,2,2026-09-15 12:00:00+08,cancelled,300.00\n"
-    "104,2,2026-09-20 09:00:00+08,completed,45.00\n"
-    "105,3,2026-09-30 23:59:59+08,completed,210.00\n"
-    "106,3,2026-10-01 00:00:00+08,completed,99.00\n"
-    "107,5,2026-09-05 10:00:00+08,cancelled,60.00\n"
-)
 
 
 @pytest.fixture
