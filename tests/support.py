@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from decimal import Decimal
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
@@ -26,3 +28,17 @@ ORDERS = (
     "106,3,2026-10-01 00:00:00+08,completed,99.00\n"
     "107,5,2026-09-05 10:00:00+08,cancelled,60.00\n"
 )
+
+
+def plain_cell(cell: Any) -> Any:
+    """A gold cell as a comparable value: numbers (int, float, decimal string) as Decimal."""
+    if isinstance(cell, bool) or cell is None:
+        return cell
+    if isinstance(cell, int | float):
+        return Decimal(str(cell))
+    if isinstance(cell, str):
+        try:
+            return Decimal(cell)
+        except ArithmeticError:
+            return cell
+    return cell

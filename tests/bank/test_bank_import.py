@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 import yaml
 from click.testing import CliRunner, Result
-from support import SHARED
+from support import SHARED, plain_cell
 
 from ledger.bank import validate_bank
 from ledger.cli import main
@@ -63,24 +63,10 @@ def _superhero_questions() -> list[tuple[int, dict[str, Any]]]:
     return [(i, q) for i, q in enumerate(doc) if q["db_id"] == "superhero"]
 
 
-def _plain(cell: Any) -> Any:
-    """A gold cell as a comparable value: numbers (int, float, decimal string) as Decimal."""
-    if isinstance(cell, bool) or cell is None:
-        return cell
-    if isinstance(cell, int | float):
-        return Decimal(str(cell))
-    if isinstance(cell, str):
-        try:
-            return Decimal(cell)
-        except ArithmeticError:
-            return cell
-    return cell
-
-
 def _gold_values(folder: Path) -> dict[str, list[tuple[Any, ...]]]:
     checked = validate_bank(folder)
     return {
-        g.case_id: sorted((tuple(_plain(c) for c in row) for row in g.rows), key=repr)
+        g.case_id: sorted((tuple(plain_cell(c) for c in row) for row in g.rows), key=repr)
         for g in checked.fields["gold"]
     }
 

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support import plain_cell
 from test_sales_fixture import EXPECTED
 
 from ledger import events
@@ -43,20 +44,6 @@ def engine_env(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) 
     return engine
 
 
-def _plain(cell: Any) -> Any:
-    """A gold cell as a comparable value: numbers (int, float, decimal string) as Decimal."""
-    if isinstance(cell, bool) or cell is None:
-        return cell
-    if isinstance(cell, int | float):
-        return Decimal(str(cell))
-    if isinstance(cell, str):
-        try:
-            return Decimal(cell)
-        except ArithmeticError:
-            return cell
-    return cell
-
-
 def _published(home: Path, engine: str, bank: str) -> tuple[Ledger, Signer, Any]:
     signer = Signer.generate("engine-test", role="operator")
     ledger = Ledger.create(home / "ledger.db", signer, clock=_clock)
@@ -75,8 +62,8 @@ def test_sales_fixture_literal_numbers_and_a_perfect_self_test(
         assert pb.event.build.transpiled_from == "duckdb"
         assert pb.event.build.engine_differences == ()  # every gold equals DuckDB's
         for gold in pb.event.gold:
-            rows = [tuple(_plain(c) for c in row) for row in gold.rows]
-            expected = [tuple(_plain(c) for c in row) for row in EXPECTED[gold.case_id]]
+            rows = [tuple(plain_cell(c) for c in row) for row in gold.rows]
+            expected = [tuple(plain_cell(c) for c in row) for row in EXPECTED[gold.case_id]]
             assert sorted(rows, key=repr) == sorted(expected, key=repr), gold.case_id
         ctx = bank_context(pb, ledger.path, tmp_path)
         adapter = build_adapter("reference", {}, cases=ctx.reference_sql)
