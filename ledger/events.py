@@ -52,7 +52,9 @@ __all__ = [
     "EngineDifference",
     "Event",
     "EventBase",
+    "EventImported",
     "ForeignKeyViolation",
+    "ForeignSignerRegistered",
     "GenerationParams",
     "GoldResult",
     "Invocation",
@@ -722,6 +724,40 @@ class SliceComputed(EventBase, tag="slice.computed.v1", frozen=True, kw_only=Tru
     detail: str
 
 
+# ---------------------------------------------------------------- runs from other machines
+
+
+class ForeignSignerRegistered(EventBase, tag="signer.foreign.v1", frozen=True, kw_only=True):
+    """The operator of this ledger accepts another machine's key as the signer of
+    runs imported from it (issue 18, docs/exchange.md). In stream ``ledger``,
+    signed by the accepting operator (``accepted_by``; ``at`` is when). The key
+    may sign nothing in this log: it only vouches for the EventImported bodies
+    it signed on its own ledger, ``origin``."""
+
+    key_id: str
+    name: str
+    public_key: str
+    origin: str
+    accepted_by: str
+
+
+class EventImported(EventBase, tag="event.imported.v1", frozen=True, kw_only=True):
+    """One event of a run recorded on another ledger, kept exactly as signed there
+    (issue 18, docs/exchange.md). ``body`` is the original canonical bytes
+    (standard base64), ``origin_seq`` its seq in ledger ``origin``, ``key_id``
+    and ``sig`` its original signature, over ``prev_chain`` (that ledger's chain
+    before it, hex; None for a rule event/v1 signature) and its leaf hash. The
+    wrapper is in the run's stream and signed by this ledger's operator; readers
+    fold the inner event as the run's own."""
+
+    origin: str
+    origin_seq: int
+    body: str
+    prev_chain: str | None
+    key_id: str
+    sig: str
+
+
 Event = (
     SignerRegistered
     | SignerRetired
@@ -742,6 +778,8 @@ Event = (
     | CalibrationFinished
     | VariantChecked
     | SliceComputed
+    | ForeignSignerRegistered
+    | EventImported
 )
 
 EVENT_TYPES: tuple[type[EventBase], ...] = (
@@ -764,6 +802,8 @@ EVENT_TYPES: tuple[type[EventBase], ...] = (
     CalibrationFinished,
     VariantChecked,
     SliceComputed,
+    ForeignSignerRegistered,
+    EventImported,
 )
 
 # Old tag -> function turning an old body (a dict) into the next version's body.
