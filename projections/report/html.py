@@ -20,18 +20,21 @@ from ledger.events import Column
 from projections.aggregates import DIMENSIONS
 from projections.report.schema import CaseRun, Report, RunEntry, Section
 from projections.report.tables import (
-    DIAGNOSTICS_HEAD,
     FAILURES_HEAD,
     FAIRNESS_HEAD,
     INTRO,
+    VARIANT_NOTE,
+    Table,
     benchmark_tables,
     calibration_tables,
-    cost_per_correct,
-    diagnostics_rows,
+    cases_table,
+    diagnostics_table,
+    dimensions_table,
+    efficiency_table,
     failure_rows,
     fairness_rows,
-    flag_summary,
     model_runs,
+    runs_table,
     slice_tables,
 )
 
@@ -128,52 +131,21 @@ def _radar(run: RunEntry, color: str) -> str:
     )
 
 
+def _t(table: Table) -> str:
+    return _table(table.head, table.rows, numeric=table.numeric)
+
+
 def _summary(section: Section) -> str:
-    head = ["rank", "run", "profile", "requested model", "identity from", "status", "planned"]
-    head += ["result-correct rate", "correct", "wrong", "unknown", "format-ok rate"]
-    head += ["SQL exec ok rate", "coverage", "score (auxiliary)", "variant flags (diagnostic)"]
-    head += ["tokens/correct"]
-    head += ["cost/correct", "gen P95 ms", "SQL exec P95 ms"]
-    rows = []
-    for r in model_runs(section):
-        q, e, m = r.quality, r.efficiency, r.model
-        cost = cost_per_correct(e)
-        rows.append(
-            [
-                r.rank,
-                r.run,
-                r.profile,
-                m.requested,
-                m.identity_source,
-                r.status,
-                q.total,
-                q.result_correct_rate,
-                q.correct,
-                q.wrong,
-                q.unknown,
-                q.format_ok_rate,
-                q.sql_exec_success_rate,
-                q.coverage,
-                r.scores.model_score,
-                flag_summary(r.variant_diagnostics),
-                e.tokens.per_correct,
-                cost,
-                e.generation_ms.p95,
-                e.sql_exec_ms.p95,
-            ]
-        )
     return (
         '<h3>Models</h3><div id="summary">'
-        + _table(head, rows)
+        + _t(runs_table(section))
         + "</div><h3>Failure classification (counts over planned attempts)</h3>"
         + _table(FAILURES_HEAD, failure_rows(section))
-        + '<h3>Variant diagnostics (never change a score)</h3><p class="muted">Diagnostics '
-        "only: a flag never changes a score, a rate or the ranking. variant_mismatch: on a "
-        "variant database the answer is not result-correct against that variant's gold; "
-        "scope_leak: a variant that only changes rows outside the question's scope moved the "
-        'answer.</p><div id="variant-diagnostics">'
-        + _table(DIAGNOSTICS_HEAD, diagnostics_rows(section))
-        + "</div>"
+        + "<h3>Variant diagnostics (never change a score)</h3>"
+        + f'<p class="muted">{_e(VARIANT_NOTE)}</p><div id="variant-diagnostics">'
+        + _t(diagnostics_table(section))
+        + "</div><h3>Efficiency (efficiency-v2)</h3>"
+        + _t(efficiency_table(section))
     )
 
 
@@ -212,21 +184,7 @@ def _fairness(section: Section) -> str:
 
 
 def _cases(section: Section) -> str:
-    runs = model_runs(section)
-    per_run = [{c.case: c for c in r.cases} for r in runs]
-    head = ["case", "dimension", "difficulty", "weight", "question"]
-    head += [f"{r.run}: mean / sd / nonzero / totals" for r in runs]
-    rows: list[list[Any]] = []
-    for case in section.cases:
-        row: list[Any] = [case.case, case.dimension, case.difficulty, case.weight]
-        row.append(case.question)
-        for table in per_run:
-            c = table.get(case.case)
-            row.append(
-                f"{c.mean} / {c.stddev} / {c.nonzero_rate} / {' '.join(c.totals)}" if c else None
-            )
-        rows.append(row)
-    return '<div id="cases">' + _table(head, rows) + "</div>"
+    return '<div id="cases">' + _t(cases_table(section, questions=True)) + "</div>"
 
 
 def _pre(label: str, text: Any) -> str:
@@ -384,7 +342,8 @@ def _section(section: Section) -> str:
             _slices(section),
             "<h3>Invocation controls and fairness</h3>",
             _fairness(section),
-            '<h3>Dimensions (auxiliary)</h3><div id="radar">' + radars + "</div>",
+            '<h3>Dimension and difficulty scores (auxiliary)</h3><div id="radar">' + radars,
+            "</div>" + _t(dimensions_table(section)),
             "<h3>Cases</h3>",
             _cases(section),
             "<h3>CaseRuns</h3>",

@@ -5,26 +5,23 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from projections.aggregates import DIMENSIONS
-from projections.report.schema import (
-    CaseRun,
-    Report,
-    RunEntry,
-    Section,
-)
+from projections.report.schema import Report, Section
 from projections.report.tables import (
-    DIAGNOSTICS_HEAD,
     FAILURES_HEAD,
     FAIRNESS_HEAD,
     INTRO,
+    VARIANT_NOTE,
+    Table,
     benchmark_tables,
     calibration_tables,
-    cost_per_correct,
-    diagnostics_rows,
+    caseruns_table,
+    cases_table,
+    diagnostics_table,
+    dimensions_table,
+    efficiency_table,
     failure_rows,
     fairness_rows,
-    flag_summary,
-    model_runs,
+    runs_table,
     slice_tables,
 )
 
@@ -46,96 +43,8 @@ def _table(head: Sequence[str], rows: Iterable[Sequence[Any]]) -> list[str]:
     return [*out, ""]
 
 
-def _model(run: RunEntry) -> str:
-    m = run.model
-    named = m.resolved or m.recorded
-    shown = m.requested or "-"
-    if named:
-        shown += " (" + ", ".join(named) + ")"
-    return f"{shown} [{m.identity_source}]"
-
-
-def _runs(section: Section) -> list[str]:
-    head = [
-        "rank",
-        "run",
-        "profile",
-        "model [identity from]",
-        "status",
-        "planned",
-        "result-correct",
-        "correct/wrong/unknown",
-        "format-ok",
-        "SQL exec ok",
-        "coverage",
-        "score (auxiliary)",
-        "variant flags (diagnostic)",
-        "tokens/correct",
-        "cost/correct",
-        "gen P95 ms",
-    ]
-    rows = []
-    for r in model_runs(section):
-        q, e = r.quality, r.efficiency
-        cost = cost_per_correct(e)
-        rows.append(
-            [
-                r.rank,
-                r.run,
-                r.profile,
-                _model(r),
-                r.status,
-                q.total,
-                q.result_correct_rate,
-                f"{q.correct}/{q.wrong}/{q.unknown}",
-                q.format_ok_rate,
-                q.sql_exec_success_rate,
-                q.coverage,
-                r.scores.model_score,
-                flag_summary(r.variant_diagnostics),
-                e.tokens.per_correct,
-                cost,
-                e.generation_ms.p95,
-            ]
-        )
-    return _table(head, rows)
-
-
-def _failures(section: Section) -> list[str]:
-    return _table(FAILURES_HEAD, failure_rows(section))
-
-
-def _efficiency(section: Section) -> list[str]:
-    head = [
-        "run",
-        "correct (C)",
-        "tokens total",
-        "tokens coverage",
-        "cost total",
-        "cost kind",
-        "cost coverage",
-        "gen ms/correct",
-        "gen coverage",
-        "SQL exec P95 ms",
-    ]
-    rows = []
-    for r in model_runs(section):
-        e = r.efficiency
-        rows.append(
-            [
-                r.run,
-                e.correct,
-                e.tokens.total,
-                e.tokens.coverage,
-                e.cost.total,
-                e.cost.kind,
-                e.cost.coverage,
-                e.generation_ms.per_correct,
-                e.generation_ms.coverage,
-                e.sql_exec_ms.p95,
-            ]
-        )
-    return _table(head, rows)
+def _t(table: Table) -> list[str]:
+    return _table(table.head, table.rows)
 
 
 def _fairness(section: Section) -> list[str]:
@@ -153,41 +62,6 @@ def _fairness(section: Section) -> list[str]:
         lines.append("Disclosed variables that differ: " + ", ".join(f.disclosed_differences))
     lines.append("")
     return lines + _table(FAIRNESS_HEAD, fairness_rows(f))
-
-
-def _dimensions(section: Section) -> list[str]:
-    runs = model_runs(section)
-    # ``unassigned`` is a key only for a bank that has such cases (imported questions).
-    dims = [*DIMENSIONS, *(["unassigned"] if any("unassigned" in r.scores.dimensions
-                                                  for r in runs) else [])]  # fmt: skip
-    levels = ["easy", "medium", "hard"]
-    if any("unassigned" in r.scores.difficulties for r in runs):
-        levels.append("unassigned")
-    head = ["run", *dims, *(d if d != "unassigned" else "no difficulty" for d in levels)]
-    rows = [
-        [
-            r.run,
-            *(r.scores.dimensions.get(d) for d in dims),
-            *(r.scores.difficulties.get(d) for d in levels),
-        ]
-        for r in runs
-    ]
-    return _table(head, rows)
-
-
-def _cases(section: Section) -> list[str]:
-    runs = model_runs(section)
-    head = ["case", "dimension", "difficulty", "weight"]
-    head += [f"{r.run} mean / sd / nonzero" for r in runs]
-    per_run = [{c.case: c for c in r.cases} for r in runs]
-    rows = []
-    for case in section.cases:
-        cells = []
-        for table in per_run:
-            c = table.get(case.case)
-            cells.append(f"{c.mean} / {c.stddev} / {c.nonzero_rate}" if c else None)
-        rows.append([case.case, case.dimension, case.difficulty, case.weight, *cells])
-    return _table(head, rows)
 
 
 def _benchmark(section: Section) -> list[str]:
@@ -213,33 +87,6 @@ def _slices(section: Section) -> list[str]:
     return lines
 
 
-def _variant_diagnostics(section: Section) -> list[str]:
-    lines = [
-        "Diagnostics only: a flag never changes a score, a rate or the ranking. "
-        "`variant_mismatch`: on a variant database the answer is not result-correct against "
-        "that variant's gold; `scope_leak`: a variant that only changes rows outside the "
-        "question's scope moved the answer. Checked = attempts run on the variants.",
-        "",
-    ]
-    head = list(DIAGNOSTICS_HEAD)
-    rows = diagnostics_rows(section)
-    runs = model_runs(section)
-    others = sorted({f for r in runs for f in r.variant_diagnostics.flags})
-    others = [f for f in others if f not in ("variant_mismatch", "scope_leak")]
-    if others:
-        head += others
-        for row, r in zip(rows, runs, strict=True):
-            row += [r.variant_diagnostics.flags.get(f, 0) for f in others]
-    return lines + _table(head, rows)
-
-
-def _flags(c: CaseRun) -> str | None:
-    v = c.variants
-    if v is None:
-        return None
-    return ", ".join(v.flags) or "none"
-
-
 def _calibration(section: Section) -> list[str]:
     t = calibration_tables(section)
     lines = [INTRO, ""]
@@ -249,31 +96,6 @@ def _calibration(section: Section) -> list[str]:
         lines += [f"#### {title}", ""]
         lines += _table(head, body) if body else ["None.", ""]
     return lines
-
-
-def _caseruns(section: Section) -> list[str]:
-    head = ["run", "case", "attempt", "outcome", "total", "result-correct", "failure"]
-    head += ["missing rows", "extra rows", "guard", "variant flags (diagnostic)"]
-    rows = []
-    for c in section.caseruns:
-        s, d, g = c.score, c.diff, c.guard
-        failure = s.failure_kind if s else (c.cancel.reason if c.cancel else None)
-        rows.append(
-            [
-                c.run,
-                c.case,
-                c.attempt,
-                c.outcome,
-                s.total if s else None,
-                s.result_correct if s else None,
-                failure,
-                d.missing_rows if d else None,
-                d.extra_rows if d else None,
-                None if g is None else ("passed" if g.passed else "rejected"),
-                _flags(c),
-            ]
-        )
-    return _table(head, rows)
 
 
 def render_markdown(report: Report) -> str:
@@ -306,18 +128,22 @@ def render_markdown(report: Report) -> str:
         if section.kind == "calibration":
             lines += ["### Calibration runs", "", *_calibration(section)]
             continue
-        lines += ["### Runs", "", *_runs(section)]
+        lines += ["### Runs", "", *_t(runs_table(section))]
         lines += _benchmark(section)
         lines += _slices(section)
         lines += ["### Variant diagnostics (never change a score)", ""]
-        lines += _variant_diagnostics(section)
+        lines += [VARIANT_NOTE, "", *_t(diagnostics_table(section))]
         lines += ["### Failure classification (counts over planned attempts)", ""]
-        lines += _failures(section)
-        lines += ["### Efficiency (efficiency-v2)", "", *_efficiency(section)]
+        lines += _table(FAILURES_HEAD, failure_rows(section))
+        lines += ["### Efficiency (efficiency-v2)", "", *_t(efficiency_table(section))]
         lines += ["### Invocation controls and fairness", "", *_fairness(section)]
-        lines += ["### Dimension and difficulty scores (auxiliary)", "", *_dimensions(section)]
-        lines += ["### Cases", "", *_cases(section)]
-        lines += ["### CaseRuns", "", *_caseruns(section)]
+        lines += [
+            "### Dimension and difficulty scores (auxiliary)",
+            "",
+            *_t(dimensions_table(section)),
+        ]
+        lines += ["### Cases", "", *_t(cases_table(section))]
+        lines += ["### CaseRuns", "", *_t(caseruns_table(section))]
     lines += ["## How to read this report", ""]
     lines += [f"- {item}" for item in report.how_to_read]
     return "\n".join(lines) + "\n"

@@ -10,10 +10,12 @@ from typing import Any
 
 import msgspec
 
+from projections.aggregates import DIMENSIONS
 from projections.calibration import STATUSES
 from projections.quality import FAILURE_CATEGORIES
 from projections.report.schema import (
     CalibrationRunEntry,
+    CaseRun,
     Efficiency,
     Fairness,
     Quality,
@@ -29,19 +31,31 @@ __all__ = [
     "FAILURES_HEAD",
     "FAIRNESS_HEAD",
     "INTRO",
+    "VARIANT_NOTE",
     "BenchmarkTables",
     "CalibrationTables",
     "SliceTables",
+    "Table",
     "benchmark_tables",
     "calibration_runs",
     "calibration_tables",
     "cancelled_text",
+    "caserun_failure",
+    "caserun_flags",
+    "caseruns_table",
+    "cases_table",
     "cost_per_correct",
     "diagnostics_rows",
+    "diagnostics_table",
+    "dimensions_present",
+    "dimensions_table",
+    "efficiency_table",
     "failure_rows",
     "fairness_rows",
     "flag_summary",
     "model_runs",
+    "model_text",
+    "runs_table",
     "slice_tables",
 ]
 
@@ -339,3 +353,226 @@ def slice_tables(section: Section) -> SliceTables | None:
             for u in b.unattributed
         ],
     )
+
+
+@dataclass
+class Table:
+    """One table as plain values (unescaped): its column heads and rows.
+
+    ``numeric``: the first column index from which the cells are numbers (the HTML aligns
+    them right); 0 when none are.
+    """
+
+    head: list[str]
+    rows: list[list[Any]]
+    numeric: int = 0
+
+
+def model_text(run: RunEntry) -> str:
+    """``requested (resolved or recorded ids) [identity source]``: who answered a run."""
+    m = run.model
+    named = m.resolved or m.recorded
+    shown = m.requested or "-"
+    if named:
+        shown += " (" + ", ".join(named) + ")"
+    return f"{shown} [{m.identity_source}]"
+
+
+def runs_table(section: Section) -> Table:
+    """The runs of a section: rank, identity, quality rates, the auxiliary score, variant
+    flags and the efficiency figures a reader compares first."""
+    head = [
+        "rank",
+        "run",
+        "profile",
+        "model [identity from]",
+        "status",
+        "planned",
+        "result-correct",
+        "correct/wrong/unknown",
+        "format-ok",
+        "SQL exec ok",
+        "coverage",
+        "score (auxiliary)",
+        "variant flags (diagnostic)",
+        "tokens/correct",
+        "cost/correct",
+        "gen P95 ms",
+    ]
+    rows = []
+    for r in model_runs(section):
+        q, e = r.quality, r.efficiency
+        rows.append(
+            [
+                r.rank,
+                r.run,
+                r.profile,
+                model_text(r),
+                r.status,
+                q.total,
+                q.result_correct_rate,
+                f"{q.correct}/{q.wrong}/{q.unknown}",
+                q.format_ok_rate,
+                q.sql_exec_success_rate,
+                q.coverage,
+                r.scores.model_score,
+                flag_summary(r.variant_diagnostics),
+                e.tokens.per_correct,
+                cost_per_correct(e),
+                e.generation_ms.p95,
+            ]
+        )
+    return Table(head, rows)
+
+
+def efficiency_table(section: Section) -> Table:
+    """Efficiency-v2 totals per run, each with its coverage, and the cost's kind."""
+    head = [
+        "run",
+        "correct (C)",
+        "tokens total",
+        "tokens coverage",
+        "cost total",
+        "cost kind",
+        "cost coverage",
+        "gen ms/correct",
+        "gen coverage",
+        "SQL exec P95 ms",
+    ]
+    rows = []
+    for r in model_runs(section):
+        e = r.efficiency
+        rows.append(
+            [
+                r.run,
+                e.correct,
+                e.tokens.total,
+                e.tokens.coverage,
+                e.cost.total,
+                e.cost.kind,
+                e.cost.coverage,
+                e.generation_ms.per_correct,
+                e.generation_ms.coverage,
+                e.sql_exec_ms.p95,
+            ]
+        )
+    return Table(head, rows, numeric=1)
+
+
+def dimensions_present(section: Section) -> list[str]:
+    """The dimensions a section's runs are scored on: the six, then ``unassigned`` when a
+    bank has such cases (imported questions)."""
+    runs = model_runs(section)
+    extra = ["unassigned"] if any("unassigned" in r.scores.dimensions for r in runs) else []
+    return [*DIMENSIONS, *extra]
+
+
+def dimensions_table(section: Section) -> Table:
+    """Weighted dimension and difficulty scores per run (auxiliary; ``-``: no such cases)."""
+    runs = model_runs(section)
+    dims = dimensions_present(section)
+    levels = ["easy", "medium", "hard"]
+    if any("unassigned" in r.scores.difficulties for r in runs):
+        levels.append("unassigned")
+    head = ["run", *dims, *(d if d != "unassigned" else "no difficulty" for d in levels)]
+    rows = [
+        [
+            r.run,
+            *(r.scores.dimensions.get(d) for d in dims),
+            *(r.scores.difficulties.get(d) for d in levels),
+        ]
+        for r in runs
+    ]
+    return Table(head, rows, numeric=1)
+
+
+def cases_table(section: Section, questions: bool = False) -> Table:
+    """One row per case of the bank: its dimension, difficulty, weight and each run's
+    ``mean / sd / nonzero``. ``questions``: also the question (and its English gloss when
+    the bank has one) and each run's attempt totals."""
+    runs = model_runs(section)
+    per_run = [{c.case: c for c in r.cases} for r in runs]
+    english = questions and any(c.question_en for c in section.cases)
+    head = ["case", "dimension", "difficulty", "weight"]
+    if questions:
+        head += ["question", *(["question (English)"] if english else [])]
+        head += [f"{r.run}: mean / sd / nonzero / totals" for r in runs]
+    else:
+        head += [f"{r.run} mean / sd / nonzero" for r in runs]
+    rows = []
+    for case in section.cases:
+        row: list[Any] = [case.case, case.dimension, case.difficulty, case.weight]
+        if questions:
+            row += [case.question, *([case.question_en] if english else [])]
+        for table in per_run:
+            c = table.get(case.case)
+            if c is None:
+                row.append(None)
+            elif questions:
+                row.append(f"{c.mean} / {c.stddev} / {c.nonzero_rate} / {' '.join(c.totals)}")
+            else:
+                row.append(f"{c.mean} / {c.stddev} / {c.nonzero_rate}")
+        rows.append(row)
+    return Table(head, rows)
+
+
+VARIANT_NOTE = (
+    "Diagnostics only: a flag never changes a score, a rate or the ranking. "
+    "`variant_mismatch`: on a variant database the answer is not result-correct against "
+    "that variant's gold; `scope_leak`: a variant that only changes rows outside the "
+    "question's scope moved the answer. Checked = attempts run on the variants."
+)
+
+
+def diagnostics_table(section: Section) -> Table:
+    """Variant diagnostics per run (:data:`DIAGNOSTICS_HEAD`), then any other flag seen."""
+    head = list(DIAGNOSTICS_HEAD)
+    rows = diagnostics_rows(section)
+    runs = model_runs(section)
+    others = sorted({f for r in runs for f in r.variant_diagnostics.flags})
+    others = [f for f in others if f not in ("variant_mismatch", "scope_leak")]
+    if others:
+        head += others
+        for row, r in zip(rows, runs, strict=True):
+            row += [r.variant_diagnostics.flags.get(f, 0) for f in others]
+    return Table(head, rows, numeric=3)
+
+
+def caserun_flags(c: CaseRun) -> str | None:
+    """A CaseRun's variant flags: ``None`` when not checked, ``none`` when clean."""
+    v = c.variants
+    if v is None:
+        return None
+    return ", ".join(v.flags) or "none"
+
+
+def caserun_failure(c: CaseRun) -> str | None:
+    """The scored failure kind, else the cancellation reason."""
+    s = c.score
+    return s.failure_kind if s else (c.cancel.reason if c.cancel else None)
+
+
+def caseruns_table(section: Section) -> Table:
+    """One row per CaseRun: outcome, total, result-correct, failure, the diff's missing and
+    extra rows, the guard's verdict and the variant flags."""
+    head = ["run", "case", "attempt", "outcome", "total", "result-correct", "failure"]
+    head += ["missing rows", "extra rows", "guard", "variant flags (diagnostic)"]
+    rows = []
+    for c in section.caseruns:
+        s, d, g = c.score, c.diff, c.guard
+        rows.append(
+            [
+                c.run,
+                c.case,
+                c.attempt,
+                c.outcome,
+                s.total if s else None,
+                s.result_correct if s else None,
+                caserun_failure(c),
+                d.missing_rows if d else None,
+                d.extra_rows if d else None,
+                None if g is None else ("passed" if g.passed else "rejected"),
+                caserun_flags(c),
+            ]
+        )
+    return Table(head, rows)

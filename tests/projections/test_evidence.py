@@ -9,6 +9,7 @@ rows rewritten with plain SQL, the hash chain recomputed.
 from __future__ import annotations
 
 import hashlib
+import json
 import shutil
 import sqlite3
 from pathlib import Path
@@ -352,10 +353,19 @@ def test_a_ledger_of_the_previous_release_verifies_and_renders_the_same(tmp_path
     for line in (home / "reports.sha256").read_text().splitlines():
         digest, name = line.split()
         digests[name] = digest
-    for fmt in ("json", "md", "html"):
+    for fmt in ("json", "md"):
         code, out, _ = cli(path, "report", "--format", fmt)
         assert code == 0
         assert hashlib.sha256(out.encode()).hexdigest() == digests[f"report.{fmt}"], fmt
+    # The HTML page changed in issue 20 (a view, not the report contract: docs/reports.md),
+    # so it is no longer that release's bytes; it is still made from exactly the same
+    # report, the one whose JSON bytes are pinned above.
+    from projections.report import render
+
+    _, page, _ = cli(path, "report", "--format", "html")
+    _, text, _ = cli(path, "report", "--format", "json")
+    assert page.encode() == render(json.loads(text), "html")
+    assert hashlib.sha256(page.encode()).hexdigest() != digests["report.html"]
 
 
 def test_a_v1_signature_after_a_v2_one_is_refused(copy: Path) -> None:
