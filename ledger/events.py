@@ -47,6 +47,8 @@ __all__ = [
     "CalibrationMutantJudged",
     "CaseSpec",
     "CheckpointIssued",
+    "ClaimCheck",
+    "ClaimsChecked",
     "Column",
     "DatabaseVerdict",
     "EngineDifference",
@@ -758,6 +760,36 @@ class EventImported(EventBase, tag="event.imported.v1", frozen=True, kw_only=Tru
     sig: str
 
 
+class ClaimCheck(_Part, frozen=True, kw_only=True):
+    """One claim of a summary and its verdicts (issue 19, docs/claims.md): ``kind`` is
+    number, bound, item, extreme, comparison or direction; ``text`` the clause it was
+    read from; ``reading`` what was read; ``verdict`` supported, contradicted or
+    unverifiable against the executed result, ``gold_verdict`` the same against gold
+    (None without gold); ``detail`` the value that decided it."""
+
+    kind: str
+    text: str
+    reading: str
+    verdict: str
+    detail: str
+    gold_verdict: str | None
+
+
+class ClaimsChecked(EventBase, tag="claims.checked.v1", frozen=True, kw_only=True):
+    """The answer contract of one attempt (issue 19, docs/claims.md): every claim read
+    from its OutputParsed ``summary``, checked against its SqlExecuted rows and the
+    case's gold (``gold_digest``), by the rules of ``claims_version``. ``evidence``
+    names the OutputParsed and SqlExecuted it read. A diagnostic: it never changes a
+    score, a rate or a rank."""
+
+    case_id: str
+    attempt: int
+    claims_version: str
+    evidence: tuple[str, ...]
+    gold_digest: str | None
+    claims: tuple[ClaimCheck, ...]
+
+
 Event = (
     SignerRegistered
     | SignerRetired
@@ -780,6 +812,7 @@ Event = (
     | SliceComputed
     | ForeignSignerRegistered
     | EventImported
+    | ClaimsChecked
 )
 
 EVENT_TYPES: tuple[type[EventBase], ...] = (
@@ -804,6 +837,7 @@ EVENT_TYPES: tuple[type[EventBase], ...] = (
     SliceComputed,
     ForeignSignerRegistered,
     EventImported,
+    ClaimsChecked,
 )
 
 # Old tag -> function turning an old body (a dict) into the next version's body.

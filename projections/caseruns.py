@@ -40,6 +40,7 @@ from ledger.events import (
     CalibrationControlChecked,
     CalibrationFinished,
     CalibrationMutantJudged,
+    ClaimsChecked,
     Event,
     ModelResponded,
     OutputParsed,
@@ -77,8 +78,8 @@ __all__ = [
     "touch_run",
 ]
 
-#: Events that belong to one case attempt (VariantChecked, SliceComputed: diagnostics
-#: after the score).
+#: Events that belong to one case attempt (VariantChecked, SliceComputed, ClaimsChecked:
+#: diagnostics after the score).
 ATTEMPT_EVENTS = (
     PromptSent,
     ModelResponded,
@@ -90,6 +91,7 @@ ATTEMPT_EVENTS = (
     AttemptCancelled,
     VariantChecked,
     SliceComputed,
+    ClaimsChecked,
 )
 #: Events of a calibration run (one mutant, one positive control, the totals).
 CALIBRATION_EVENTS = (CalibrationMutantJudged, CalibrationControlChecked, CalibrationFinished)

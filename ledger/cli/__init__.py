@@ -148,7 +148,19 @@ def main(ctx: click.Context, ledger: str | None) -> None:
     ctx.obj = Context(location, Path(home) if home else DEFAULT_HOME)
 
 
-AREAS = ("log", "bank", "run", "report", "gate", "calibrate", "demo", "export", "slices", "stores")
+AREAS = (
+    "log",
+    "bank",
+    "run",
+    "report",
+    "gate",
+    "calibrate",
+    "demo",
+    "export",
+    "slices",
+    "claims",
+    "stores",
+)
 
 
 def _register() -> None:

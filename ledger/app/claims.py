@@ -1,0 +1,207 @@
+"""The answer contract of a run: record a ClaimsChecked per executed answer, then count.
+
+``record_claims`` reads the run from the log, finds every attempt whose latest
+score (any scorer version) names an OutputParsed with a non-empty ``summary``
+and a SqlExecuted that ran, and appends, for each one without a check under
+:data:`ledger.harness.claims.CLAIMS_VERSION` yet, a ClaimsChecked on the run's
+stream: every claim read from the summary with its verdict against the
+executed rows and against the case's gold (both read from the log: the
+SqlExecuted event and the BankPublished gold, no file is opened).
+
+Nothing here changes a score: the events are diagnostics after the score,
+folded by ``projections/claims.py``. ``claims_view`` is the read side the
+command prints.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ledger.app.snapshot import read_state
+from ledger.errors import UsageError
+from ledger.events import (
+    ClaimCheck,
+    ClaimsChecked,
+    EventBase,
+    GoldResult,
+    OutputParsed,
+    ScoreComputed,
+    SqlExecuted,
+)
+from ledger.harness.attempt import Stream
+from ledger.harness.claims import CLAIMS_VERSION, Table, check_summary
+from ledger.harness.score import SCORER_VERSION
+from ledger.keys import Signer
+from ledger.store import Ledger
+from projections import claims as claims_view_mod
+from projections.caseruns import CaseRun, State, attempts_of_run
+from projections.outcome import terminal as outcome_of
+
+__all__ = ["ClaimsRecording", "ClaimsView", "claims_view", "record_claims"]
+
+
+@dataclass
+class ClaimsRecording:
+    """What ``record_claims`` appended and left alone, per reason."""
+
+    run_id: str
+    appended: int = 0
+    already: int = 0
+    skipped: dict[str, int] = field(default_factory=dict)
+
+    def skip(self, reason: str) -> None:
+        """Count one attempt left without a check."""
+        self.skipped[reason] = self.skipped.get(reason, 0) + 1
+
+
+def _state_of(ledger: Ledger, run_id: str) -> State:
+    state = read_state(ledger, runs=[run_id]).state
+    if run_id not in state.runs:
+        raise UsageError(
+            f"no run {run_id!r} in {ledger.path}", hint="`caseledger runs` lists the runs"
+        )
+    return state
+
+
+def _answer(caserun: CaseRun) -> tuple[OutputParsed, str, SqlExecuted, str] | None:
+    """The OutputParsed and SqlExecuted (with their links) the latest score names, when
+    its SQL executed; None otherwise."""
+    score = outcome_of([s.event for s in caserun.steps], None).score
+    if not isinstance(score, ScoreComputed):
+        return None
+    named = set(score.evidence)
+    parsed: tuple[OutputParsed, str] | None = None
+    executed: tuple[SqlExecuted, str] | None = None
+    for step in caserun.steps:
+        if step.link not in named:
+            continue
+        if isinstance(step.event, OutputParsed):
+            parsed = (step.event, step.link)
+        elif isinstance(step.event, SqlExecuted):
+            executed = (step.event, step.link)
+    if parsed is None or executed is None or not executed[0].ok:
+        return None
+    return parsed[0], parsed[1], executed[0], executed[1]
+
+
+def _checked(caserun: CaseRun, parsed_link: str) -> bool:
+    return any(
+        isinstance(s.event, ClaimsChecked)
+        and s.event.claims_version == CLAIMS_VERSION
+        and parsed_link in s.event.evidence
+        for s in caserun.steps
+    )
+
+
+def _table(columns: Any, rows: Any, truncated: bool = False) -> Table:
+    return Table(
+        tuple((c.name, c.type) for c in columns),
+        tuple(tuple(r) for r in rows),
+        truncated,
+    )
+
+
+def record_claims(
+    ledger: Ledger,
+    signer: Callable[[], Signer],
+    *,
+    run_id: str,
+    clock: Callable[[], str],
+) -> ClaimsRecording:
+    """Append the missing ClaimsChecked events of one run (none when all are there).
+
+    ``signer`` is called only when there is something to append. ``clock`` gives
+    each event's ``at`` (a writer's claim).
+
+    Raises:
+        UsageError: no such run.
+    """
+    state = _state_of(ledger, run_id)
+    started = state.runs[run_id].started
+    bank = state.banks[started.bank_hash].event
+    gold: dict[str, GoldResult] = {g.case_id: g for g in bank.gold}
+    summary = ClaimsRecording(run_id)
+    pending: list[dict[str, Any]] = []
+    for key in sorted(state.caseruns):
+        caserun = state.caseruns[key]
+        if caserun.run_id != run_id:
+            continue
+        answer = _answer(caserun)
+        if answer is None:
+            summary.skip("not_executed")
+            continue
+        parsed, parsed_link, executed, executed_link = answer
+        if not (parsed.summary or "").strip():
+            summary.skip("no_summary")
+            continue
+        if _checked(caserun, parsed_link):
+            summary.already += 1
+            continue
+        result = _table(executed.columns, executed.rows, executed.truncated)
+        g = gold.get(caserun.case_id)
+        found = check_summary(
+            parsed.summary or "", result, None if g is None else _table(g.columns, g.rows)
+        )
+        pending.append(
+            {
+                "case_id": caserun.case_id,
+                "attempt": caserun.attempt,
+                "claims_version": CLAIMS_VERSION,
+                "evidence": (parsed_link, executed_link),
+                "gold_digest": None if g is None else g.digest,
+                "claims": tuple(
+                    ClaimCheck(
+                        kind=c.kind,
+                        text=c.text,
+                        reading=c.reading,
+                        verdict=c.verdict,
+                        detail=c.detail,
+                        gold_verdict=c.gold_verdict,
+                    )
+                    for c in found
+                ),
+            }
+        )
+    if pending:
+        stream = Stream(run_id, clock, ledger.stream_events(run_id)[-1])
+        batch: list[EventBase] = []
+        for fields in pending:
+            event, _ = stream.make(ClaimsChecked, **fields)
+            batch.append(event)
+        ledger.append(batch, signer())
+        summary.appended = len(batch)
+    return summary
+
+
+@dataclass(frozen=True)
+class ClaimsView:
+    """A run's answer contract as the command shows it."""
+
+    run_id: str
+    bank: str
+    scorer_version: str
+    planned: int
+    summary: dict[str, Any]
+    attempts: list[dict[str, Any]]
+
+
+def claims_view(ledger: Ledger, run_id: str, scorer_version: str = SCORER_VERSION) -> ClaimsView:
+    """The claim counts of one run (``scorer_version``: which results are correct).
+
+    Raises:
+        UsageError: no such run.
+    """
+    state = _state_of(ledger, run_id)
+    started = state.runs[run_id].started
+    bank = state.banks[started.bank_hash].event
+    attempts = attempts_of_run(state, run_id, scorer_version)
+    return ClaimsView(
+        run_id=run_id,
+        bank=f"{bank.bank_id}@{bank.version}",
+        scorer_version=scorer_version,
+        planned=len(attempts),
+        summary=claims_view_mod.summarize(attempts),
+        attempts=claims_view_mod.attempt_rows(attempts),
+    )

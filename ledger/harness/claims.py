@@ -1,0 +1,842 @@
+"""The answer contract: is what a model's ``summary`` says true of its own result?
+
+:func:`check_summary` reads the checkable claims of a summary (Chinese or
+English) and checks each one against a result table (the executed result of
+the attempt, and separately the case's gold result):
+
+* ``supported``: the table shows it;
+* ``contradicted``: the table shows otherwise, and the claim could be tied to
+  one value of the table without guessing;
+* ``unverifiable``: nothing in the table can decide it (or the claim could not
+  be read for sure).
+
+What is read (docs/claims.md lists every form):
+
+============ ================================================================
+kind         read as
+============ ================================================================
+number       a number with an optional unit: ``600``, ``1,200``, ``9,600``,
+             ``3.5%``, ``0.6千元`` / ``0.96万`` (scale prefixes 千, 万, 亿,
+             百万, thousand, million, billion, ``k``), ``¥600``, and Chinese
+             numerals in front of a unit (``六百元``, ``三单``, ``两家``,
+             ``百分之四十五``); units yuan, percent, orders, rows, items
+bound        a number after ``超过``/``more than``/``at least``/... : an
+             inequality
+item         a name the result or gold shows as a text cell (``门店A``)
+extreme      ``最高``/``最多``/``highest``/``most``/... with one named item
+comparison   two named items with ``高于``/``比...多``/``more than``/...
+direction    ``上升``/``下降``/``rose``/``fell``/... of the total, of one
+             item, or of each item (``都``, ``each``, ``both``), checked on a
+             row with two period columns
+============ ================================================================
+
+Conservative by construction: a claim is ``contradicted`` only when its subject
+is one row (a named item, the total row, or the only row) and its unit names
+one column of that row (by the column's name, or because the row has one
+number). A negation (``不``, ``没有``, ``not``, ``no``) in the clause, an
+approximate word (``约``, ``about``) without a match, percentage points,
+dates, ordinals (``第3``, ``top 3``) and a bare year are never read as a
+contradiction. Reading is a pure function of the text and the tables.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Sequence
+from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
+from ledger.harness.cells import type_class
+
+__all__ = [
+    "CLAIMS_VERSION",
+    "CONTRADICTED",
+    "KINDS",
+    "SUPPORTED",
+    "UNVERIFIABLE",
+    "VERDICTS",
+    "Claim",
+    "Reading",
+    "Table",
+    "check_summary",
+    "judge",
+    "read_claims",
+]
+
+#: The version of the reading and checking rules; recorded with every check.
+CLAIMS_VERSION = "1.0.0"
+SUPPORTED = "supported"
+CONTRADICTED = "contradicted"
+UNVERIFIABLE = "unverifiable"
+VERDICTS = (SUPPORTED, CONTRADICTED, UNVERIFIABLE)
+KINDS = ("number", "bound", "item", "extreme", "comparison", "direction")
+
+
+@dataclass(frozen=True)
+class Table:
+    """A result: (column name, type name) pairs, rows of encoded cells, and whether
+    the rows were cut short (then no claim about what is absent is decided)."""
+
+    columns: tuple[tuple[str, str], ...]
+    rows: tuple[tuple[Any, ...], ...]
+    truncated: bool = False
+
+
+@dataclass(frozen=True)
+class Reading:
+    """One claim as read from the text, before it is checked.
+
+    ``subject``: a named item, ``"total"``, ``"each"`` (every item), a tuple of
+    items, or None. ``value``/``tol``: the number and half a unit of its last
+    written digit. ``unit``: yuan, percent, orders, rows, items or None. ``op``:
+    ``=``, ``>``, ``>=``, ``<``, ``<=`` for numbers and bounds, ``max``/``min``
+    for extremes, ``up``/``down`` for directions and comparisons.
+    """
+
+    kind: str
+    text: str
+    reading: str
+    subject: Any = None
+    value: Decimal | None = None
+    tol: Decimal = Decimal(0)
+    unit: str | None = None
+    op: str = "="
+    hint: str | None = None
+    approx: bool = False
+    negated: bool = False
+    items: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Claim:
+    """A checked claim: what was read, its verdict against the executed result, its
+    verdict against gold (None when there was no gold to check against), and why."""
+
+    kind: str
+    text: str
+    reading: str
+    verdict: str
+    detail: str
+    gold_verdict: str | None = None
+
+
+# ----------------------------------------------------------------- words
+
+_TOTAL_LABELS = frozenset(
+    {"合计", "总计", "总额", "全部", "整体", "总体", "所有", "全量", "总和", "汇总"}
+    | {"total", "grand total", "all", "overall", "sum"}
+)
+_TOTAL_WORDS = re.compile(
+    r"合计|总计|总额|总共|一共|共计|整体|总体|全部|全量|总和|汇总|"
+    r"\b(?:in total|total|overall|altogether|combined|all together)\b",
+    re.IGNORECASE,
+)
+_EACH_WORDS = re.compile(r"各|每个|每家|都|均|\b(?:each|every|both|all)\b", re.IGNORECASE)
+_NEGATION = re.compile(
+    r"不|没有|没|无|未|非|除|\b(?:not|no|none|never|without|except|excluding|neither|nor)\b|n't",
+    re.IGNORECASE,
+)
+_APPROX = re.compile(
+    r"约|大约|大概|左右|近|将近|接近|差不多|\b(?:about|around|approximately|approx|roughly|"
+    r"nearly|almost|some)\b|~|≈",
+    re.IGNORECASE,
+)
+_RESPECTIVELY = re.compile(r"分别|依次|\brespectively\b", re.IGNORECASE)
+_BOUNDS: tuple[tuple[str, str], ...] = (
+    (r"不少于|不低于|至少|\bat least\b|\bno less than\b|\bno fewer than\b", ">="),
+    (r"不超过|不多于|不高于|至多|最多不超过|\bat most\b|\bno more than\b", "<="),
+    (
+        r"超过|多于|高于|大于|逾|\bmore than\b|\bover\b|\babove\b|\bgreater than\b|"
+        r"\bexceed(?:s|ed|ing)?\b",
+        ">",
+    ),
+    (r"不到|少于|低于|小于|不足|\bless than\b|\bfewer than\b|\bunder\b|\bbelow\b", "<"),
+)
+_MAX_WORDS = re.compile(
+    r"最高|最多|最大|最好|最强|第一名|\b(?:highest|largest|most|biggest|greatest|top|best|"
+    r"maximum|max)\b",
+    re.IGNORECASE,
+)
+_MIN_WORDS = re.compile(
+    r"最低|最少|最小|最差|最弱|垫底|\b(?:lowest|smallest|least|fewest|worst|minimum|min)\b",
+    re.IGNORECASE,
+)
+_UP_WORDS = re.compile(
+    r"上升|增长|增加|提高|提升|上涨|升高|升至|升到|走高|变好|改善|回升|"
+    r"\b(?:rose|rise|rises|risen|rising|up|increased?|increases|increasing|grew|grow|grows|"
+    r"grown|growing|improved?|improves|improving|climbed?)\b",
+    re.IGNORECASE,
+)
+_DOWN_WORDS = re.compile(
+    r"下降|减少|降低|下滑|下跌|回落|降至|降到|走低|变差|恶化|萎缩|"
+    r"\b(?:fell|fall|falls|fallen|falling|down|decreased?|decreases|decreasing|declined?|"
+    r"declines|declining|dropped|drops?|dropping|worsened|worse|shrank|shrunk)\b",
+    re.IGNORECASE,
+)
+_GREATER = re.compile(
+    r"高于|多于|大于|超过|胜过|\b(?:more than|higher than|greater than|larger than|bigger than|"
+    r"above|exceeds?|exceeded|outsold|ahead of)\b|比.{1,12}?(?:高|多|大)",
+    re.IGNORECASE,
+)
+_LESS = re.compile(
+    r"低于|少于|小于|不及|不如|\b(?:less than|fewer than|lower than|smaller than|below|behind)\b|"
+    r"比.{1,12}?(?:低|少|小)",
+    re.IGNORECASE,
+)
+_KIND_WORDS: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("percent", re.compile(r"率|占比|比例|比重|%|\b(?:rate|ratio|share|percent\w*)\b", re.I)),
+    (
+        "yuan",
+        re.compile(r"金额|销售额|收入|营收|元|块|\b(?:amount|revenue|yuan|rmb|gmv)\b", re.I),
+    ),
+    ("orders", re.compile(r"单数|笔数|订单数|单量|\b(?:orders|count|number of)\b", re.I)),
+)
+
+# Column-name hints: which unit a column carries.
+_COLUMN_HINTS: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("percent", re.compile(r"rate|ratio|pct|percent|share|proportion|conversion|率|占比|比例")),
+    ("orders", re.compile(r"count|cnt|num|orders|qty|quantity|单数|笔数|数量|次数|^n$|^n_")),
+    ("yuan", re.compile(r"amount|amt|revenue|gmv|price|cost|yuan|money|金额|销售额|收入|元")),
+)
+
+# ----------------------------------------------------------------- numbers
+
+_CN_DIGITS = {"零": 0, "〇": 0, "一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6}
+_CN_DIGITS |= {"七": 7, "八": 8, "九": 9}
+_CN_UNITS = {"十": 10, "百": 100, "千": 1000}
+_CN_BIG = {"万": 10_000, "亿": 100_000_000}
+_SCALES = {
+    "千": 1000,
+    "万": 10_000,
+    "亿": 100_000_000,
+    "百万": 1_000_000,
+    "千万": 10_000_000,
+    "thousand": 1000,
+    "million": 1_000_000,
+    "billion": 1_000_000_000,
+    "k": 1000,
+}
+_UNIT_PATTERNS: tuple[tuple[str, str], ...] = (
+    ("percent_points", r"个百分点|\bpercentage points?\b|\bpp\b|\bpts?\b"),
+    ("percent", r"%|\bpercent\b|\bper cent\b"),
+    ("yuan", r"元|块钱|块|\byuan\b|\brmb\b|\bcny\b"),
+    ("orders", r"单|笔|个订单|次|\borders?\b|\bsales\b|\btransactions?\b|\bpurchases?\b"),
+    ("rows", r"行|条记录|条|\brows?\b|\brecords?\b"),
+    ("items", r"家门店|家店|家|个门店|个|位|名|\bstores?\b|\bitems?\b|\bshops?\b"),
+)
+_UNIT_RE = re.compile(
+    r"\s*(?:" + "|".join(f"(?P<{n}>{p})" for n, p in _UNIT_PATTERNS) + ")", re.IGNORECASE
+)
+_SCALE_RE = re.compile(r"\s*(百万|千万|千|万|亿|thousand\b|million\b|billion\b)", re.IGNORECASE)
+_ARABIC = re.compile(
+    r"(?<![A-Za-z0-9_.,\-/:])(?P<cur>[¥￥$])?\s*(?P<int>\d{1,3}(?:,\d{3})+|\d+)(?P<frac>\.\d+)?"
+    r"(?P<k>[kK](?![A-Za-z]))?"
+)
+_CN_NUM = re.compile(r"(?P<pct>百分之)?(?P<num>[零〇一二两三四五六七八九十百千万亿]+)")
+# Dates, times and periods are masked before numbers are read (never claims).
+_DATES = re.compile(
+    r"\d{4}\s*[-/.年]\s*\d{1,2}(?:\s*[-/.月]\s*\d{1,2}\s*[日号]?)?(?:\s*月)?|"
+    r"\d{1,2}\s*月(?:\s*\d{1,2}\s*[日号])?|\d{1,2}\s*[日号]|\d{1,2}:\d{2}(?::\d{2})?|"
+    r"\b(?:19|20)\d{2}\b(?!\s*(?:%|元|单|笔|行|rows?|orders?|yuan))|"
+    r"\d+\s*(?:年|季度|周|天|小时|分钟|秒|岁|days?|weeks?|months?|years?|hours?|minutes?)",
+    re.IGNORECASE,
+)
+_ORDINAL = re.compile(r"(?:第|前|后|top|bottom|no\.|#|q)\s*$", re.IGNORECASE)
+
+
+def _cn_value(text: str) -> int | None:
+    """A Chinese numeral as an integer (六百 -> 600, 九千六百 -> 9600, 十二 -> 12);
+    None when it is not one well-formed number."""
+    total = section = 0
+    digit: int | None = None
+    if text in ("零", "〇"):
+        return 0
+    for ch in text:
+        if ch in ("零", "〇"):
+            if digit is not None:
+                return None
+            continue  # 三百零一: a place left empty
+        if ch in _CN_DIGITS:
+            if digit is not None:
+                return None  # two digits in a row (一二) is a list, not a number
+            digit = _CN_DIGITS[ch]
+        elif ch in _CN_UNITS:
+            section += (1 if digit is None else digit) * _CN_UNITS[ch]
+            digit = None
+        elif ch in _CN_BIG:
+            section += digit or 0
+            if section == 0:
+                return None
+            total += section * _CN_BIG[ch]
+            section, digit = 0, None
+        else:
+            return None
+    return total + section + (digit or 0)
+
+
+def _fmt(value: Decimal) -> str:
+    text = format(value.normalize(), "f")
+    return text
+
+
+# ----------------------------------------------------------------- reading
+
+
+def _clauses(summary: str) -> list[str]:
+    """NFKC, then cut into clauses at sentence marks and at commas not between digits."""
+    text = unicodedata.normalize("NFKC", summary)
+    parts = re.split(r"[。；;！!？?()\n]+|(?<!\d),|,(?!\d{3})|\.(?=\s|$)", text)
+    return [p.strip() for p in parts if p and p.strip()]
+
+
+def _labels_in(clause: str, vocabulary: Sequence[str]) -> list[tuple[int, str]]:
+    """Where each known label appears (longest first, no overlaps), by position."""
+    taken: list[tuple[int, int]] = []
+    found: list[tuple[int, str]] = []
+    for label in sorted(vocabulary, key=lambda s: (-len(s), s)):
+        ascii_word = label.isascii()
+        pattern = re.escape(label)
+        if ascii_word:
+            pattern = rf"(?<![A-Za-z0-9_]){pattern}(?![A-Za-z0-9_])"
+        for m in re.finditer(pattern, clause, re.IGNORECASE if ascii_word else 0):
+            if any(m.start() < e and s < m.end() for s, e in taken):
+                continue
+            taken.append((m.start(), m.end()))
+            found.append((m.start(), label))
+    return sorted(found)
+
+
+def _kind_hint(clause: str) -> str | None:
+    for kind, pattern in _KIND_WORDS:
+        if pattern.search(clause):
+            return kind
+    return None
+
+
+@dataclass(frozen=True)
+class _Num:
+    start: int
+    end: int
+    value: Decimal
+    tol: Decimal
+    unit: str | None
+    text: str
+    more: bool = False
+
+
+def _unit_at(clause: str, pos: int) -> tuple[str | None, int]:
+    m = _UNIT_RE.match(clause, pos)
+    if m is None or m.lastgroup is None:
+        return None, pos
+    return m.lastgroup, m.end()
+
+
+def _numbers(clause: str) -> list[_Num]:
+    """Every number of a clause with its unit (dates, times and ordinals left out)."""
+    masked = _DATES.sub(lambda m: "\x00" * len(m.group()), clause)
+    found: list[_Num] = []
+    for m in _ARABIC.finditer(masked):
+        if _ORDINAL.search(masked[: m.start()]):
+            continue
+        digits = m.group("int").replace(",", "")
+        frac = m.group("frac") or ""
+        try:
+            value = Decimal(digits + frac)
+        except InvalidOperation:
+            continue
+        tol = Decimal("0.5") / (Decimal(10) ** len(frac.lstrip(".")))
+        end = m.end()
+        if m.group("k"):
+            value, tol = value * 1000, tol * 1000
+        else:
+            scale = _SCALE_RE.match(masked, end)
+            if scale is not None:
+                factor = _SCALES[scale.group(1).lower()]
+                value, tol, end = value * factor, tol * factor, scale.end()
+        more = re.match(r"\s*(?:多|余|几|来|\+)", masked[end:])
+        if more is not None:
+            end += more.end()
+        unit, end = _unit_at(masked, end)
+        if more is not None:
+            unit = unit or "more"  # 600多元: more than 600, read as a lower bound
+        if unit is None and m.group("cur"):
+            unit = "yuan"
+        if unit is None and end < len(masked) and masked[end].isascii() and masked[end].isalpha():
+            continue  # glued to a word (3D, 5G): not a quantity
+        is_more = more is not None
+        if unit == "more":
+            unit = None
+        found.append(
+            _Num(m.start(), end, value, tol, unit, clause[m.start() : end].strip(), is_more)
+        )
+    for m in _CN_NUM.finditer(masked):
+        if any(n.start <= m.start() < n.end for n in found):
+            continue
+        cn = _cn_value(m.group("num"))
+        end = m.end()
+        unit, end = _unit_at(masked, end)
+        if m.group("pct"):
+            unit = "percent"
+        if cn is None or unit is None or _ORDINAL.search(masked[: m.start()]):
+            continue  # a Chinese numeral is read only before a unit (一共, 唯一 are words)
+        found.append(
+            _Num(m.start(), end, Decimal(cn), Decimal(0), unit, clause[m.start() : end].strip())
+        )
+    return sorted(found, key=lambda n: n.start)
+
+
+def _bound_before(clause: str, start: int) -> str | None:
+    before = clause[max(0, start - 16) : start]
+    for pattern, op in _BOUNDS:
+        if re.search(rf"(?:{pattern})\s*[¥￥$]?\s*$", before, re.IGNORECASE):
+            return op
+    return None
+
+
+def _unit_name(unit: str | None) -> str:
+    return {None: "", "percent": "%", "yuan": " yuan"}.get(unit, f" {unit}")
+
+
+def read_claims(summary: str, vocabulary: Sequence[str]) -> list[Reading]:
+    """The claims of a summary, in text order, read with the names of ``vocabulary``
+    (the text cells of the result and gold: only those are read as named items)."""
+    out: list[Reading] = []
+    seen_items: set[str] = set()
+    labels_all = [v for v in vocabulary if v.lower() not in _TOTAL_LABELS]
+    for clause in _clauses(summary):
+        negated = _NEGATION.search(clause) is not None
+        approx = _APPROX.search(clause) is not None
+        labels = _labels_in(clause, labels_all)
+        names = list(dict.fromkeys(lab for _, lab in labels))
+        total = _TOTAL_WORDS.search(clause) is not None
+        hint = _kind_hint(clause)
+        for _, name in labels:
+            if name not in seen_items:
+                seen_items.add(name)
+                out.append(Reading("item", clause, f"names {name}", subject=name, negated=negated))
+        numbers = _numbers(clause)
+        paired = bool(_RESPECTIVELY.search(clause)) and len(numbers) == len(labels) > 1
+        for i, num in enumerate(numbers):
+            if num.unit == "percent_points":
+                out.append(
+                    Reading(
+                        "number",
+                        clause,
+                        f"{num.text} (percentage points)",
+                        unit=num.unit,
+                        value=num.value,
+                        negated=True,
+                    )
+                )
+                continue
+            subject: Any = None
+            if paired:
+                subject = labels[i][1]
+            else:
+                before = [lab for pos, lab in labels if pos < num.start]
+                if before:
+                    subject = before[-1]
+                elif len(labels) == 1:
+                    subject = labels[0][1]
+                elif total:
+                    subject = "total"
+            op = _bound_before(clause, num.start) or "="
+            if num.more:
+                op = ">="
+            kind = "number" if op == "=" else "bound"
+            where = "" if subject is None else f" ({subject})"
+            sign = "" if op == "=" else f"{op} "
+            out.append(
+                Reading(
+                    kind,
+                    clause,
+                    f"{sign}{_fmt(num.value)}{_unit_name(num.unit)}{where}",
+                    subject=subject,
+                    value=num.value,
+                    tol=num.tol,
+                    unit=num.unit,
+                    op=op,
+                    hint=num.unit if num.unit in ("yuan", "percent", "orders") else hint,
+                    approx=approx or num.more,
+                    negated=negated,
+                )
+            )
+        extreme = (
+            "max" if _MAX_WORDS.search(clause) else "min" if _MIN_WORDS.search(clause) else None
+        )
+        if extreme is not None and not (_MAX_WORDS.search(clause) and _MIN_WORDS.search(clause)):
+            which = "highest" if extreme == "max" else "lowest"
+            subject = names[0] if len(names) == 1 else None
+            out.append(
+                Reading(
+                    "extreme",
+                    clause,
+                    f"{subject or '?'} is the {which}",
+                    subject=subject,
+                    op=extreme,
+                    hint=hint,
+                    negated=negated or len(names) != 1,
+                )
+            )
+            continue
+        greater, less = _GREATER.search(clause), _LESS.search(clause)
+        if len(names) == 2 and (greater is None) != (less is None) and not numbers:
+            first, second = names
+            op = "up" if greater is not None else "down"
+            word = "more than" if op == "up" else "less than"
+            out.append(
+                Reading(
+                    "comparison",
+                    clause,
+                    f"{first} {word} {second}",
+                    items=(first, second),
+                    op=op,
+                    hint=hint,
+                    negated=negated,
+                )
+            )
+            continue
+        up, down = _UP_WORDS.search(clause), _DOWN_WORDS.search(clause)
+        if (up is None) == (down is None):
+            continue
+        op = "up" if up is not None else "down"
+        each = _EACH_WORDS.search(clause) is not None
+        subject = None
+        if total and not names:
+            subject = "total"
+        elif len(names) == 1 and not total:
+            subject = names[0]
+        elif len(names) > 1 and each:
+            subject = tuple(names)
+        elif each and not names:
+            subject = "each"
+        if isinstance(subject, tuple):
+            label = " and ".join(subject)
+        else:
+            label = {None: "?", "total": "the total", "each": "each item"}.get(
+                subject, str(subject)
+            )
+        out.append(
+            Reading(
+                "direction",
+                clause,
+                f"{label} went {op}",
+                subject=subject,
+                op=op,
+                hint=hint,
+                negated=negated or subject is None,
+            )
+        )
+    return out
+
+
+# ----------------------------------------------------------------- checking
+
+
+def _number(cell: Any, type_name: str) -> Decimal | None:
+    if type_class(type_name) != "numeric" or cell is None or isinstance(cell, bool):
+        return None
+    try:
+        value = Decimal(str(cell))
+    except InvalidOperation:
+        return None
+    return value if value.is_finite() else None
+
+
+def _column_hint(name: str) -> str | None:
+    low = name.lower()
+    for kind, pattern in _COLUMN_HINTS:
+        if pattern.search(low):
+            return kind
+    return None
+
+
+class _View:
+    """A table read for claims: label rows, the total row, numeric columns."""
+
+    def __init__(self, table: Table) -> None:
+        self.table = table
+        self.numeric = [i for i, (_, t) in enumerate(table.columns) if type_class(t) == "numeric"]
+        self.text = [i for i, (_, t) in enumerate(table.columns) if type_class(t) == "string"]
+        self.hints = {i: _column_hint(table.columns[i][0]) for i in self.numeric}
+
+    def rows_named(self, name: str) -> list[int]:
+        low = name.lower()
+        return [
+            r
+            for r, row in enumerate(self.table.rows)
+            if any(isinstance(row[i], str) and row[i].strip().lower() == low for i in self.text)
+        ]
+
+    def is_total(self, r: int) -> bool:
+        row = self.table.rows[r]
+        return any(
+            isinstance(row[i], str) and row[i].strip().lower() in _TOTAL_LABELS for i in self.text
+        )
+
+    def item_rows(self) -> list[int]:
+        """Rows with a text label that is not a total."""
+        return [
+            r
+            for r, row in enumerate(self.table.rows)
+            if not self.is_total(r) and any(isinstance(row[i], str) for i in self.text)
+        ]
+
+    def total_rows(self) -> list[int]:
+        found = [r for r in range(len(self.table.rows)) if self.is_total(r)]
+        if found:
+            return found
+        return [0] if len(self.table.rows) == 1 else []
+
+    def columns_for(self, hint: str | None) -> list[int]:
+        """Numeric columns that may carry ``hint``: those named for it, else the unnamed."""
+        if hint is None:
+            return list(self.numeric)
+        named = [i for i in self.numeric if self.hints[i] == hint]
+        return named or [i for i in self.numeric if self.hints[i] is None]
+
+    def value(self, r: int, c: int) -> Decimal | None:
+        return _number(self.table.rows[r][c], self.table.columns[c][1])
+
+    def labels(self) -> list[str]:
+        out = []
+        for row in self.table.rows:
+            for i in self.text:
+                cell = row[i]
+                if isinstance(cell, str) and len(cell.strip()) >= 2 and not cell.strip().isdigit():
+                    out.append(cell.strip())
+        return out
+
+
+def _matches(value: Decimal, tol: Decimal, unit: str | None, cell: Decimal, op: str) -> bool:
+    candidates = [cell, cell * 100] if unit == "percent" else [cell]
+    for c in candidates:
+        if op == "=" and abs(c - value) <= tol:
+            return True
+        if op == ">" and c > value:
+            return True
+        if op == ">=" and c >= value:
+            return True
+        if op == "<" and c < value:
+            return True
+        if op == "<=" and c <= value:
+            return True
+    return False
+
+
+def _subject_rows(view: _View, subject: Any) -> list[int] | None:
+    """The rows a claim is about (None: no subject, the whole table)."""
+    if subject == "total":
+        return view.total_rows()
+    if isinstance(subject, str):
+        return view.rows_named(subject)
+    if len(view.table.rows) == 1:
+        return [0]
+    return None
+
+
+def _judge_number(c: Reading, view: _View) -> tuple[str, str]:
+    if c.value is None:
+        return UNVERIFIABLE, "no number"
+    t = view.table
+    if c.unit in ("rows", "items"):
+        n = len(t.rows) if c.unit == "rows" else len(view.item_rows())
+        counts = {len(t.rows)} if c.unit == "rows" else {len(t.rows), len(view.item_rows())}
+        if any(_matches(c.value, c.tol, None, Decimal(k), c.op) for k in counts):
+            return SUPPORTED, f"the result has {n} {c.unit}"
+        if c.unit == "rows" and not t.truncated and not c.negated and not c.approx:
+            return CONTRADICTED, f"the result has {len(t.rows)} rows"
+    rows = _subject_rows(view, c.subject)
+    columns = view.columns_for(c.hint)
+    scope = range(len(t.rows)) if rows is None else rows
+    for r in scope:
+        for col in columns:
+            cell = view.value(r, col)
+            if cell is not None and _matches(c.value, c.tol, c.unit, cell, c.op):
+                return SUPPORTED, f"{t.columns[col][0]} = {_fmt(cell)}" + (
+                    "" if rows is None else f" in row {r + 1}"
+                )
+    if c.unit == "orders" and _matches(c.value, c.tol, None, Decimal(len(t.rows)), c.op):
+        return SUPPORTED, f"the result has {len(t.rows)} rows"
+    if c.subject == "total" and rows == [] and c.unit != "percent" and len(columns) == 1:
+        items = view.item_rows() or list(range(len(t.rows)))
+        values = [view.value(r, columns[0]) for r in items]
+        if values and all(v is not None for v in values):
+            total = sum((v for v in values if v is not None), Decimal(0))
+            if _matches(c.value, c.tol, c.unit, total, c.op):
+                return SUPPORTED, f"the sum of {t.columns[columns[0]][0]} is {_fmt(total)}"
+    if c.negated or c.approx or rows is None or len(rows) != 1:
+        return UNVERIFIABLE, "no value of the result decides it"
+    present = [col for col in columns if view.value(rows[0], col) is not None]
+    if len(present) != 1:
+        return UNVERIFIABLE, "more than one column could carry it"
+    cell = view.value(rows[0], present[0])
+    return CONTRADICTED, f"{t.columns[present[0]][0]} = {_fmt(cell or Decimal(0))}" + (
+        f" in row {rows[0] + 1}" if len(t.rows) > 1 else ""
+    )
+
+
+def _judge_item(c: Reading, view: _View) -> tuple[str, str]:
+    if view.rows_named(str(c.subject)):
+        return SUPPORTED, "the result shows it"
+    if c.negated or view.table.truncated:
+        return UNVERIFIABLE, "the result does not show it"
+    return CONTRADICTED, "the result does not show it"
+
+
+def _one_column(view: _View, hint: str | None, rows: list[int]) -> list[int]:
+    return [c for c in view.columns_for(hint) if all(view.value(r, c) is not None for r in rows)]
+
+
+def _judge_extreme(c: Reading, view: _View) -> tuple[str, str]:
+    if c.negated or c.subject is None:
+        return UNVERIFIABLE, "not one named item"
+    items = view.item_rows()
+    mine = view.rows_named(str(c.subject))
+    if len(items) < 2 or len(mine) != 1 or mine[0] not in items:
+        return UNVERIFIABLE, "the result does not rank it among two or more items"
+    columns = _one_column(view, c.hint, items)
+    if not columns:
+        return UNVERIFIABLE, "no number column to rank by"
+    verdicts: set[bool | None] = set()
+    for col in columns:
+        values = [view.value(r, col) or Decimal(0) for r in items]
+        best = max(values) if c.op == "max" else min(values)
+        top = view.value(mine[0], col) == best
+        verdicts.add(None if top and values.count(best) > 1 else top)
+    if verdicts == {True}:
+        if view.table.truncated:
+            return UNVERIFIABLE, "the result was cut short"
+        return SUPPORTED, f"{c.subject} is the {'highest' if c.op == 'max' else 'lowest'}"
+    if verdicts == {False}:
+        return CONTRADICTED, f"another item is {'higher' if c.op == 'max' else 'lower'}"
+    if verdicts == {None}:
+        return UNVERIFIABLE, "tied with another item"
+    return UNVERIFIABLE, "the number columns disagree"
+
+
+def _compare(view: _View, hint: str | None, a: int, b: int) -> int | None:
+    """sign(value(a) - value(b)) when every candidate column agrees, else None."""
+    signs = set()
+    for col in _one_column(view, hint, [a, b]):
+        va, vb = view.value(a, col) or Decimal(0), view.value(b, col) or Decimal(0)
+        signs.add((va > vb) - (va < vb))
+    return signs.pop() if len(signs) == 1 else None
+
+
+def _judge_comparison(c: Reading, view: _View) -> tuple[str, str]:
+    first, second = (view.rows_named(n) for n in c.items)
+    if c.negated or len(first) != 1 or len(second) != 1:
+        return UNVERIFIABLE, "the two items are not one row each"
+    sign = _compare(view, c.hint, first[0], second[0])
+    if sign is None:
+        return UNVERIFIABLE, "no one number column compares them"
+    if (sign > 0) == (c.op == "up") and sign != 0:
+        return SUPPORTED, "the result shows it"
+    return CONTRADICTED, "the result shows the opposite" if sign else "the two are equal"
+
+
+_PERIOD_WORDS = (
+    (re.compile(r"prev|previous|before|base|last|old|prior|上期|基期|上月|之前|旧"), 0),
+    (re.compile(r"curr|current|after|new|this|latest|本期|新期|本月|当前|新"), 1),
+)
+
+
+def _period_key(name: str) -> tuple[str, tuple[int, ...]] | None:
+    """(stem, order) of a column named for a period: its digits (rate_2026_08), or
+    a before/after word (base_rate, new_rate); None otherwise."""
+    low = name.lower()
+    digits = tuple(int(d) for d in re.findall(r"\d+", low))
+    if digits:
+        return re.sub(r"\d+", "#", low), digits
+    for pattern, order in _PERIOD_WORDS:
+        if pattern.search(low):
+            return pattern.sub("#", low), (order,)
+    return None
+
+
+def _period_pair(view: _View, hint: str | None) -> tuple[int, int] | None:
+    """The (earlier, later) numeric columns of one measure, when exactly one pair is found."""
+    groups: dict[str, list[tuple[tuple[int, ...], int]]] = {}
+    for col in view.columns_for(hint) if hint else view.numeric:
+        key = _period_key(view.table.columns[col][0])
+        if key is not None:
+            groups.setdefault(re.sub(r"[_\s]+", "_", key[0]), []).append((key[1], col))
+    pairs = [sorted(g) for g in groups.values() if len(g) == 2 and g[0][0] != g[1][0]]
+    if len(pairs) != 1 and hint is not None:
+        return _period_pair(view, None) if not pairs else None
+    if len(pairs) != 1:
+        return None
+    return pairs[0][0][1], pairs[0][1][1]
+
+
+def _judge_direction(c: Reading, view: _View) -> tuple[str, str]:
+    if c.negated:
+        return UNVERIFIABLE, "no subject, or a negation"
+    pair = _period_pair(view, c.hint)
+    if pair is None:
+        return UNVERIFIABLE, "no pair of period columns to compare"
+    if c.subject == "total":
+        rows = view.total_rows()
+    elif c.subject == "each":
+        rows = view.item_rows()
+    elif isinstance(c.subject, tuple):
+        found = [view.rows_named(n) for n in c.subject]
+        if any(len(f) != 1 for f in found):
+            return UNVERIFIABLE, "an item is not one row"
+        rows = [f[0] for f in found]
+    else:
+        rows = view.rows_named(str(c.subject))
+    if not rows or (c.subject != "each" and not isinstance(c.subject, tuple) and len(rows) != 1):
+        return UNVERIFIABLE, "the subject is not one row of the result"
+    before, after = pair
+    names = (view.table.columns[before][0], view.table.columns[after][0])
+    moved = []
+    for r in rows:
+        b, a = view.value(r, before), view.value(r, after)
+        if b is None or a is None:
+            return UNVERIFIABLE, "a period value is NULL"
+        moved.append(("up" if a > b else "down" if a < b else "flat", r, b, a))
+    wrong = [m for m in moved if m[0] != c.op]
+    if not wrong:
+        return SUPPORTED, f"{names[0]} -> {names[1]}: " + ", ".join(
+            f"{_fmt(b)} -> {_fmt(a)}" for _, _, b, a in moved
+        )
+    _, r, b, a = wrong[0]
+    return CONTRADICTED, f"row {r + 1}: {names[0]} {_fmt(b)} -> {names[1]} {_fmt(a)}"
+
+
+_JUDGES = {
+    "number": _judge_number,
+    "bound": _judge_number,
+    "item": _judge_item,
+    "extreme": _judge_extreme,
+    "comparison": _judge_comparison,
+    "direction": _judge_direction,
+}
+
+
+def judge(claim: Reading, table: Table) -> tuple[str, str]:
+    """The verdict of one read claim against one table, and a short reason."""
+    if claim.unit == "percent_points":
+        return UNVERIFIABLE, "percentage points are not checked"
+    return _JUDGES[claim.kind](claim, _View(table))
+
+
+def check_summary(summary: str, result: Table, gold: Table | None = None) -> list[Claim]:
+    """Read the claims of ``summary`` and check each against ``result`` (the executed
+    result) and, when given, ``gold``. Named items are read from both tables' text
+    cells, so a name only gold shows is read (and is not in the result)."""
+    vocabulary = sorted(
+        set(_View(result).labels()) | (set(_View(gold).labels()) if gold is not None else set())
+    )
+    out = []
+    for reading in read_claims(summary, vocabulary):
+        verdict, detail = judge(reading, result)
+        gold_verdict = None if gold is None else judge(reading, gold)[0]
+        out.append(
+            Claim(reading.kind, reading.text, reading.reading, verdict, detail, gold_verdict)
+        )
+    return out
