@@ -16,6 +16,7 @@ __all__ = [
     "inclusion_proof",
     "inclusion_proof_size",
     "node_hash",
+    "perfect_root",
     "root_hash",
     "verify_consistency",
     "verify_inclusion",
@@ -86,6 +87,30 @@ class TreeAccumulator:
         self._stack.append(merged)
         self._size += 1
 
+    def append_subtree(self, node: bytes, height: int) -> None:
+        """Add a perfect subtree of ``2**height`` leaves whose root is ``node``.
+
+        The tree so far must end on a multiple of ``2**height`` leaves (the subtree is
+        aligned, as every block of a stored index is), so the result equals appending
+        its leaves one by one.
+
+        Raises:
+            ProofError: the subtree would not be aligned, or ``node`` is not 32 bytes.
+        """
+        _check_leaf(node, f"subtree at leaf {self._size}")
+        width = 1 << height
+        if height < 0 or self._size % width:
+            raise ProofError(
+                f"a subtree of {width} leaves cannot start at leaf {self._size} (not aligned)"
+            )
+        merged = node
+        carry = self._size >> height
+        while carry & 1:
+            merged = node_hash(self._stack.pop(), merged)
+            carry >>= 1
+        self._stack.append(merged)
+        self._size += width
+
     def copy(self) -> TreeAccumulator:
         """An independent accumulator of the same leaves (appending to one leaves the other)."""
         twin = TreeAccumulator()
@@ -107,6 +132,26 @@ class TreeAccumulator:
         for left in reversed(self._stack[:-1]):
             acc = node_hash(left, acc)
         return acc
+
+
+def perfect_root(leaves: Sequence[bytes]) -> bytes:
+    """MTH of a power-of-two number of leaf hashes, level by level (the fast path of a block).
+
+    Example:
+        >>> perfect_root([bytes(32), bytes(32)]) == node_hash(bytes(32), bytes(32))
+        True
+    """
+    count = len(leaves)
+    if count == 0 or count & (count - 1):
+        raise ProofError(f"a perfect subtree has a power-of-two number of leaves, not {count}")
+    level = list(leaves)
+    sha = hashlib.sha256
+    while len(level) > 1:
+        level = [
+            sha(_NODE_PREFIX + left + right).digest()
+            for left, right in zip(level[::2], level[1::2], strict=True)
+        ]
+    return level[0]
 
 
 def _subtree_root(leaves: Sequence[bytes], lo: int, hi: int) -> bytes:

@@ -369,6 +369,23 @@ class Ledger:
             prev = link_of(row[2])
         return found
 
+    def indexed_stream(self, stream: str, stop: int) -> Iterator[tuple[int, bytes, bytes]]:
+        """(seq, body, leaf hash) of the rows the stream index files under ``stream``
+        below seq ``stop``, by stream_seq, as stored: the caller checks each body and the
+        stream's chain (``ledger.app.tree_index`` does, against a verified tree)."""
+        return self._db.stream_rows(stream, stop)
+
+    def find(self, leaf_hash: bytes) -> StoredEvent | None:
+        """The row stored under ``leaf_hash`` (the unique event id), its body checked
+        against it; None when there is none."""
+        row = self._db.body_of(leaf_hash)
+        if row is None:
+            return None
+        stored = self.get(row[0])
+        if stored is None or stored.leaf_hash != leaf_hash:
+            raise ChainBrokenError(f"seq {row[0]}: the leaf hash index is inconsistent", seq=row[0])
+        return stored
+
     def events_of_type(self, *classes: type[EventBase]) -> Iterator[StoredEvent]:
         """Rows whose body is one of these event classes, in order, read by :meth:`scan`."""
         tags = frozenset(tag_of(c) for c in classes)

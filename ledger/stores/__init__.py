@@ -113,6 +113,10 @@ class Backend(Protocol):
     def body_of(self, leaf: bytes) -> tuple[int, bytes] | None:
         """(seq, body) of the row stored under ``leaf``."""
 
+    def stream_rows(self, stream: str, stop: int) -> Iterator[tuple[int, bytes, bytes]]:
+        """(seq, body, leaf hash) of rows whose ``stream`` column is ``stream`` and
+        ``seq < stop``, by stream_seq (the stream index; unchecked)."""
+
     def bodies_of_types(
         self, types: Sequence[str], start: int, stop: int
     ) -> Iterator[tuple[int, bytes]]:

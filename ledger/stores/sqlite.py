@@ -171,6 +171,19 @@ class SqliteBackend:
         ).fetchone()
         return None if row is None else (int(row[0]), row[1])
 
+    def stream_rows(self, stream: str, stop: int) -> Iterator[tuple[int, bytes, bytes]]:
+        """(seq, body, leaf hash) of the stream's rows below ``stop`` by the stream index."""
+        cursor = self.conn.execute(
+            "SELECT seq, body, leaf_hash FROM events WHERE stream = ? AND seq < ? "
+            "ORDER BY stream_seq",
+            (stream, stop),
+        )
+        try:
+            while rows := cursor.fetchmany(1024):
+                yield from rows
+        finally:
+            cursor.close()
+
     def bodies_of_types(
         self, types: Sequence[str], start: int, stop: int
     ) -> Iterator[tuple[int, bytes]]:

@@ -21,6 +21,7 @@ from ledger.merkle import (
     consistency_proof,
     inclusion_proof,
     node_hash,
+    perfect_root,
     root_hash,
     verify_consistency,
     verify_inclusion,
@@ -431,3 +432,45 @@ def test_consistency_proofs_verify_and_alterations_fail(
     forked = list(leaves)
     forked[data.draw(st.integers(0, m - 1), label="forked leaf")] = leaf_hash(b"forged")
     fails(m, n, old_root, root_hash(forked), consistency_proof(forked, m, n))
+
+
+# ------------------------------------------------------------ aligned subtrees (issue 22)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    height=st.integers(min_value=0, max_value=4),
+    blocks=st.integers(min_value=0, max_value=9),
+    rest=st.integers(min_value=0, max_value=15),
+)
+def test_appending_aligned_subtrees_equals_appending_their_leaves(
+    height: int, blocks: int, rest: int
+) -> None:
+    # The index keeps one root per block of 2**height leaves; a tree fed those roots
+    # (then the leaves of the last, partial block) must give the RFC 6962 root of all.
+    width = 1 << height
+    entries = [b"entry %d" % i for i in range(blocks * width + rest % width)]
+    leaves = [leaf_hash(e) for e in entries]
+    tree = TreeAccumulator()
+    for b in range(blocks):
+        block = leaves[b * width : (b + 1) * width]
+        node = perfect_root(block)
+        assert node == ref_mth(entries[b * width : (b + 1) * width])
+        tree.append_subtree(node, height)
+    tree.extend(leaves[blocks * width :])
+    assert tree.size == len(entries)
+    assert tree.root() == ref_mth(entries)
+
+
+def test_perfect_root_by_hand_and_refusals() -> None:
+    a, b, c, d = (bytes([i]) * 32 for i in range(4))
+    assert perfect_root([a]) == a
+    assert perfect_root([a, b, c, d]) == _sha(
+        b"\x01" + _sha(b"\x01" + a + b) + _sha(b"\x01" + c + d)
+    )
+    with pytest.raises(ProofError, match="power-of-two"):
+        perfect_root([a, b, c])
+    tree = TreeAccumulator()
+    tree.append(a)
+    with pytest.raises(ProofError, match="not aligned"):
+        tree.append_subtree(b, 1)
