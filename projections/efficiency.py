@@ -1,10 +1,16 @@
 """efficiency-v2: tokens, cost and generation time per result-correct attempt, and P95s.
 
 C is the number of result-correct attempts. Token, cost and time totals run
-over every planned attempt. A per-correct figure is null when C = 0 or when any
-planned attempt lacks that figure (a cancelled attempt with no model call lacks
-all of them); each figure's coverage (attempts that have it / planned attempts)
-is reported beside it.
+over the attempts that have the figure. Tokens and cost per correct are taken
+over the attempts that have the figure: the figure summed over them / the
+result-correct attempts among them (a 429 or a cancelled attempt has no tokens
+and is never correct, so one of them does not blank the figure); null when no
+attempt that has the figure is result-correct. Each figure's coverage (attempts
+that have it / planned attempts) is reported beside it, and when some planned
+attempt lacks it and some have it, ``covered`` counts the attempts that have it
+("12 of 18 attempts"); the gate compares these two only when both sides' coverage is
+complete. Generation time per correct stays null unless every planned attempt
+has a generation time.
 
 * tokens of an attempt = input + cache_read + cache_write + output (reasoning
   is a subset of output and is never added). An attempt has the figure when
@@ -75,13 +81,29 @@ def _per(total: Fraction | Decimal | int, correct: int, complete: bool, places: 
     return show(Fraction(total) / correct, places)
 
 
+def _correct(attempt: Attempt) -> bool:
+    return attempt.score is not None and attempt.score.result_correct is True
+
+
+def _covered(count: int, total: int) -> dict[str, int]:
+    """``{"covered": count}`` when some but not all planned attempts have the figure, else
+    nothing (so reports whose coverage is complete, or zero, keep their bytes)."""
+    return {"covered": count} if 0 < count < total else {}
+
+
 def summarize(attempts: Sequence[Attempt]) -> dict[str, Any]:
     """The efficiency-v2 block of one run."""
     total = len(attempts)
     figures = [attempt_figures(a) for a in attempts]
-    correct = sum(1 for a in attempts if a.score is not None and a.score.result_correct is True)
+    correct = sum(1 for a in attempts if _correct(a))
     tok = [f for f in figures if f["tokens"] is not None]
     costs = [f for f in figures if f["cost"] is not None]
+    tok_correct = sum(
+        1 for a, f in zip(attempts, figures, strict=True) if f["tokens"] is not None and _correct(a)
+    )
+    cost_correct = sum(
+        1 for a, f in zip(attempts, figures, strict=True) if f["cost"] is not None and _correct(a)
+    )
     gen = [f["generation_us"] for f in figures if f["generation_us"] is not None]
     sql = [f["sql_us"] for f in figures if f["sql_us"] is not None]
     kinds = sorted({f["cost_kind"] for f in costs})
@@ -93,14 +115,16 @@ def summarize(attempts: Sequence[Attempt]) -> dict[str, Any]:
         "tokens": {
             "total": token_total if tok else None,
             "parts": {p: sum(f["parts"][p] for f in tok) for p in _TOKEN_PARTS} if tok else None,
-            "per_correct": _per(token_total, correct, len(tok) == total, 2),
+            "per_correct": _per(token_total, tok_correct, True, 2),
             "coverage": rate(len(tok), total),
+            **_covered(len(tok), total),
         },
         "cost": {
             "total": show(cost_total, 6) if costs else None,
             "kind": None if not kinds else kinds[0] if len(kinds) == 1 else "mixed",
-            "per_correct": _per(cost_total, correct, len(costs) == total, 6),
+            "per_correct": _per(cost_total, cost_correct, True, 6),
             "coverage": rate(len(costs), total),
+            **_covered(len(costs), total),
         },
         "generation_ms": {
             "total": _ms(sum(gen)) if gen else None,

@@ -14,9 +14,11 @@ baseline pins the same dict on disk.
    is never equal), and ``min_n`` judged attempts on each side. Any problem
    makes the verdict ``could_not_judge`` (exit 2), which wins over a regression;
 2. per metric: ``pass`` or ``regression`` (worse than the tolerance in the bad
-   direction, boundary included in pass), ``incomparable`` (null on a side, or
-   no definition), ``unpaired`` (present on one side only) or ``ignored``.
-   Only ``regression`` blocks (exit 1);
+   direction, boundary included in pass), ``incomparable`` (null on a side,
+   coverage incomplete on a side, or no definition), ``unpaired`` (present on
+   one side only) or ``ignored``. Only a ``regression`` of a *gating* metric
+   blocks (exit 1); a timing metric (wall time) gates only when the
+   configuration sets ``gate_timing``, otherwise its regression is a warning;
 3. a judged-count drift above ``drift_warn`` (20% by default) warns, never blocks.
 
 Pure: no I/O, no clock; every number is a Decimal and is shown as a decimal string.
@@ -47,6 +49,7 @@ from projections.report.schema import (
     GateSide,
     GateVerdict,
     InvocationControls,
+    MetricCoverage,
     MetricRow,
     Report,
     Scorecard,
@@ -70,7 +73,7 @@ __all__ = [
 
 EXIT_CODES = {"pass": 0, "regression": 1, "could_not_judge": 2}
 DEFAULT_DRIFT_WARN = Decimal("0.20")
-CONFIG_KEYS = ("enabled", "tolerances", "ignore", "min_n", "drift_warn")
+CONFIG_KEYS = ("enabled", "tolerances", "ignore", "min_n", "drift_warn", "gate_timing")
 
 
 # ----------------------------------------------------------------- scorecard
@@ -142,7 +145,13 @@ def scorecard(report: Report | Mapping[str, Any], run: str | None = None) -> dic
     planned = _or_none(field_at(entry, ("quality", "total"))) or 0
     cancelled = dict(sorted((_or_none(field_at(entry, ("quality", "cancelled"))) or {}).items()))
     unscored = _or_none(field_at(entry, ("quality", "unscored"))) or 0
+    coverage = {
+        name: MetricCoverage(covered=have, planned=of)
+        for name, (have, of) in metrics.read_coverage(entry).items()
+    }
+    extra: dict[str, Any] = {"coverage": coverage} if coverage else {}
     card = Scorecard(
+        **extra,
         contract=SCORECARD_CONTRACT,
         run=run_id,
         run_kind=_or_none(field_at(entry, ("run_kind",))),
@@ -197,12 +206,14 @@ def _card(side: str, card: Scorecard | Mapping[str, Any]) -> Scorecard:
 
 @dataclass(frozen=True)
 class GateOptions:
-    """Tolerance overrides (exact names or ``prefix.*``), ignored metrics, min-n, drift."""
+    """Tolerance overrides (exact names or ``prefix.*``), ignored metrics, min-n, drift,
+    and whether timing metrics gate (``gate_timing``; advisory by default)."""
 
     tolerances: Mapping[str, Tolerance] = field(default_factory=dict)
     ignore: frozenset[str] = frozenset()
     min_n: int | None = None
     drift_warn: Decimal = DEFAULT_DRIFT_WARN
+    gate_timing: bool = False
 
     def tolerance(self, name: str, default: Tolerance) -> Tolerance:
         """A metric's tolerance: exact override, then the longest ``prefix.*``, else default."""
@@ -244,6 +255,7 @@ class GateConfig:
     min_n: int | None = None
     drift_warn: Decimal = DEFAULT_DRIFT_WARN
     source: str | None = None
+    gate_timing: bool = False
 
 
 def _decimal_text(value: Any) -> str:
@@ -295,8 +307,11 @@ def config_from_mapping(raw: Mapping[str, Any], source: str) -> GateConfig:
         raise bad(f"drift_warn must be a share such as 0.20, got {drift!r}") from None
     if not drift_warn.is_finite() or drift_warn < 0:
         raise bad(f"drift_warn must be a share >= 0, got {drift!r}")
+    gate_timing = raw.get("gate_timing", False)
+    if not isinstance(gate_timing, bool):
+        raise bad(f"gate_timing must be true or false, got {gate_timing!r}")
     check_metric_names([*tolerances, *ignore], f"{source}: gate configuration")
-    return GateConfig(enabled, tolerances, tuple(ignore), min_n, drift_warn, source)
+    return GateConfig(enabled, tolerances, tuple(ignore), min_n, drift_warn, source, gate_timing)
 
 
 # ----------------------------------------------------------------- judging
@@ -417,13 +432,30 @@ def _drift(base: int | None, cur: int | None, threshold: Decimal) -> Drift:
     )
 
 
-def _row(
-    name: str, base: Mapping[str, str | None], cur: Mapping[str, str | None], options: GateOptions
-) -> MetricRow:
+def _coverage_text(card: Scorecard, name: str) -> str:
+    """``12/18``: attempts with the figure / planned attempts (complete when not listed)."""
+    found = card.coverage.get(name) if isinstance(card.coverage, dict) else None
+    if found is None:
+        planned = card.completeness.planned
+        return f"{planned}/{planned}"
+    return f"{found.covered}/{found.planned}"
+
+
+def _incomplete_coverage(card: Scorecard, name: str) -> bool:
+    return isinstance(card.coverage, dict) and name in card.coverage
+
+
+def _row(name: str, base_card: Scorecard, cur_card: Scorecard, options: GateOptions) -> MetricRow:
     definitions = {m.name: m for m in metrics.METRICS}
     metric = definitions.get(name)
+    base, cur = base_card.metrics, cur_card.metrics
     in_base, in_cur = name in base, name in cur
     b, c = base.get(name), cur.get(name)
+    gating = (
+        metric is not None
+        and not options.ignored(name)
+        and (options.gate_timing or not metric.timing)
+    )
     row = MetricRow(
         metric=name,
         direction=metric.direction if metric else None,
@@ -434,6 +466,7 @@ def _row(
         allowed=None,
         verdict="incomparable",
         note=None,
+        gating=gating,
     )
     replace = msgspec.structs.replace
     if options.ignored(name):
@@ -449,14 +482,21 @@ def _row(
     if b is None or c is None:
         sides = [s for s, v in (("baseline", b), ("current", c)) if v is None]
         return replace(row, note="null on " + " and ".join(sides))
+    if _incomplete_coverage(base_card, name) or _incomplete_coverage(cur_card, name):
+        return replace(
+            row,
+            note=f"coverage {_coverage_text(base_card, name)} vs {_coverage_text(cur_card, name)}"
+            " (compared only when every planned attempt has the figure on both sides)",
+        )
     tol = options.tolerance(name, metric.tolerance)
     verdict, delta, allowed = judge_metric(metric.direction, tol, Decimal(b), Decimal(c))
+    note = None
+    if verdict == "regression":
+        note = f"worse by more than {format(allowed, 'f')}"
+        if not gating:
+            note += " (timing: advisory; gate_timing = true in the configuration makes it gate)"
     return replace(
-        row,
-        verdict=verdict,
-        delta=format(delta, "f"),
-        allowed=format(allowed, "f"),
-        note=f"worse by more than {format(allowed, 'f')}" if verdict == "regression" else None,
+        row, verdict=verdict, delta=format(delta, "f"), allowed=format(allowed, "f"), note=note
     )
 
 
@@ -496,7 +536,7 @@ def judge(
     bm, cm = base.metrics, cur.metrics
     order = [m.name for m in metrics.METRICS]
     names = order + sorted((set(bm) | set(cm)) - set(order))
-    rows = [_row(n, bm, cm, options) for n in names]
+    rows = [_row(n, base, cur, options) for n in names]
     drift = _drift(jb, jc, options.drift_warn)
     warnings = []
     if drift.warn:
@@ -504,7 +544,13 @@ def judge(
             f"judged attempts drift {drift.change or 'from 0'} (baseline {jb}, current {jc}) "
             f"exceeds {drift.threshold}: the samples differ in size"
         )
-    regressions = [r.metric for r in rows if r.verdict == "regression"]
+    for r in rows:
+        if r.verdict == "regression" and not r.gating:
+            warnings.append(
+                f"{r.metric} {r.baseline} -> {r.current} is worse by more than {r.allowed}, "
+                "but timing metrics are advisory (set gate_timing = true to gate them)"
+            )
+    regressions = [r.metric for r in rows if r.verdict == "regression" and r.gating]
     verdict: Literal["pass", "regression", "could_not_judge"]
     if problems:
         verdict = "could_not_judge"
@@ -550,14 +596,20 @@ def render_text(verdict: Mapping[str, Any]) -> str:
     ]
     table = [list(_COLUMNS)]
     for r in verdict["metrics"]:
-        table.append(["-" if r[k] is None else str(r[k]) for k in _COLUMNS])
+        cells = ["-" if r[k] is None else str(r[k]) for k in _COLUMNS]
+        if not r.get("gating", True) and r["verdict"] in ("pass", "regression"):
+            cells[-1] += " (advisory)"
+        table.append(cells)
     widths = [max(len(row[i]) for row in table) for i in range(len(_COLUMNS))]
     for row in table:
         lines.append("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip())
     lines.append("")
     for r in verdict["metrics"]:
         if r["verdict"] != "pass" and r["note"]:
-            lines.append(f"{r['verdict']}: {r['metric']}: {r['note']}")
+            advisory = r["verdict"] == "regression" and not r.get("gating", True)
+            lines.append(
+                f"{'advisory ' if advisory else ''}{r['verdict']}: {r['metric']}: {r['note']}"
+            )
     for w in verdict["warnings"]:
         lines.append(f"warning: {w}")
     for p in verdict["problems"]:

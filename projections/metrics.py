@@ -7,6 +7,13 @@ every path resolves in the schema); a value is a decimal string or null.
 Tolerances are absolute (``"0.02"``) or relative (``"0.10-r"``, a share of
 the baseline value). ``DENOMINATORS`` are sample sizes, shown beside the
 metrics and never gated (DESIGN.md: ``n`` and judged counts are denominators).
+
+A *timing* metric measures wall time, which moves with the machine's load: the
+gate reports it but only warns about it unless its configuration sets
+``gate_timing = true``. A metric computed over the attempts that have a figure
+(tokens, cost) names where its coverage is read (``covered``, present in a
+report only when some planned attempt lacks the figure); the gate compares it
+only when both sides' coverage is complete.
 """
 
 from __future__ import annotations
@@ -28,6 +35,7 @@ __all__ = [
     "by_name",
     "field_at",
     "parse_tolerance",
+    "read_coverage",
     "read_denominators",
     "read_metrics",
 ]
@@ -70,6 +78,10 @@ class Metric(NamedTuple):
     tolerance: Tolerance
     path: tuple[str, ...]
     description: str
+    #: Wall time: advisory in the gate unless the configuration sets ``gate_timing``.
+    timing: bool = False
+    #: Path of the count of attempts that have the figure (absent when all have it).
+    covered: tuple[str, ...] | None = None
 
     def read(self, run: Any) -> Decimal | None:
         """The value in a report run entry, or None when it is null or absent."""
@@ -105,8 +117,25 @@ def field_at(value: Any, path: Sequence[str]) -> Any:
     return value
 
 
-def _m(name: str, direction: str, tol: str, path: str, description: str) -> Metric:
-    return Metric(name, direction, parse_tolerance(tol), tuple(path.split(".")), description)  # type: ignore[arg-type]
+def _m(
+    name: str,
+    direction: str,
+    tol: str,
+    path: str,
+    description: str,
+    *,
+    timing: bool = False,
+    covered: str | None = None,
+) -> Metric:
+    return Metric(
+        name,
+        direction,  # type: ignore[arg-type]
+        parse_tolerance(tol),
+        tuple(path.split(".")),
+        description,
+        timing,
+        None if covered is None else tuple(covered.split(".")),
+    )
 
 
 METRICS: tuple[Metric, ...] = (
@@ -129,13 +158,15 @@ METRICS: tuple[Metric, ...] = (
         for k in FAILURE_CATEGORIES
     ),
     _m("tokens_per_correct", "lower", "0.10-r", "efficiency.tokens.per_correct",
-       "total tokens / result-correct attempts"),
+       "tokens / result-correct attempts, over the attempts that report tokens",
+       covered="efficiency.tokens.covered"),
     _m("cost_per_correct", "lower", "0.10-r", "efficiency.cost.per_correct",
-       "cost (billed, else estimated) / result-correct attempts"),
+       "cost (billed, else estimated) / result-correct attempts, over the attempts "
+       "that have a cost", covered="efficiency.cost.covered"),
     _m("generation_p95_ms", "lower", "0.20-r", "efficiency.generation_ms.p95",
-       "nearest-rank P95 of generation time, ms"),
+       "nearest-rank P95 of generation time, ms", timing=True),
     _m("sql_exec_p95_ms", "lower", "0.20-r", "efficiency.sql_exec_ms.p95",
-       "nearest-rank P95 of SQL execution time, ms"),
+       "nearest-rank P95 of SQL execution time, ms", timing=True),
 )  # fmt: skip
 
 #: Sample sizes: name -> path. Never gated; drift is only warned about.
@@ -159,6 +190,22 @@ def by_name(name: str) -> Metric:
 def read_metrics(run: Any) -> dict[str, Decimal | None]:
     """Every metric of one report run entry, by name."""
     return {m.name: m.read(run) for m in METRICS}
+
+
+def read_coverage(run: Any) -> dict[str, tuple[int, int]]:
+    """(attempts that have the figure, planned attempts) of every metric whose coverage
+    is incomplete in one report run entry; a metric with full coverage is left out.
+
+    >>> read_coverage({"quality": {"total": 18}, "efficiency": {"tokens": {"covered": 12}}})
+    {'tokens_per_correct': (12, 18)}
+    """
+    planned = field_at(run, DENOMINATORS["n"])
+    out: dict[str, tuple[int, int]] = {}
+    for m in METRICS:
+        covered = MISSING if m.covered is None else field_at(run, m.covered)
+        if isinstance(covered, int) and isinstance(planned, int) and covered < planned:
+            out[m.name] = (covered, planned)
+    return out
 
 
 def read_denominators(run: Any) -> dict[str, int | None]:

@@ -38,6 +38,11 @@ def _tolerances(values: tuple[str, ...]) -> dict[str, object]:
 @click.option(
     "--ci", is_flag=True, help="Refuse (exit 2) when the configuration disables the gate."
 )
+@click.option(
+    "--gate-timing",
+    is_flag=True,
+    help="Timing metrics (wall time) gate too, as gate_timing = true in the configuration.",
+)
 def gate(
     baseline: str,
     current: str,
@@ -46,6 +51,7 @@ def gate(
     min_n: int | None,
     as_json: bool,
     ci: bool,
+    gate_timing: bool,
 ) -> None:
     """Compare two runs metric by metric: exit 0 pass, 1 regression, 2 could not judge."""
     from ledger.app.gate_inputs import load_config, load_side
@@ -65,6 +71,7 @@ def gate(
         ignore=frozenset(config.ignore) | frozenset(ignores),
         min_n=min_n if min_n is not None else config.min_n,
         drift_warn=config.drift_warn,
+        gate_timing=gate_timing or config.gate_timing,
     )
     base_card, base_from = load_side(baseline)
     cur_card, cur_from = load_side(current)

@@ -233,6 +233,8 @@ class Tokens(_S, frozen=True, kw_only=True):
     parts: TokenParts | None
     per_correct: Dec | None
     coverage: Dec | None
+    #: Attempts that report tokens, present only when some planned attempt does not.
+    covered: Count | msgspec.UnsetType = msgspec.UNSET
 
 
 class Cost(_S, frozen=True, kw_only=True):
@@ -242,6 +244,8 @@ class Cost(_S, frozen=True, kw_only=True):
     kind: Literal["billed", "estimate", "mixed"] | None
     per_correct: Dec | None
     coverage: Dec | None
+    #: Attempts that have a cost, present only when some planned attempt does not.
+    covered: Count | msgspec.UnsetType = msgspec.UNSET
 
 
 class GenerationTime(_S, frozen=True, kw_only=True):
@@ -713,6 +717,13 @@ class InvocationControls(_S, frozen=True, kw_only=True):
     values: dict[str, list[Recorded]]
 
 
+class MetricCoverage(_S, frozen=True, kw_only=True):
+    """How many planned attempts have the figure a metric is computed over."""
+
+    covered: Count
+    planned: Count
+
+
 class Scorecard(_S, frozen=True, kw_only=True):
     """What the gate needs of one run (``caseledger-scorecard/1``)."""
 
@@ -728,6 +739,8 @@ class Scorecard(_S, frozen=True, kw_only=True):
     controls: InvocationControls
     denominators: dict[str, Count | None]
     metrics: dict[str, Dec | None]
+    #: Metrics whose figure some planned attempt lacks (absent when every metric is complete).
+    coverage: dict[str, MetricCoverage] | msgspec.UnsetType = msgspec.UNSET
 
 
 class GateSide(_S, frozen=True, kw_only=True):
@@ -765,6 +778,9 @@ class MetricRow(_S, frozen=True, kw_only=True):
     allowed: Dec | None
     verdict: Literal["pass", "regression", "incomparable", "unpaired", "ignored"]
     note: str | None
+    #: Whether a regression of this metric blocks (exit 1); false for an ignored metric,
+    #: one without a definition, and a timing metric unless ``gate_timing`` is set.
+    gating: bool
 
 
 class GateVerdict(_S, frozen=True, kw_only=True):

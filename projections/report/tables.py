@@ -57,6 +57,7 @@ __all__ = [
     "model_text",
     "runs_table",
     "slice_tables",
+    "tokens_per_correct",
 ]
 
 INTRO = (
@@ -191,13 +192,25 @@ def fairness_rows(fairness: Fairness) -> list[list[Any]]:
     return rows
 
 
-def cost_per_correct(efficiency: Efficiency) -> str | None:
+def _with_coverage(value: str | None, covered: int | msgspec.UnsetType, planned: int) -> str | None:
+    """``3853.32 (52 of 54 attempts)`` when the figure runs over only some attempts."""
+    if value is None or isinstance(covered, msgspec.UnsetType):
+        return value
+    return f"{value} ({covered} of {planned} attempts)"
+
+
+def tokens_per_correct(efficiency: Efficiency, planned: int) -> str | None:
+    """Tokens per correct attempt as shown, with the attempts it runs over when not all."""
+    return _with_coverage(efficiency.tokens.per_correct, efficiency.tokens.covered, planned)
+
+
+def cost_per_correct(efficiency: Efficiency, planned: int | None = None) -> str | None:
     """Cost per correct attempt as shown: a figure that is not the provider's bill is
-    labelled as an estimate."""
+    labelled as an estimate; with ``planned``, the attempts it runs over when not all."""
     cost = efficiency.cost.per_correct
     if cost is not None and efficiency.cost.kind != "billed":
-        return f"{cost} (estimate)"
-    return cost
+        cost = f"{cost} (estimate)"
+    return cost if planned is None else _with_coverage(cost, efficiency.cost.covered, planned)
 
 
 def flag_summary(v: VariantDiagnostics) -> str:
@@ -417,8 +430,8 @@ def runs_table(section: Section) -> Table:
                 q.coverage,
                 r.scores.model_score,
                 flag_summary(r.variant_diagnostics),
-                e.tokens.per_correct,
-                cost_per_correct(e),
+                tokens_per_correct(e, q.total),
+                cost_per_correct(e, q.total),
                 e.generation_ms.p95,
             ]
         )

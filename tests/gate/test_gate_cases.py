@@ -27,11 +27,6 @@ SCHEMA_PATH = Path(__file__).resolve().parents[2] / "docs" / "gate-verdict.schem
 SCHEMA = json.loads(SCHEMA_PATH.read_text("utf-8"))
 
 
-# base4 and cur3 are two separate real executions: their measured SQL time is this
-# machine's noise (it differs between runs on a loaded machine), not what these cases test.
-REAL_TIMING = ["--ignore", "sql_exec_p95_ms"]
-
-
 def gate(args: list[str]) -> tuple[int, str]:
     result = CliRunner().invoke(main, ["gate", *args], catch_exceptions=False)
     return result.exit_code, result.output
@@ -121,7 +116,7 @@ CASES = [
         "3 attempts against 4, all within tolerance",
         ("base4", {}),
         ("cur3", {}),
-        REAL_TIMING,
+        [],
         0,
         "warning: judged attempts drift -0.2500 (baseline 28, current 21)",
     ),
@@ -178,9 +173,7 @@ def test_gate_case(side, base, cur, extra, code, text) -> None:
 
 
 def test_ledger_sides_drift_warning(side) -> None:
-    code, output = gate(
-        ["--baseline", side.ledger("base4"), "--current", side.ledger("cur3"), *REAL_TIMING]
-    )
+    code, output = gate(["--baseline", side.ledger("base4"), "--current", side.ledger("cur3")])
     assert code == 0, output
     assert "drift -0.2500" in output
 
@@ -202,6 +195,7 @@ def test_json_carries_numbers(side) -> None:
         "allowed": "0.02",
         "verdict": "regression",
         "note": "worse by more than 0.02",
+        "gating": True,
     }
     tokens = next(r for r in verdict["metrics"] if r["metric"] == "tokens_per_correct")
     assert (tokens["baseline"], tokens["delta"], tokens["verdict"]) == ("1283.33", "0.00", "pass")
@@ -284,7 +278,7 @@ def test_freeze_check_and_gate_against_a_frozen_baseline(gate_ledger: Path, tmp_
     check = runner.invoke(main, ["baseline", "check", str(out), "--require-full"])
     assert check.exit_code == 0, check.output
     assert "7 cases x 4 attempts planned, 28 scored" in check.output
-    code, output = gate(["--baseline", str(out), "--current", f"{gate_ledger}:cur3", *REAL_TIMING])
+    code, output = gate(["--baseline", str(out), "--current", f"{gate_ledger}:cur3"])
     assert code == 0
     assert "frozen baseline" in output
     assert "drift -0.2500" in output

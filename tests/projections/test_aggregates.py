@@ -115,14 +115,52 @@ def test_efficiency_per_correct_and_incomplete_figures(hand_ledger):
     _, run = _run(_report(h), "r1")
     e = run["efficiency"]
     assert e["correct"] == 2
-    # one attempt lacks tokens and cost: per-correct is null, coverage says why
-    assert e["tokens"]["per_correct"] is None
+    # one (wrong) attempt lacks tokens and cost: the figures run over the other two,
+    # (100 + 20) * 2 tokens / 2 correct = 120, 0.06 / 2 = 0.03, with "2 of 3" beside them
+    assert (e["tokens"]["per_correct"], e["tokens"]["covered"]) == ("120.00", 2)
     assert e["tokens"]["coverage"] == "0.6667"
-    assert e["cost"]["per_correct"] is None
+    assert (e["cost"]["per_correct"], e["cost"]["covered"]) == ("0.030000", 2)
     assert e["cost"]["coverage"] == "0.6667"
     assert e["cost"]["kind"] == "billed"
     # generation time is complete: (2 + 4 + 3) ms / 2 correct = 4.5 ms
     assert e["generation_ms"]["per_correct"] == "4.500"
+
+
+def test_per_correct_counts_only_correct_attempts_that_have_the_figure(hand_ledger):
+    # a 429-like attempt (correct=None, no usage) and a correct attempt without usage:
+    # tokens 120 of a1 over the 1 correct attempt that reports tokens = 120, not 120 / 2
+    h = hand_ledger(CASES[:1])
+    h.run("r1", attempts=4)
+    h.scored("r1", "a", 1, "100.00", cost="0.05")
+    h.scored("r1", "a", 2, "100.00", usage=None)
+    h.scored("r1", "a", 3, "0.00", correct=None, failure="provider", usage=None, sql_us=None)
+    h.scored("r1", "a", 4, "10.00", correct=False, usage=(300, 100), cost="0.03")
+    h.finish("r1")
+    _, run = _run(_report(h), "r1")
+    e = run["efficiency"]
+    assert e["correct"] == 2
+    # tokens: a1 120 + a4 400 = 520 over 1 correct (a1) -> 520.00, 2 of 4 attempts
+    assert (e["tokens"]["total"], e["tokens"]["per_correct"], e["tokens"]["covered"]) == (
+        520, "520.00", 2,
+    )  # fmt: skip
+    # cost: 0.05 + 0.03 = 0.08 over 1 correct (a1) -> 0.080000, 2 of 4 attempts
+    assert (e["cost"]["total"], e["cost"]["per_correct"], e["cost"]["covered"]) == (
+        "0.080000", "0.080000", 2,
+    )  # fmt: skip
+
+
+def test_complete_or_absent_figures_add_no_covered_field(hand_ledger):
+    h = hand_ledger(CASES[:1])
+    h.run("r1")
+    for n in (1, 2, 3):
+        h.scored("r1", "a", n, "100.00")  # tokens on all three, cost on none
+    h.finish("r1")
+    _, run = _run(_report(h), "r1")
+    e = run["efficiency"]
+    assert "covered" not in e["tokens"]
+    assert "covered" not in e["cost"]
+    assert (e["tokens"]["per_correct"], e["cost"]["per_correct"]) == ("120.00", None)
+    assert (e["tokens"]["coverage"], e["cost"]["coverage"]) == ("1.0000", "0.0000")
 
 
 def test_p95_nearest_rank(hand_ledger):
@@ -157,3 +195,21 @@ def test_self_test_and_other_bank_sections_are_separate(hand_ledger):
     assert report["sections"][2]["ranked"] is False
     assert report["sections"][2]["runs"][0]["rank"] is None
     assert report["sections"][0]["runs"][0]["rank"] == 1
+
+
+def test_the_views_show_the_coverage_beside_the_figure(hand_ledger):
+    from projections.report import render
+
+    h = hand_ledger(CASES[:1])
+    h.run("r1")
+    h.scored("r1", "a", 1, "100.00", cost="0.02")
+    h.scored("r1", "a", 2, "100.00", cost="0.04")
+    h.scored("r1", "a", 3, "0.00", correct=None, failure="provider", usage=None, sql_us=None)
+    h.finish("r1")
+    state = read_state(h.ledger).state
+    report = build_report(state, root_hash=root_hash(h.ledger.leaf_hashes(state.size)))
+    for fmt in ("md", "html"):
+        text = render(report, fmt).decode("utf-8")
+        # 240 tokens / 2 correct; 0.06 billed / 2 correct; both over 2 of the 3 attempts
+        assert "120.00 (2 of 3 attempts)" in text, fmt
+        assert "0.030000 (2 of 3 attempts)" in text, fmt
