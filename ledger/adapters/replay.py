@@ -103,10 +103,15 @@ def _bounded_int(text: str) -> int:
 def _string(obj: dict[str, Any], key: str, *, required: bool = False) -> str | None:
     value = obj.get(key)
     if value is None:
+        if key in obj:  # present but null: not the same mistake as a missing key
+            what = (
+                '; a failed call is recorded as \'error\': {"kind": ..., "message": ...}'
+                if key == "output"
+                else ""
+            )
+            raise _LineError(f"{key!r} must be a string, got null{what}")
         if required:
             raise _LineError(f"missing key {key!r}")
-        if key in obj:
-            raise _LineError(f"{key!r} must be a string, got null")
         return None
     if not isinstance(value, str):
         raise _LineError(f"{key!r} must be a string, got {type(value).__name__}")

@@ -256,7 +256,10 @@ class _CaseReader:
 
     def choice(self, field: str, allowed: tuple[str, ...]) -> str:
         value = self.raw.get(field)
-        if value not in allowed:
+        if value is None:
+            # `dimension:` with nothing after it (YAML null): say so, not "unknown value None".
+            self.bad(field, f"has no value: write one of {', '.join(allowed)}, or leave it out")
+        elif value not in allowed:
             self.bad(field, f"unknown value {value!r:.60}, expected one of {', '.join(allowed)}")
         return value if isinstance(value, str) else ""
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import errno
 import os
+import signal
 import sqlite3
 import sys
 from pathlib import Path
@@ -30,6 +31,8 @@ __all__ = ["DEFAULT_LEDGER", "Context", "exit_with", "main", "pass_ctx"]
 # What DuckDB raises (as a plain RuntimeError) when a SIGINT stops a statement.
 DUCKDB_INTERRUPTED = "Query interrupted"
 INTERRUPTED = "interrupted (Ctrl-C): stopped; nothing half-done was recorded or written"
+# The exit status of a command whose stdout reader went away: 128 + SIGPIPE.
+BROKEN_PIPE_EXIT = 128 + signal.SIGPIPE
 
 
 def _fail(line: str, code: int, hint: str | None = None) -> NoReturn:
@@ -37,6 +40,17 @@ def _fail(line: str, code: int, hint: str | None = None) -> NoReturn:
     if hint:
         click.echo(f"  hint: {hint}", err=True)
     sys.exit(code)
+
+
+def _broken_pipe() -> NoReturn:
+    """The reader of our stdout went away (``caseledger log | head``): stop quietly.
+
+    Exit 128 + SIGPIPE (141), what a shell reports for ``seq 1 1000000 | head``'s
+    writer, so ``set -o pipefail`` sees it and a gate whose verdict could not be printed
+    is never taken for a pass (docs/cli.md "Exit codes").
+    """
+    _silence_stdout()
+    sys.exit(BROKEN_PIPE_EXIT)
 
 
 def _silence_stdout() -> None:
@@ -56,9 +70,10 @@ class _Group(click.Group):
     Every command, whichever module defines it: a LedgerError prints its line and
     exits with its code; a click usage error prints ``error: ...`` and a hint (2);
     Ctrl-C (also the one DuckDB reports as RuntimeError while it runs a statement)
-    prints one line (2); a closed stdout pipe exits quietly (2); a ledger file SQLite
-    cannot read is "could not check" (2). Anything else is a bug and keeps its
-    traceback.
+    prints one line (2); a closed stdout pipe (``caseledger log | head``) exits quietly
+    with 141, as a program killed by SIGPIPE does (never 0: a check whose verdict
+    could not be printed must not read as passed); a ledger file SQLite cannot read is
+    "could not check" (2). Anything else is a bug and keeps its traceback.
     """
 
     def main(  # type: ignore[override]
@@ -88,7 +103,28 @@ class _Group(click.Group):
             _fail(f"error: {exc.format_message()}", 2)
         except LedgerError as exc:
             _fail(exc.cli_line(), exc.exit_code)
+        try:
+            sys.stdout.flush()  # what is still buffered meets a closed pipe here, not at exit
+        except OSError as exc:
+            if exc.errno != errno.EPIPE:
+                raise
+            _broken_pipe()
         sys.exit(code if isinstance(code, int) else 0)
+
+    def make_context(
+        self,
+        info_name: str | None,
+        args: list[str],
+        parent: click.Context | None = None,
+        **extra: Any,
+    ) -> click.Context:
+        """Parse the group's own options; ``--help`` / ``--version`` into a closed pipe: 141."""
+        try:
+            return super().make_context(info_name, args, parent, **extra)
+        except OSError as exc:
+            if exc.errno != errno.EPIPE:
+                raise
+            _broken_pipe()
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
@@ -114,9 +150,7 @@ class _Group(click.Group):
             )
         except OSError as exc:
             if exc.errno == errno.EPIPE:
-                # Handled here: click's own handling of it would exit 1.
-                _silence_stdout()
-                sys.exit(2)
+                _broken_pipe()  # handled here: click's own handling of it would exit 1
             # A path the user gave cannot be read or written (missing folder, permissions,
             # full disk): their environment, not a bug, so no traceback.
             where = f": {exc.filename}" if exc.filename else ""

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shlex
+import shutil
 from pathlib import Path
 from typing import NoReturn
 
@@ -17,7 +19,15 @@ import click
 from ledger.errors import UsageError
 from ledger.stores import Location, redact
 
-__all__ = ["DEFAULT_HOME", "DEFAULT_LEDGER", "Context", "exit_with", "pass_ctx", "write_atomic"]
+__all__ = [
+    "DEFAULT_HOME",
+    "DEFAULT_LEDGER",
+    "Context",
+    "exit_with",
+    "pass_ctx",
+    "program_name",
+    "write_atomic",
+]
 
 DEFAULT_HOME = Path(".caseledger")
 DEFAULT_LEDGER = DEFAULT_HOME / "ledger.db"
@@ -92,3 +102,29 @@ def write_atomic(path: Path, data: bytes) -> None:
         with contextlib.suppress(OSError):
             tmp.unlink()
         raise
+
+
+def program_name(argv0: str, *, cwd: Path, search_path: str | None) -> str:
+    """How to type ``caseledger`` again in a fresh shell in ``cwd``, for printed hints.
+
+    The README installs into ``.venv`` and runs ``.venv/bin/caseledger demo``: a new
+    shell has no ``caseledger`` on its PATH, so a hint saying ``caseledger ...`` would
+    not run. ``argv0`` is the running console script (``sys.argv[0]``); the result is
+    ``caseledger`` when that name on ``search_path`` is this very program (or when we
+    were not started as the console script), else the script's path relative to
+    ``cwd`` (``.venv/bin/caseledger``), else its absolute path. Only for text shown
+    to the user: never put it into an event or a report (they must not name paths).
+    """
+    script = Path(argv0)
+    if script.name != "caseledger":
+        return "caseledger"  # python -m, a test runner: the documented name
+    script = script if script.is_absolute() else cwd / script
+    found = shutil.which("caseledger", path=search_path)
+    with contextlib.suppress(OSError):
+        if found is not None and os.path.samefile(found, script):
+            return "caseledger"
+    try:
+        shown = script.relative_to(cwd)
+    except ValueError:
+        return shlex.quote(str(script))
+    return shlex.quote(str(shown)) if shown.parent != Path() else shlex.quote(f"./{shown}")

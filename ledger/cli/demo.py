@@ -5,25 +5,46 @@ from __future__ import annotations
 import os
 import shutil
 import signal
+import sys
 import tempfile
 from pathlib import Path
+from shlex import quote
 from typing import Any
 
 import click
 
 from ledger.app.demo import DEMO_FILES, REPORT_FORMATS, run_demo
+from ledger.cli.common import program_name
 from ledger.errors import UsageError
 
 __all__ = ["register", "report_commands"]
 
 
-def report_commands(ledger_path: Path, out_dir: Path, tree_size: int) -> list[str]:
-    """The exact commands that rebuild the demo's reports byte for byte."""
+def report_commands(
+    ledger_path: Path, out_dir: Path, tree_size: int, program: str = "caseledger"
+) -> list[str]:
+    """The exact commands that rebuild the demo's reports byte for byte.
+
+    ``program`` is how the user types caseledger (``common.program_name``).
+    """
     return [
-        f"caseledger --ledger {ledger_path} report --at-size {tree_size} --format {fmt} "
-        f"| cmp - {out_dir / ('report.' + fmt)}"
+        f"{program} --ledger {quote(str(ledger_path))} report --at-size {tree_size} "
+        f"--format {fmt} | cmp - {quote(str(out_dir / ('report.' + fmt)))}"
         for fmt in REPORT_FORMATS
     ]
+
+
+def _activation_hint(program: str) -> str | None:
+    """A line saying how to get plain ``caseledger``, when the hints spell out a path."""
+    if program == "caseledger":
+        return None
+    activate = Path(program).parent / "activate"
+    if activate.is_file():
+        return (
+            f"The commands below start caseledger as {program}; after "
+            f"`. {quote(str(activate))}` plain `caseledger` works too."
+        )
+    return None
 
 
 def _move_into_place(work: Path, out_dir: Path) -> None:
@@ -91,12 +112,18 @@ def demo(out_dir: Path, force: bool) -> None:
     ):
         click.echo(f"  {name:<16} {what}")
     click.echo("")
+    # A fresh shell after the README's `.venv/bin/caseledger demo` has no `caseledger`
+    # on PATH: the hints spell the program the way it was started.
+    program = program_name(sys.argv[0], cwd=Path.cwd(), search_path=os.environ.get("PATH"))
+    if (activation := _activation_hint(program)) is not None:
+        click.echo(activation)
     click.echo("Check it yourself:")
     click.echo(
-        f"  caseledger --ledger {ledger_path} verify --checkpoint {out_dir / 'checkpoint.note'}"
+        f"  {program} --ledger {quote(str(ledger_path))} verify "
+        f"--checkpoint {quote(str(out_dir / 'checkpoint.note'))}"
     )
     click.echo("Rebuild the reports and compare them byte for byte (cmp is silent if equal):")
-    for line in report_commands(ledger_path, out_dir, result.report_size):
+    for line in report_commands(ledger_path, out_dir, result.report_size, program):
         click.echo(f"  {line}")
     click.echo("What to look at: harbor-coder-14b's joins-02 (a join that doubles rows),")
     click.echo("northwind-sql-pro's basic-02 attempt 2 (a date endpoint off by one),")

@@ -176,8 +176,17 @@ def init(ctx: Context, name: str, writers: tuple[str, ...], readers: tuple[str, 
 def log_cmd(ctx: Context, run: str | None, type_name: str | None, as_json: bool) -> None:
     """List events in sequence order."""
     with Ledger.open(ctx.ledger, readonly=True) as ledger:
+        shown = 0
         for row in _select(ledger, run, type_name):
             click.echo(_log_line(row, as_json))
+            shown += 1
+        # Nothing listed for a run the ledger has never seen is a mistyped name, not an
+        # empty run (a run's stream always holds its RunStarted).
+        if run is not None and not shown and run not in ledger.streams():
+            raise UsageError(
+                f"no run {run!r} in {ctx.ledger_name}",
+                hint="`caseledger runs` lists the runs; --run also takes the stream 'ledger'",
+            )
 
 
 @click.command()
@@ -264,7 +273,9 @@ _FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
 
 @prove.command("inclusion")
 @click.option("--seq", required=True, type=click.IntRange(min=0), help="The event's seq.")
-@click.option("--checkpoint", "checkpoint_file", required=True, type=_FILE)
+@click.option(
+    "--checkpoint", "checkpoint_file", required=True, type=_FILE, help="The signed checkpoint."
+)
 @_KEY_OPTION
 @_JSON_OPTION
 @pass_ctx
@@ -322,7 +333,12 @@ def keys_list(ctx: Context) -> None:
 
 @keys.command("add")
 @click.argument("name")
-@click.option("--role", type=click.Choice(["operator", "adapter", "auditor"]), required=True)
+@click.option(
+    "--role",
+    type=click.Choice(["operator", "adapter", "auditor"]),
+    required=True,
+    help="The key's role, recorded in its SignerRegistered.",
+)
 @pass_ctx
 def keys_add(ctx: Context, name: str, role: str) -> None:
     """Make a new key (keys/NAME.key, mode 0600) and register it, signed by the operator."""

@@ -57,6 +57,12 @@ def report(
         write_atomic(output, data)
 
 
+# The header line of `caseledger runs` (docs/cli.md); the columns are aligned under it.
+RUNS_HEADER = (
+    "run", "bank", "adapter", "profile", "model", "status", "attempts", "correct", "score"
+)  # fmt: skip
+
+
 @click.command()
 @click.option("--json", "as_json", is_flag=True, help="A JSON array of objects.")
 @pass_ctx
@@ -67,12 +73,24 @@ def runs(ctx: Context, as_json: bool) -> None:
     if as_json:
         click.echo(json.dumps(rows, ensure_ascii=False, sort_keys=True, indent=1))
         return
-    for r in rows:
-        click.echo(
-            f"{r['run']}  {r['bank']}  {r['adapter']}  {r['profile']}  "
-            f"{r['requested_model'] or '-'}  {r['status']}  {r['done']}/{r['planned']}  "
-            f"correct {r['result_correct_rate'] or '-'}  score {r['score'] or '-'}"
+    table = [RUNS_HEADER] + [
+        (
+            r["run"],
+            r["bank"],
+            r["adapter"],
+            r["profile"],
+            r["requested_model"] or "-",
+            r["status"],
+            f"{r['done']}/{r['planned']}",
+            r["result_correct_rate"] or "-",
+            r["score"] or "-",
         )
+        for r in rows
+    ]
+    widths = [max(len(str(line[i])) for line in table) for i in range(len(RUNS_HEADER))]
+    for line in table:
+        cells = [str(cell).ljust(width) for cell, width in zip(line, widths, strict=True)]
+        click.echo("  ".join(cells).rstrip())
 
 
 @click.command()

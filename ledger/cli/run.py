@@ -19,7 +19,7 @@ from ledger.app.evaluate import bank_context, default_run_id, now, summary_text,
 from ledger.bank.registry import find_published
 from ledger.bounds import MAX_ATTEMPTS, MAX_CONCURRENCY, MAX_RETRIES
 from ledger.cli.common import exit_with
-from ledger.errors import UsageError
+from ledger.errors import StoreConflictError, UsageError
 from ledger.harness.limits import BOUNDS, DEFAULT_LIMITS, validate
 from ledger.harness.runner import Progress, RunPlan, run
 from ledger.keys import load_default_signer
@@ -61,23 +61,40 @@ class _Reporter:
 @click.option("--profile", default=None, help="Display name of this model profile.")
 @click.option("--run-id", default=None, help="Run id (default: <profile>-<n>).")
 @click.option("--resume", "resume", default=None, metavar="RUN", help="Finish run RUN.")
-@click.option("--concurrency", type=click.IntRange(1, MAX_CONCURRENCY), default=1)
+@click.option(
+    "--concurrency",
+    type=click.IntRange(1, MAX_CONCURRENCY),
+    default=1,
+    help="Model calls at once (default 1; the ledger keeps one writer).",
+)
 @click.option(
     "--retries", type=click.IntRange(0, MAX_RETRIES), default=0, help="Retries of a failure."
 )
-@click.option("--base-url", default=None)
-@click.option("--model", default=None)
-@click.option("--api-key-env", default=None)
-@click.option("--auth", default=None)
-@click.option("--temperature", default=None)
-@click.option("--reasoning-effort", default=None)
-@click.option("--max-tokens", default=None)
-@click.option("--timeout", "timeout_s", default=None)
-@click.option("--price-snapshot", default=None)
+@click.option(
+    "--base-url", default=None, help="openai: the endpoint, e.g. http://127.0.0.1:8080/v1."
+)
+@click.option("--model", default=None, help="The requested model id (recorded).")
+@click.option(
+    "--api-key-env", default=None, help="Name of the environment variable holding the key."
+)
+@click.option("--auth", default=None, help="api_key, oauth (a subscription; cost null) or none.")
+@click.option("--temperature", default=None, help="Sampling temperature (default: not sent).")
+@click.option(
+    "--reasoning-effort", default=None, help="e.g. low, medium, high (default: not sent)."
+)
+@click.option("--max-tokens", default=None, help="Output token limit (default: not sent).")
+@click.option(
+    "--timeout", "timeout_s", default=None, help="Seconds for one whole call (default 120)."
+)
+@click.option(
+    "--price-snapshot", default=None, help="Prices JSON file to estimate cost from tokens."
+)
 @click.option("--provider", default=None, help="Provider display name (openai, command).")
 @click.option("--system-prompt", default=None, help="System message text (openai, pi).")
-@click.option("--command", default=None)
-@click.option("--replay-file", default=None)
+@click.option(
+    "--command", default=None, help="command: the program (prompt on stdin, answer on stdout)."
+)
+@click.option("--replay-file", default=None, help="replay: the file of recorded answers.")
 @click.option(
     "--replay-format",
     type=click.Choice(["jsonl", "bird", "spider"]),
@@ -206,6 +223,16 @@ def run_cmd(obj: Any, /, bank_ref: str, kind: str, **options: Any) -> None:
                     err=True,
                 )
                 exit_with(2)
+            except StoreConflictError:
+                # Two processes appended to one run at once (the same --run-id started
+                # twice, or two --resume): the store's own words name stream heads.
+                raise UsageError(
+                    f"run {plan.run_id}: another process appended to this run at the same "
+                    "time; this process stopped and its last batch was not appended",
+                    hint="one process per run id: pick another --run-id, or wait for the "
+                    f"other one and check `caseledger runs`; --resume {plan.run_id} "
+                    "finishes a run that is not completed",
+                ) from None
         finally:
             stack.close()
             adapter.close()

@@ -60,7 +60,14 @@ from ledger.adapters.base import (
     adapter_secrets,
 )
 from ledger.engines import executor_for
-from ledger.errors import BankError, InternalError, LedgerError, UsageError, broken
+from ledger.errors import (
+    BankError,
+    InternalError,
+    LedgerError,
+    StoreConflictError,
+    UsageError,
+    broken,
+)
 from ledger.harness import score
 from ledger.harness.attempt import AttemptKey, AttemptWriter, BankContext, Stream
 from ledger.harness.limits import DEFAULT_LIMITS, validate
@@ -531,6 +538,10 @@ def run(
     if not todo and existing and isinstance(existing[-1].event(), events.RunFinished):
         return summarise(existing, planned)  # a finished run: nothing to add
     session = _Session(ledger, signer, plan.run_id, clock)
+    if len(session.stored) != len(existing):
+        # Another process appended to this run since it was checked above (the same
+        # --run-id started twice at once): never a second RunStarted in one stream.
+        raise StoreConflictError(f"stream {plan.run_id} grew while this run was starting")
     if leaks:
         if started is None:
             session.one(events.RunStarted, **fresh)
