@@ -61,6 +61,46 @@ def export_audit_cmd(
         click.echo(f"  {line}")
 
 
+@export.command("caseruns")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["parquet", "csv"]),
+    default=None,
+    help="parquet or csv (default: from the -o file's suffix).",
+)
+@click.option(
+    "-o",
+    "--output",
+    "out_file",
+    required=True,
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="The file to write (replaced whole if it exists).",
+)
+@click.option("--run", "runs", multiple=True, help="Only this run (repeatable; default: all).")
+@pass_ctx
+def export_caseruns_cmd(
+    ctx: Context, fmt: str | None, out_file: Path, runs: tuple[str, ...]
+) -> None:
+    """Every CaseRun with its score and items, one row each, for pandas, polars or DuckDB."""
+    from ledger.app.export_caseruns import export_caseruns
+    from ledger.errors import UsageError
+
+    if fmt is None:
+        fmt = {".parquet": "parquet", ".csv": "csv"}.get(out_file.suffix.lower())
+        if fmt is None:
+            raise UsageError(
+                f"cannot tell the format of {out_file} from its suffix",
+                hint="pass --format parquet or --format csv (or name the file .parquet / .csv)",
+            )
+    done = export_caseruns(ctx.ledger, out_file, fmt=fmt, runs=runs or None)
+    click.echo(
+        f"wrote {out_file}: {done.rows} CaseRuns of {done.runs} run"
+        f"{'' if done.runs == 1 else 's'} as {fmt} "
+        f"(tree size {done.size}, root sha256:{done.root.hex()}; columns: docs/formats.md)"
+    )
+
+
 def register(group: click.Group) -> None:
     """Add the ``export`` group to the ``caseledger`` group."""
     group.add_command(export)
