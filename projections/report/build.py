@@ -24,6 +24,7 @@ from projections import (
     aggregates,
     benchmark,
     calibration,
+    claims,
     efficiency,
     fairness,
     quality,
@@ -165,6 +166,8 @@ def _run_entry(
         extra["benchmark"] = _typed(imported, S.BenchmarkBlock)
     if slices.has_slices(attempts):  # likewise: runs without slice events keep their bytes
         extra["slices"] = _typed(slices.summarize(attempts, {c.id: c for c in cases}), S.SliceBlock)
+    if claims.has_claims(attempts):  # likewise for claims.checked.v1 events
+        extra["claims"] = _typed(claims.summarize(attempts), S.ClaimBlock)
     return kind(
         **extra,
         run=started.run_id,
@@ -251,9 +254,26 @@ def _variants(a: Attempt) -> S.CaseRunVariants | None:
     return None if found is None else _typed(found, S.CaseRunVariants)
 
 
+def _diagnostics(a: Attempt) -> dict[str, Any]:
+    """The slice and claims of an attempt's answer, only when recorded (issue 19): a
+    CaseRun without them keeps its bytes."""
+    extra: dict[str, Any] = {}
+    if a.slice is not None:
+        extra["slice"] = S.CaseRunSlice(
+            component=a.slice.component,
+            detail=a.slice.detail,
+            slicer_version=a.slice.slicer_version,
+        )
+    found = claims.attempt_claims(a)
+    if found is not None:
+        extra["claims"] = [_typed(c, S.CaseRunClaim) for c in found]
+    return extra
+
+
 def _caserun(a: Attempt) -> S.CaseRun:
     p, g, e, s = a.parsed, a.guarded, a.execution, a.score
     return S.CaseRun(
+        **_diagnostics(a),
         run=a.run_id,
         case=a.case_id,
         attempt=a.attempt,

@@ -27,7 +27,9 @@ from projections.report.tables import (
     Table,
     benchmark_tables,
     calibration_tables,
+    caserun_diagnostics_table,
     cases_table,
+    claim_tables,
     diagnostics_table,
     dimensions_table,
     efficiency_table,
@@ -314,6 +316,24 @@ def _slices(section: Section) -> str:
     return out + "</div>"
 
 
+def _claims(section: Section) -> str:
+    t = claim_tables(section)
+    if t is None:
+        return ""
+    out = f'<h3>{_e(t.title)}</h3><p>{_e(t.intro)}</p><div id="claims">'
+    return out + _table(t.head, t.rows, numeric=1) + "</div>"
+
+
+def _drilldown(section: Section) -> str:
+    t = caserun_diagnostics_table(section)
+    if t is None:
+        return ""
+    return (
+        "<h3>Per attempt: understanding slice and claims (diagnostic)</h3>"
+        '<div id="attempt-diagnostics">' + _table(t.head, t.rows) + "</div>"
+    )
+
+
 def _section(section: Section) -> str:
     bank = section.bank
     if section.kind == "calibration":
@@ -340,6 +360,7 @@ def _section(section: Section) -> str:
             _summary(section),
             _benchmark(section),
             _slices(section),
+            _claims(section),
             "<h3>Invocation controls and fairness</h3>",
             _fairness(section),
             '<h3>Dimension and difficulty scores (auxiliary)</h3><div id="radar">' + radars,
@@ -348,6 +369,7 @@ def _section(section: Section) -> str:
             _cases(section),
             "<h3>CaseRuns</h3>",
             "".join(_caserun(c) for c in section.caseruns),
+            _drilldown(section),
             _gold(section),
             "</section>",
         ]

@@ -14,8 +14,10 @@ from projections.report.tables import (
     Table,
     benchmark_tables,
     calibration_tables,
+    caserun_diagnostics_table,
     caseruns_table,
     cases_table,
+    claim_tables,
     diagnostics_table,
     dimensions_table,
     efficiency_table,
@@ -87,6 +89,22 @@ def _slices(section: Section) -> list[str]:
     return lines
 
 
+def _claims(section: Section) -> list[str]:
+    """The answer contract (runs with claim events only)."""
+    t = claim_tables(section)
+    if t is None:
+        return []
+    return [f"### {t.title}", "", t.intro, "", *_table(t.head, t.rows)]
+
+
+def _drilldown(section: Section) -> list[str]:
+    """Slices and claims per attempt (only when some attempt has them)."""
+    t = caserun_diagnostics_table(section)
+    if t is None:
+        return []
+    return ["### Per attempt: understanding slice and claims (diagnostic)", "", *_t(t)]
+
+
 def _calibration(section: Section) -> list[str]:
     t = calibration_tables(section)
     lines = [INTRO, ""]
@@ -131,6 +149,7 @@ def render_markdown(report: Report) -> str:
         lines += ["### Runs", "", *_t(runs_table(section))]
         lines += _benchmark(section)
         lines += _slices(section)
+        lines += _claims(section)
         lines += ["### Variant diagnostics (never change a score)", ""]
         lines += [VARIANT_NOTE, "", *_t(diagnostics_table(section))]
         lines += ["### Failure classification (counts over planned attempts)", ""]
@@ -144,6 +163,7 @@ def render_markdown(report: Report) -> str:
         ]
         lines += ["### Cases", "", *_t(cases_table(section))]
         lines += ["### CaseRuns", "", *_t(caseruns_table(section))]
+        lines += _drilldown(section)
     lines += ["## How to read this report", ""]
     lines += [f"- {item}" for item in report.how_to_read]
     return "\n".join(lines) + "\n"

@@ -368,6 +368,34 @@ class SliceBlock(SliceCounts, frozen=True, kw_only=True):
     unattributed: list[SliceAttempt]
 
 
+class ClaimCounts(_S, frozen=True, kw_only=True):
+    """Claims by verdict."""
+
+    supported: Count
+    contradicted: Count
+    unverifiable: Count
+
+
+class ClaimBlock(_S, frozen=True, kw_only=True):
+    """The answer contract of a run (issue 19, projections/claims.py, docs/claims.md): the
+    claims of its summaries checked against their own results. Diagnostic only."""
+
+    diagnostic_only: bool
+    claims_versions: list[str]
+    attempts_checked: Count
+    attempts_with_claims: Count
+    claims: Count
+    counts: ClaimCounts
+    checkable: Count
+    faithfulness_rate: Dec | None
+    contradicted_rate: Dec | None
+    correct_checked: Count
+    correct_contradicted: Count
+    correct_contradicted_share: Dec | None
+    kinds: dict[str, ClaimCounts]
+    gold_counts: ClaimCounts
+
+
 class RunEntry(_Entry, tag="model", frozen=True, kw_only=True):
     """A run with attempts (a model; :class:`SelfTestRunEntry` for the reference adapter)."""
 
@@ -385,6 +413,8 @@ class RunEntry(_Entry, tag="model", frozen=True, kw_only=True):
     benchmark: BenchmarkBlock | msgspec.UnsetType = msgspec.UNSET
     # Issue 19: only when the run has SliceComputed events (absent otherwise).
     slices: SliceBlock | msgspec.UnsetType = msgspec.UNSET
+    # Issue 19: only when the run has ClaimsChecked events (absent otherwise).
+    claims: ClaimBlock | msgspec.UnsetType = msgspec.UNSET
 
 
 class SelfTestRunEntry(RunEntry, tag="self_test", frozen=True, kw_only=True):
@@ -635,6 +665,25 @@ class EventRef(_S, frozen=True, kw_only=True):
     leaf_hash: str
 
 
+class CaseRunSlice(_S, frozen=True, kw_only=True):
+    """The understanding slice of a CaseRun's answer (issue 19, docs/slices.md)."""
+
+    component: str
+    detail: str
+    slicer_version: str
+
+
+class CaseRunClaim(_S, frozen=True, kw_only=True):
+    """One claim of a CaseRun's summary and its verdicts (issue 19, docs/claims.md)."""
+
+    kind: str
+    reading: str
+    text: str
+    verdict: str
+    detail: str
+    gold_verdict: str | None
+
+
 class CaseRun(_S, frozen=True, kw_only=True):
     """One run x case x attempt and its evidence."""
 
@@ -653,6 +702,10 @@ class CaseRun(_S, frozen=True, kw_only=True):
     cancel: Cancel | None
     variants: CaseRunVariants | None
     events: list[EventRef]
+    # Issue 19: only when a slice.computed.v1 / claims.checked.v1 event names this
+    # answer (absent otherwise, so reports without them keep their bytes).
+    slice: CaseRunSlice | msgspec.UnsetType = msgspec.UNSET
+    claims: list[CaseRunClaim] | msgspec.UnsetType = msgspec.UNSET
 
 
 # ----------------------------------------------------------------- sections and the report

@@ -34,16 +34,19 @@ __all__ = [
     "VARIANT_NOTE",
     "BenchmarkTables",
     "CalibrationTables",
+    "ClaimTables",
     "SliceTables",
     "Table",
     "benchmark_tables",
     "calibration_runs",
     "calibration_tables",
     "cancelled_text",
+    "caserun_diagnostics_table",
     "caserun_failure",
     "caserun_flags",
     "caseruns_table",
     "cases_table",
+    "claim_tables",
     "cost_per_correct",
     "diagnostics_rows",
     "diagnostics_table",
@@ -366,6 +369,97 @@ def slice_tables(section: Section) -> SliceTables | None:
             for u in b.unattributed
         ],
     )
+
+
+@dataclass
+class ClaimTables:
+    """The answer contract (issue 19): per run, the claims of its summaries by verdict and
+    the three rates, beside the score and never inside it."""
+
+    title: str
+    intro: str
+    head: list[str]
+    rows: list[list[Any]]
+
+
+def claim_tables(section: Section) -> ClaimTables | None:
+    """The runs' ``claims`` blocks as a table; None when no run of the section has one."""
+    blocks = [
+        (r.run, r.claims)
+        for r in model_runs(section)
+        if not isinstance(r.claims, msgspec.UnsetType)
+    ]
+    if not blocks:
+        return None
+    return ClaimTables(
+        title="Answer contract (diagnostic: never changes a score, a rate or the ranking)",
+        intro="Claims read from each executed answer's summary (numbers with their unit, "
+        "named items, extremes, comparisons, directions), checked against the answer's own "
+        "result: supported, contradicted or unverifiable. faithfulness = supported / "
+        "checkable (supported + contradicted); contradicted rate = contradicted / claims "
+        "read; correct-but-contradicted = result-correct attempts whose summary contradicts "
+        "their result. See docs/claims.md.",
+        head=[
+            "run",
+            "summaries checked",
+            "claims",
+            "supported",
+            "contradicted",
+            "unverifiable",
+            "faithfulness",
+            "contradicted rate",
+            "correct-but-contradicted",
+        ],
+        rows=[
+            [
+                run,
+                b.attempts_checked,
+                b.claims,
+                b.counts.supported,
+                b.counts.contradicted,
+                b.counts.unverifiable,
+                b.faithfulness_rate,
+                b.contradicted_rate,
+                f"{b.correct_contradicted}/{b.correct_checked} ({b.correct_contradicted_share})"
+                if b.correct_contradicted_share is not None
+                else f"{b.correct_contradicted}/{b.correct_checked}",
+            ]
+            for run, b in blocks
+        ],
+    )
+
+
+def caserun_diagnostics_table(section: Section) -> Table | None:
+    """The drill-down of issue 19: per attempt, its understanding slice and each claim of
+    its summary with its verdicts; None when no CaseRun of the section has either."""
+    rows: list[list[Any]] = []
+    for c in section.caseruns:
+        sl = None if isinstance(c.slice, msgspec.UnsetType) else c.slice
+        found = [] if isinstance(c.claims, msgspec.UnsetType) else c.claims
+        if sl is None and not found:
+            continue
+        sliced = None if sl is None else f"{sl.component}: {sl.detail}"
+        correct = c.score.result_correct if c.score else None
+        if not found:
+            rows.append([c.run, c.case, c.attempt, correct, sliced, None, None, None, None])
+        for i, x in enumerate(found):
+            rows.append(
+                [
+                    c.run,
+                    c.case,
+                    c.attempt,
+                    correct,
+                    sliced if i == 0 else None,
+                    f"{x.kind}: {x.reading}",
+                    x.verdict,
+                    x.gold_verdict,
+                    x.detail,
+                ]
+            )
+    if not rows:
+        return None
+    head = ["run", "case", "attempt", "result-correct", "slice", "claim", "verdict"]
+    return Table([*head, "against gold", "why"], rows)
 
 
 @dataclass

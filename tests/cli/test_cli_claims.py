@@ -143,3 +143,53 @@ def test_unknown_run_is_a_usage_error(home: Path) -> None:
     code, _, err = run(home, "claims", "--run", "nope")
     assert code == 2
     assert "no run 'nope'" in err
+
+
+def test_report_shows_the_contract_beside_the_score(home: Path) -> None:
+    code, _, err = run(home, "claims", "--run", "model-a")
+    assert code == 0, err
+    assert run(home, "claims", "--run", "self-test")[0] == 2  # records, then exits 2
+    # sf-04 forgot validity: its understanding slice is filters; sf-01, sf-02, sf-08 are
+    # correct (sliced too, never counted).
+    code, _, err = run(home, "slices", "--run", "model-a")
+    assert code == 0, err
+    code, out, err = run(home, "report", "--format", "json")
+    assert code == 0, err
+    doc = json.loads(out)
+    runs = {r["run"]: r for s in doc["sections"] for r in s["runs"]}
+    block = runs["model-a"]["claims"]
+    assert (block["claims"], block["checkable"]) == (20, 19)
+    assert block["counts"] == {"supported": 18, "contradicted": 1, "unverifiable": 1}
+    assert block["faithfulness_rate"] == "0.9474"
+    assert block["correct_contradicted_share"] == "0.3333"
+    # Beside the score, never inside it: 3 of 8 planned attempts are result-correct.
+    assert runs["model-a"]["quality"]["result_correct_rate"] == "0.3750"
+    # The self-test run has claim events too (its summaries hold no claim): a block of zeros
+    # with no rates, never an empty 100%.
+    assert runs["self-test"]["claims"]["faithfulness_rate"] is None
+    caseruns = {(c["run"], c["case"]): c for s in doc["sections"] for c in s["caseruns"]}
+    sf08 = caseruns[("model-a", "sf-08")]
+    assert [x["verdict"] for x in sf08["claims"]][-1] == "contradicted"
+    # Correct, but written with FILTER and without the reference's store_id IN (1, 2): the
+    # slice is a structural signature (filters), never counted for a correct answer.
+    assert sf08["slice"]["component"] == "filters"
+    assert caseruns[("model-a", "sf-04")]["slice"]["component"] == "filters"
+    assert "claims" not in caseruns[("model-a", "sf-03")]  # no answer, no claims
+    code, md, _ = run(home, "report", "--format", "md")
+    assert code == 0
+    assert "### Answer contract (diagnostic: never changes a score, a rate or the ranking)" in md
+    assert "| model-a | 4 | 20 | 18 | 1 | 1 | 0.9474 | 0.0500 | 1/3 (0.3333) |" in md
+    assert "### Per attempt: understanding slice and claims (diagnostic)" in md
+    assert (
+        "| model-a | sf-08 | 1 | yes | - | direction: the total went up | contradicted | "
+        "contradicted | row 3: rate_2026_08 0.45 -> rate_2026_09 0.2333 |" in md
+    )
+    sf04 = [line for line in md.splitlines() if line.startswith("| model-a | sf-04 | 1 | no |")]
+    assert sf04[0].startswith("| model-a | sf-04 | 1 | no | filters: ")
+    assert sf04[0].endswith(
+        "| number: 5 orders (total) | supported | contradicted | order_count = 5 in row 1 |"
+    )
+    code, page, _ = run(home, "report", "--format", "html")
+    assert code == 0
+    assert '<div id="claims">' in page
+    assert '<div id="attempt-diagnostics">' in page
