@@ -75,6 +75,26 @@ def run(home: Path, *args: str) -> tuple[int, str, str]:
     return result.exit_code, result.stdout, result.stderr
 
 
+def test_v2_gold_is_the_composition_effect_worked_by_hand(home: Path) -> None:
+    from ledger.events import BankPublished
+
+    with Ledger.open(home / "ledger.db", readonly=True) as led:
+        events = [row.event() for row in led.iter_events()]
+    banks = [e for e in events if isinstance(e, BankPublished)]
+    assert [(b.bank_id, b.version) for b in banks] == [("sales-fixture", "v2")]
+    gold = {g.case_id: g for g in banks[0].gold}
+    # 门店A 80/100 -> 9/10, 门店B 10/100 -> 40/200, together 90/200 -> 49/210 (0.2333...)
+    assert [c.name for c in gold["sf-08"].columns] == ["store_name", "rate_2026_08", "rate_2026_09"]
+    assert sorted(gold["sf-08"].rows) == [
+        ("合计", "0.45", "0.2333"),
+        ("门店A", "0.8", "0.9"),
+        ("门店B", "0.1", "0.2"),
+    ]
+    # v1's cases are unchanged in v2: same literal answers (3 orders / 600 yuan ...)
+    assert gold["sf-01"].rows == ((3, "600.00"),)
+    assert gold["sf-04"].rows == ((4, "9600.00"),)
+
+
 def test_help() -> None:
     result = CliRunner().invoke(main, ["claims", "--help"])
     assert result.exit_code == 0
@@ -164,6 +184,8 @@ def test_report_shows_the_contract_beside_the_score(home: Path) -> None:
     assert block["correct_contradicted_share"] == "0.3333"
     # Beside the score, never inside it: 3 of 8 planned attempts are result-correct.
     assert runs["model-a"]["quality"]["result_correct_rate"] == "0.3750"
+    # Every reference SQL of v2 (sf-08 included) is result-correct against its gold.
+    assert runs["self-test"]["quality"]["result_correct_rate"] == "1.0000"
     # The self-test run has claim events too (its summaries hold no claim): a block of zeros
     # with no rates, never an empty 100%.
     assert runs["self-test"]["claims"]["faithfulness_rate"] is None
