@@ -68,6 +68,7 @@ __all__ = [
     "ProviderFailed",
     "RunFinished",
     "RunStarted",
+    "RunWithdrawn",
     "ScoreComputed",
     "ScoreItems",
     "SignerRegistered",
@@ -790,6 +791,15 @@ class ClaimsChecked(EventBase, tag="claims.checked.v1", frozen=True, kw_only=Tru
     claims: tuple[ClaimCheck, ...]
 
 
+class RunWithdrawn(EventBase, tag="run.withdrawn.v1", frozen=True, kw_only=True):
+    """An operator withdrew the run (``caseledger runs withdraw RUN --reason TEXT``), on
+    the run's own stream and signed by an operator key: reports, ``runs`` and the gate
+    leave it out by default and say so (``--include-withdrawn`` shows it, marked with
+    this reason). Every event of the run stays in the log."""
+
+    reason: str
+
+
 Event = (
     SignerRegistered
     | SignerRetired
@@ -813,6 +823,7 @@ Event = (
     | ForeignSignerRegistered
     | EventImported
     | ClaimsChecked
+    | RunWithdrawn
 )
 
 EVENT_TYPES: tuple[type[EventBase], ...] = (
@@ -838,6 +849,7 @@ EVENT_TYPES: tuple[type[EventBase], ...] = (
     ForeignSignerRegistered,
     EventImported,
     ClaimsChecked,
+    RunWithdrawn,
 )
 
 # Old tag -> function turning an old body (a dict) into the next version's body.

@@ -48,6 +48,7 @@ from ledger.events import (
     ProviderFailed,
     RunFinished,
     RunStarted,
+    RunWithdrawn,
     ScoreComputed,
     SliceComputed,
     SqlExecuted,
@@ -95,7 +96,14 @@ ATTEMPT_EVENTS = (
 )
 #: Events of a calibration run (one mutant, one positive control, the totals).
 CALIBRATION_EVENTS = (CalibrationMutantJudged, CalibrationControlChecked, CalibrationFinished)
-CONSUMES = (BankPublished, RunStarted, RunFinished, *ATTEMPT_EVENTS, *CALIBRATION_EVENTS)
+CONSUMES = (
+    BankPublished,
+    RunStarted,
+    RunFinished,
+    RunWithdrawn,
+    *ATTEMPT_EVENTS,
+    *CALIBRATION_EVENTS,
+)
 
 #: One replay item: (seq, leaf hash bytes, decoded event).
 Item = tuple[int, bytes, Event]
@@ -132,6 +140,9 @@ class RunInfo(msgspec.Struct):
     last_at: str
     finished: RunFinished | None = None
     events: int = 1
+    #: The run's first RunWithdrawn and its seq, when an operator withdrew it.
+    withdrawn: RunWithdrawn | None = None
+    withdrawn_seq: int | None = None
 
 
 class BankInfo(msgspec.Struct):
@@ -206,6 +217,11 @@ def apply(state: State, item: Item) -> State:
         info = touch_run(state, event.stream, event.at)
         if info is not None:
             info.finished = event
+    elif isinstance(event, RunWithdrawn):
+        # Not a step of the run: its dates and event count stay those of the run itself.
+        info = state.runs.get(event.stream)
+        if info is not None and info.withdrawn is None:
+            info.withdrawn, info.withdrawn_seq = event, seq
     elif isinstance(event, BankPublished):
         state.banks.setdefault(event.content_sha256, BankInfo(seq, event))
     state.size = seq + 1

@@ -104,17 +104,21 @@ def _sorted_values(values: Iterable[Any]) -> list[Any]:
     return sorted(seen, key=lambda v: (type(v).__name__, repr(v)))
 
 
-def scorecard(report: Report | Mapping[str, Any], run: str | None = None) -> dict[str, Any]:
+def scorecard(
+    report: Report | Mapping[str, Any], run: str | None = None, *, include_withdrawn: bool = False
+) -> dict[str, Any]:
     """The scorecard (:class:`~projections.report.schema.Scorecard`, as JSON-ready builtins)
     of one run of a ``caseledger-report/1`` report.
 
     ``report`` is a built :class:`~projections.report.schema.Report` or the same document
     read from a report file (read by the same schema field names; a field a file lacks is
     absent, so a metric missing on one side is ``unpaired``). ``run`` may be omitted when
-    the report holds exactly one run.
+    the report holds exactly one run. A withdrawn run (a report built with
+    ``--include-withdrawn``) is refused unless ``include_withdrawn``.
 
     Raises:
-        UsageError: not a report of this contract, or the run is missing or ambiguous.
+        UsageError: not a report of this contract, the run is missing or ambiguous, or
+            it is withdrawn.
     """
     contract = _or_none(field_at(report, ("contract",)))
     if contract != REPORT_CONTRACT:
@@ -137,6 +141,13 @@ def scorecard(report: Report | Mapping[str, Any], run: str | None = None) -> dic
             raise UsageError(f"no run {run!r} in the report (runs: {', '.join(names) or 'none'})")
         section, entry = match[0]
     run_id = field_at(entry, ("run",))
+    withdrawn = _or_none(field_at(entry, ("withdrawn",)))
+    if withdrawn is not None and not include_withdrawn:
+        raise UsageError(
+            f"run {run_id} is withdrawn (reason: {field_at(withdrawn, ('reason',))}); "
+            "the gate leaves withdrawn runs out",
+            hint="add --include-withdrawn to judge it anyway",
+        )
     caseruns = _or_none(field_at(section, ("caseruns",))) or []
     invocations = [
         field_at(c, ("response", "invocation")) for c in caseruns if field_at(c, ("run",)) == run_id

@@ -6,6 +6,7 @@
 - ``rescore``: re-apply a scorer to recorded evidence; ``verify --recompute``.
 - ``baseline``, ``baseline_check``: freeze, check and pin a run as a baseline.
 - ``gate_inputs``: what the gate reads (a report file, a ledger run, a baseline).
+- ``withdraw``: withdraw a run (a signed ``run.withdrawn.v1``; its events stay).
 - ``audit``: the auditor's export (verify and recompute without a private key).
 - ``demo``: the main job on the built-in default.
 

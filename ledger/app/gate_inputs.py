@@ -50,23 +50,35 @@ def split_spec(spec: str) -> tuple[Path, str | None]:
     )
 
 
-def _from_ledger(path: Path, run: str | None) -> dict[str, Any]:
+def _from_ledger(path: Path, run: str | None, include_withdrawn: bool) -> dict[str, Any]:
     with Ledger.open(path, readonly=True) as ledger:
         snap = read_state(ledger, runs=[run] if run else None)
         state = snap.state
         if run is None:
-            if len(state.runs) != 1:
+            # A withdrawn run is left out unless asked for (docs/gate.md).
+            runs = [r for r, i in state.runs.items() if include_withdrawn or i.withdrawn is None]
+            if len(runs) != 1:
+                left_out = len(state.runs) - len(runs)
+                also = f" (and {left_out} withdrawn)" if left_out else ""
                 raise UsageError(
-                    f"{path} holds {len(state.runs)} runs; name one as {path}:RUN",
+                    f"{path} holds {len(runs)} runs{also}; name one as {path}:RUN",
                     hint="list them with `caseledger runs`",
                 )
-            run = next(iter(state.runs))
-    report = build_report(state, root_hash=snap.root, runs=[run])
-    return gate.scorecard(report, run)
+            run = runs[0]
+        info = state.runs.get(run)
+        if info is not None and info.withdrawn is not None and not include_withdrawn:
+            raise UsageError(
+                f"run {run} of {path} is withdrawn (reason: {info.withdrawn.reason}); "
+                "the gate leaves withdrawn runs out",
+                hint="add --include-withdrawn to judge it anyway",
+            )
+    report = build_report(state, root_hash=snap.root, runs=[run], include_withdrawn=True)
+    return gate.scorecard(report, run, include_withdrawn=True)
 
 
-def load_side(spec: str) -> tuple[dict[str, Any], str]:
-    """(scorecard, a description of where it came from) of one side of the gate."""
+def load_side(spec: str, *, include_withdrawn: bool = False) -> tuple[dict[str, Any], str]:
+    """(scorecard, a description of where it came from) of one side of the gate; a
+    withdrawn run is refused unless ``include_withdrawn``."""
     path, run = split_spec(spec)
     if path.is_dir():
         card_path = path / SCORECARD_FILE
@@ -81,14 +93,14 @@ def load_side(spec: str) -> tuple[dict[str, Any], str]:
     with path.open("rb") as fh:
         magic = fh.read(len(_SQLITE_MAGIC))
     if magic == _SQLITE_MAGIC:
-        card = _from_ledger(path, run)
+        card = _from_ledger(path, run, include_withdrawn)
         return card, f"ledger {path} run {card['run']}"
     data = _read_json(path)
     if data.get("contract") == gate.SCORECARD_CONTRACT:
         if run is not None and data.get("run") != run:
             raise UsageError(f"{path} is the scorecard of run {data.get('run')}, not {run}")
         return data, f"scorecard {path}"
-    card = gate.scorecard(data, run)
+    card = gate.scorecard(data, run, include_withdrawn=include_withdrawn)
     return card, f"report {path} run {card['run']}"
 
 

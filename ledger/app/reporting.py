@@ -20,6 +20,7 @@ def report_bytes(
     runs: Sequence[str] | None = None,
     scorer: str | None = None,
     with_gold: bool = False,
+    include_withdrawn: bool = False,
 ) -> tuple[bytes, int, bytes]:
     """The report bytes, the tree size they were built at and that tree's root hash.
 
@@ -30,6 +31,11 @@ def report_bytes(
     with Ledger.open(ledger_path, readonly=True) as ledger:
         snap = read_state(ledger, at_size=at_size, runs=runs or None)
     report = build_report(
-        snap.state, root_hash=snap.root, scorer=scorer, runs=runs or None, with_gold=with_gold
+        snap.state,
+        root_hash=snap.root,
+        scorer=scorer,
+        runs=runs or None,
+        with_gold=with_gold,
+        include_withdrawn=include_withdrawn,
     )
     return render(report, fmt), snap.size, snap.root

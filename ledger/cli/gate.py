@@ -43,6 +43,9 @@ def _tolerances(values: tuple[str, ...]) -> dict[str, object]:
     is_flag=True,
     help="Timing metrics (wall time) gate too, as gate_timing = true in the configuration.",
 )
+@click.option(
+    "--include-withdrawn", is_flag=True, help="Judge a withdrawn run too (refused otherwise)."
+)
 def gate(
     baseline: str,
     current: str,
@@ -52,6 +55,7 @@ def gate(
     as_json: bool,
     ci: bool,
     gate_timing: bool,
+    include_withdrawn: bool,
 ) -> None:
     """Compare two runs metric by metric: exit 0 pass, 1 regression, 2 could not judge."""
     from ledger.app.gate_inputs import load_config, load_side
@@ -73,8 +77,8 @@ def gate(
         drift_warn=config.drift_warn,
         gate_timing=gate_timing or config.gate_timing,
     )
-    base_card, base_from = load_side(baseline)
-    cur_card, cur_from = load_side(current)
+    base_card, base_from = load_side(baseline, include_withdrawn=include_withdrawn)
+    cur_card, cur_from = load_side(current, include_withdrawn=include_withdrawn)
     verdict = judge(base_card, cur_card, options)
     verdict["baseline"]["source"] = base_from
     verdict["current"]["source"] = cur_from

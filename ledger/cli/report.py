@@ -12,6 +12,7 @@ from ledger.app.reporting import report_bytes
 from ledger.app.rescore import rescore
 from ledger.app.snapshot import read_state
 from ledger.cli.common import Context, pass_ctx, write_atomic
+from ledger.cli.withdraw import withdraw_cmd, withdrawn_note
 from ledger.codec import format_time
 from ledger.keys import load_default_signer
 from ledger.store import Ledger
@@ -31,6 +32,9 @@ def _now() -> str:
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="json", show_default=True)
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), help="Write here.")
 @click.option("--with-gold", is_flag=True, help="Internal view with gold rows (do not publish).")
+@click.option(
+    "--include-withdrawn", is_flag=True, help="Show withdrawn runs too, marked with the reason."
+)
 @pass_ctx
 def report(
     ctx: Context,
@@ -40,6 +44,7 @@ def report(
     fmt: str,
     output: Path | None,
     with_gold: bool,
+    include_withdrawn: bool,
 ) -> None:
     """Build a report: the same tree size and options always give the same bytes."""
     data, size, root = report_bytes(
@@ -49,6 +54,7 @@ def report(
         runs=runs or None,
         scorer=scorer,
         with_gold=with_gold,
+        include_withdrawn=include_withdrawn,
     )
     click.echo(f"report built at tree size {size}, root sha256:{root.hex()}", err=True)
     if output is None:
@@ -63,13 +69,33 @@ RUNS_HEADER = (
 )  # fmt: skip
 
 
-@click.command()
+@click.group(invoke_without_command=True)
 @click.option("--json", "as_json", is_flag=True, help="A JSON array of objects.")
+@click.option(
+    "--include-withdrawn", is_flag=True, help="List withdrawn runs too, marked with the reason."
+)
 @pass_ctx
-def runs(ctx: Context, as_json: bool) -> None:
-    """One line per run: bank, adapter, profile, model, status, attempts, result-correct, score."""
+def runs(ctx: Context, as_json: bool, include_withdrawn: bool) -> None:
+    """One line per run: bank, adapter, profile, model, status, attempts, result-correct, score.
+
+    Withdrawn runs are left out (one line on stderr names them) unless --include-withdrawn.
+    """
+    if click.get_current_context().invoked_subcommand is not None:
+        return
     with Ledger.open(ctx.ledger, readonly=True) as ledger:
         rows = run_overview(read_state(ledger).state)
+    left_out = [(r["run"], r["withdrawn"]) for r in rows if "withdrawn" in r]
+    if not include_withdrawn:
+        rows = [r for r in rows if "withdrawn" not in r]
+        if left_out:
+            click.echo(withdrawn_note(left_out), err=True)
+    elif not as_json:  # the line marks a withdrawn run in its status column
+        rows = [
+            {**r, "status": f"{r['status']}, withdrawn: {r['withdrawn']}"}
+            if "withdrawn" in r
+            else r
+            for r in rows
+        ]
     if as_json:
         click.echo(json.dumps(rows, ensure_ascii=False, sort_keys=True, indent=1))
         return
@@ -130,6 +156,7 @@ def rescore_cmd(ctx: Context, runs: tuple[str, ...], version: str, reexecute: bo
 
 
 def register(group: click.Group) -> None:
-    """Add the report commands to the main group."""
+    """Add the report commands to the main group (``runs withdraw`` under ``runs``)."""
+    runs.add_command(withdraw_cmd)
     for command in (report, runs, rebuild, rescore_cmd):
         group.add_command(command)

@@ -193,7 +193,28 @@ def _run_entry(
         efficiency=_typed(efficiency.summarize(attempts), S.Efficiency),
         variant_diagnostics=_typed(variants.summarize(attempts), S.VariantDiagnostics),
         rank=None,
+        withdrawn=_withdrawal(info),
     )
+
+
+def _withdrawal(info: RunInfo) -> S.Withdrawal | msgspec.UnsetType:
+    """``withdrawn`` of a withdrawn run a report shows (``--include-withdrawn``); UNSET
+    (left out of the bytes) for any other run, so reports without withdrawals keep them."""
+    w = info.withdrawn
+    if w is None or info.withdrawn_seq is None:
+        return msgspec.UNSET
+    return S.Withdrawal(reason=w.reason, seq=info.withdrawn_seq, at=w.at)
+
+
+def _withdrawn_runs(state: State, chosen: Sequence[str], shown: bool) -> list[S.WithdrawnRun]:
+    """The withdrawn runs among ``chosen``, in run id order."""
+    out = []
+    for run_id in chosen:
+        info = state.runs[run_id]
+        w, seq = info.withdrawn, info.withdrawn_seq
+        if w is not None and seq is not None:
+            out.append(S.WithdrawnRun(run=run_id, reason=w.reason, seq=seq, at=w.at, shown=shown))
+    return out
 
 
 def _calibration_entry(state: State, info: RunInfo) -> S.CalibrationRunEntry:
@@ -209,6 +230,7 @@ def _calibration_entry(state: State, info: RunInfo) -> S.CalibrationRunEntry:
         versions=started.versions,
         calibration=_typed(summary, S.Calibration),
         rank=None,
+        withdrawn=_withdrawal(info),
     )
 
 
@@ -466,6 +488,7 @@ def build_report(
     scorer: str | None = None,
     runs: Sequence[str] | None = None,
     with_gold: bool = False,
+    include_withdrawn: bool = False,
 ) -> S.Report:
     """The canonical report of a fold state covering the first ``state.size`` events.
 
@@ -476,6 +499,8 @@ def build_report(
             recorded in its RunStarted.
         runs: only these run ids (None = every run).
         with_gold: the internal view, with gold rows (never reference SQL).
+        include_withdrawn: show withdrawn runs (marked); by default they are left out and
+            listed in ``withdrawn``.
 
     Raises:
         UsageError: a named run does not exist at this tree size.
@@ -487,6 +512,14 @@ def build_report(
             f"no run {', '.join(unknown)} in the first {state.size} events",
             hint="list runs with `caseledger runs`",
         )
+    listed = _withdrawn_runs(state, chosen, include_withdrawn)
+    if runs is not None and listed and not include_withdrawn:
+        raise UsageError(
+            "; ".join(f"run {w.run} is withdrawn (reason: {w.reason})" for w in listed),
+            hint="add --include-withdrawn to show it, marked as withdrawn",
+        )
+    if not include_withdrawn:
+        chosen = [r for r in chosen if state.runs[r].withdrawn is None]
     groups: dict[tuple[SectionKind, str, str], list[tuple[RunInfo, str]]] = {}
     for run_id in chosen:
         info = state.runs[run_id]
@@ -510,6 +543,7 @@ def build_report(
             _bank_cases(state, info.started)  # raises when the bank is unknown
         sections.append(_section(state, kind, bank_hash, major, groups[key], with_gold))
     return S.Report(
+        **({"withdrawn": listed} if listed else {}),
         contract=CONTRACT,
         checkpoint=S.Checkpoint(tree_size=state.size, root_hash="sha256:" + root_hash.hex()),
         view="internal-with-gold" if with_gold else "public",
@@ -606,5 +640,7 @@ def run_overview(state: State) -> list[dict[str, Any]]:
             row["done"] = len(attempts) if cal["finished"] else 0
             row["result_correct_rate"] = row["score"] = None
             row["kill_rate"] = cal["kill_rate"]
+        if info.withdrawn is not None:  # only then: listings without withdrawals keep their shape
+            row["withdrawn"] = info.withdrawn.reason
         rows.append(row)
     return rows

@@ -38,6 +38,7 @@ from projections.report.tables import (
     model_runs,
     runs_table,
     slice_tables,
+    withdrawn_lines,
 )
 
 __all__ = ["render_html"]
@@ -388,7 +389,14 @@ def render_html(report: Report) -> str:
         "<code>caseledger verify</code> and <code>caseledger prove</code>); scorer: "
         f"{_e(scorer)}.</p>",
     ]
-    if not report.sections:
+    notes = withdrawn_lines(report.withdrawn, len(report.sections))
+    if notes:
+        body.append(
+            '<div id="withdrawn">'
+            + "".join(f'<p class="notice">{_e(n)}</p>' for n in notes)
+            + "</div>"
+        )
+    if not report.sections and not notes:
         body.append("<p>No runs in this ledger at this tree size.</p>")
     body += [_section(s) for s in report.sections]
     body.append("<h2>How to read this report</h2><ul>")

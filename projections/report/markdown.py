@@ -25,6 +25,7 @@ from projections.report.tables import (
     fairness_rows,
     runs_table,
     slice_tables,
+    withdrawn_lines,
 )
 
 __all__ = ["render_markdown"]
@@ -130,7 +131,10 @@ def render_markdown(report: Report) -> str:
         f"- Scorer: {scorer}",
         "",
     ]
-    if not report.sections:
+    notes = withdrawn_lines(report.withdrawn, len(report.sections))
+    if notes:
+        lines += [*notes, ""]
+    elif not report.sections:
         lines += ["No runs in this ledger at this tree size.", ""]
     for section in report.sections:
         bank = section.bank

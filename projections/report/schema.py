@@ -287,6 +287,21 @@ class VariantDiagnostics(_S, frozen=True, kw_only=True):
     calibration_sha256: list[str]
 
 
+class Withdrawal(_S, frozen=True, kw_only=True):
+    """An operator's withdrawal of a run (run.withdrawn.v1): why, at which seq, when."""
+
+    reason: str
+    seq: Count
+    at: str
+
+
+class WithdrawnRun(Withdrawal, frozen=True, kw_only=True):
+    """A withdrawn run of the report's selection, and whether the report shows it."""
+
+    run: str
+    shown: bool
+
+
 class _Entry(
     msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True, tag_field="run_kind"
 ):
@@ -300,6 +315,8 @@ class _Entry(
     scorer_version: str
     versions: Versions
     rank: int | None
+    # Issue 20: only for a withdrawn run shown with --include-withdrawn (absent otherwise).
+    withdrawn: Withdrawal | msgspec.UnsetType = msgspec.UNSET
 
     @property
     def run_kind(self) -> str:
@@ -738,6 +755,8 @@ class Report(_S, frozen=True, kw_only=True):
     selection: Selection
     sections: list[Section]
     how_to_read: list[str]
+    # Issue 20: the withdrawn runs of the selection (absent when there is none).
+    withdrawn: list[WithdrawnRun] | msgspec.UnsetType = msgspec.UNSET
 
 
 # ----------------------------------------------------------------- the gate

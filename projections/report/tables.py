@@ -23,6 +23,7 @@ from projections.report.schema import (
     Section,
     SliceCounts,
     VariantDiagnostics,
+    WithdrawnRun,
 )
 from projections.slices import ROWS as SLICE_ROWS
 
@@ -60,7 +61,9 @@ __all__ = [
     "model_text",
     "runs_table",
     "slice_tables",
+    "status_text",
     "tokens_per_correct",
+    "withdrawn_lines",
 ]
 
 INTRO = (
@@ -113,7 +116,7 @@ def calibration_tables(section: Section) -> CalibrationTables:
         out.rows.append(
             [
                 r.run,
-                r.status,
+                status_text(r),
                 c.kill_rate,
                 *(getattr(c.counts, s) for s in STATUSES),
                 c.applicable,
@@ -193,6 +196,30 @@ def fairness_rows(fairness: Fairness) -> list[list[Any]]:
             ]
         )
     return rows
+
+
+def status_text(run: RunEntry | CalibrationRunEntry) -> str:
+    """The run's status, and for a withdrawn run shown (``--include-withdrawn``) its reason."""
+    w = run.withdrawn
+    return (
+        run.status if isinstance(w, msgspec.UnsetType) else f"{run.status}, withdrawn: {w.reason}"
+    )
+
+
+def withdrawn_lines(withdrawn: list[WithdrawnRun] | msgspec.UnsetType, sections: int) -> list[str]:
+    """The lines that say which withdrawn runs the report leaves out or shows (none when
+    no run of the selection is withdrawn), and that nothing is left when all are."""
+    if isinstance(withdrawn, msgspec.UnsetType) or not withdrawn:
+        return []
+    n = len(withdrawn)
+    names = "; ".join(f"{w.run} (seq {w.seq}: {w.reason})" for w in withdrawn)
+    runs = f"{n} withdrawn run{'s' if n != 1 else ''}"
+    if withdrawn[0].shown:
+        return [f"{runs} shown, marked withdrawn: {names}."]
+    lines = [f"{runs} left out: {names}. `--include-withdrawn` shows {'it' if n == 1 else 'them'}."]
+    if sections == 0:
+        lines.append("Every run of this report is withdrawn: there is nothing to rank or compare.")
+    return lines
 
 
 def _with_coverage(value: str | None, covered: int | msgspec.UnsetType, planned: int) -> str | None:
@@ -515,7 +542,7 @@ def runs_table(section: Section) -> Table:
                 r.run,
                 r.profile,
                 model_text(r),
-                r.status,
+                status_text(r),
                 q.total,
                 q.result_correct_rate,
                 f"{q.correct}/{q.wrong}/{q.unknown}",

@@ -31,6 +31,7 @@ from ledger.events import (
     ProviderFailed,
     RunFinished,
     RunStarted,
+    RunWithdrawn,
     ScoreComputed,
     ScoreItems,
     SignerRegistered,
@@ -415,5 +416,11 @@ SAMPLES: tuple[EventBase, ...] = (
                 gold_verdict="supported",
             ),
         ),
+    ),
+    RunWithdrawn(
+        **RUN,
+        stream_seq=17,
+        stream_prev=H,
+        reason="misconfigured: the server port was wrong, every attempt was refused",
     ),
 )
