@@ -47,13 +47,15 @@ from ledger.events import (
     ScoreComputed,
     SqlExecuted,
     SqlGuarded,
+    tag_of,
 )
 from ledger.harness import pipeline
 from ledger.harness import score as score_mod
 from ledger.harness.attempt import Stream
 from ledger.harness.limits import DEFAULT_LIMITS
 from ledger.keys import Signer
-from ledger.store import Ledger, StoredEvent, link_of
+from ledger.merkle import HASH_SIZE
+from ledger.store import Ledger, StoredEvent, envelope_of, link_of
 from projections.caseruns import CaseRun, State
 from projections.outcome import terminal as outcome_of
 
@@ -190,14 +192,28 @@ def rescore(
         UsageError: unknown scorer version or run; bank files missing.
     """
     score_mod.get_scorer(version)  # unknown versions fail before anything is read
-    state = read_state(ledger, runs=runs or None).state
+    snap = read_state(ledger, runs=runs or None)
+    state = snap.state
     chosen = sorted(state.runs) if not runs else sorted(set(runs))
     missing = [r for r in chosen if r not in state.runs]
     if missing:
         raise UsageError(f"no run {', '.join(missing)} in {ledger.path}")
     summary = RescoreSummary(version, runs=chosen)
+    # One pass over the CaseRuns (in key order: run, case, attempt), not one per run.
+    by_run: dict[str, list[CaseRun]] = {run_id: [] for run_id in chosen}
+    for key in sorted(state.caseruns):
+        caserun = state.caseruns[key]
+        if caserun.run_id in by_run:
+            by_run[caserun.run_id].append(caserun)
     for run_id in chosen:
-        batch = _rescore_run(state, ledger, home, run_id, version, reexecute, summary, clock)
+        head = snap.heads.get(run_id)
+        if head is None:
+            raise broken(f"run {run_id} has no stream head in the snapshot")
+        stream = Stream(run_id, clock, None)
+        stream.seq, stream.prev = head[0], link_of(head[1])
+        batch = _rescore_run(
+            state, by_run[run_id], stream, home, run_id, version, reexecute, summary
+        )
         if batch:
             ledger.append(batch, signer)
     return summary
@@ -205,13 +221,13 @@ def rescore(
 
 def _rescore_run(
     state: State,
-    ledger: Ledger,
+    found: list[CaseRun],
+    stream: Stream,
     home: Path,
     run_id: str,
     version: str,
     reexecute: bool,
     summary: RescoreSummary,
-    clock: Callable[[], str],
 ) -> list[EventBase]:
     started = state.runs[run_id].started
     bank_info = state.banks[started.bank_hash]
@@ -222,14 +238,9 @@ def _rescore_run(
     if reexecute:
         db_path, _ = bank_paths(home, bank.content_sha256, bank.build.engine)
         pool = executor_for(bank, db_path)
-    head = ledger.stream_events(run_id)[-1]
-    stream = Stream(run_id, clock, head)
     out: list[EventBase] = []
     try:
-        for key in sorted(state.caseruns):
-            caserun = state.caseruns[key]
-            if caserun.run_id != run_id:
-                continue
+        for caserun in found:
             latest = _latest_score(caserun)
             if latest is None:
                 summary.skip("no_recorded_score")
@@ -333,6 +344,7 @@ class Recomputation:
     def __init__(self, banks_dir: Path, *, reexecute: bool = True) -> None:
         self.banks_dir = banks_dir
         self.reexecute = reexecute
+        self.ledger: Ledger | None = None
         self.scores = 0
         self.rerun = 0
         self.equal = 0
@@ -347,6 +359,11 @@ class Recomputation:
                 f"{self.not_comparable} not comparable (timeout or memory stop)"
             )
         return line
+
+    def bind(self, ledger: Ledger) -> None:
+        """Look evidence up in ``ledger`` by leaf hash (the verified ledger being walked)
+        instead of keeping every evidence event of the walk in memory."""
+        self.ledger = ledger
 
     def __call__(self, rows: Iterator[StoredEvent]) -> None:
         walk = _Walk(self)
@@ -374,6 +391,10 @@ class _Walk:
         self.pools: dict[str, Executor] = {}
         self.tmp: tempfile.TemporaryDirectory[str] | None = None
         self.built: list[tuple[str, Path]] = []  # (engine, database) of temporary builds
+        kept: tuple[type[EventBase], ...] = (BankPublished, RunStarted, ScoreComputed)
+        if owner.ledger is None:
+            kept += _EVIDENCE_TYPES  # no ledger to look them up in: keep them as they pass
+        self.wanted = frozenset(tag_of(cls) for cls in kept)
 
     def close(self) -> None:
         for pool in self.pools.values():
@@ -384,6 +405,9 @@ class _Walk:
             self.tmp.cleanup()
 
     def add(self, row: StoredEvent) -> None:
+        kind = envelope_of(row.seq, row.body).type
+        if kind not in self.wanted:
+            return  # decode only what the check reads
         event = row.event()
         if isinstance(event, BankPublished):
             self.banks.setdefault(event.content_sha256, (event, row.seq))
@@ -393,6 +417,26 @@ class _Walk:
             self.evidence[link_of(row.leaf_hash)] = (row.seq, event)
         elif isinstance(event, ScoreComputed):
             self.check_score(row.seq, event)
+
+    def named(self, link: str, before: int) -> tuple[int, EventBase] | None:
+        """(seq, event) of the evidence event ``link`` names, stored before ``before``.
+
+        Looked up by leaf hash in the verified ledger (each body hashed to its leaf
+        again), so memory does not grow with the ledger; an event that is not one of
+        the evidence kinds, or comes after the score, is not evidence (as before).
+        """
+        ledger = self.owner.ledger
+        if ledger is None:
+            return self.evidence.get(link)
+        try:
+            leaf = bytes.fromhex(link.removeprefix("sha256:"))
+        except ValueError:
+            return None
+        row = ledger.find(leaf) if len(leaf) == HASH_SIZE else None
+        if row is None or row.seq >= before:
+            return None
+        event = row.event()
+        return (row.seq, event) if isinstance(event, _EVIDENCE_TYPES) else None
 
     def bank(self, bank_hash: str) -> Bank:
         if bank_hash not in self.loaded:
@@ -437,7 +481,7 @@ class _Walk:
         references = self.bank(bank_hash).references()
         named: list[tuple[str, int, EventBase]] = []
         for link in event.evidence:
-            found = self.evidence.get(link)
+            found = self.named(link, seq)
             if found is not None:
                 ev = found[1]
                 if ev.stream != event.stream or ev.case_id != event.case_id:  # type: ignore[attr-defined]

@@ -31,14 +31,14 @@ import msgspec
 from ledger import codec
 from ledger.app import tree_index
 from ledger.errors import ChainBrokenError, UsageError, VerificationError
-from ledger.events import LEDGER_STREAM, BankPublished, tag_of
+from ledger.events import LEDGER_STREAM, BankPublished, RunStarted, tag_of
 from ledger.merkle import TreeAccumulator
 from ledger.store import GENESIS_CHAIN, Ledger, link_of
 from projections import caseruns
 from projections.caseruns import ATTEMPT_EVENTS, State
 from projections.replay import paused_gc
 
-__all__ = ["Snapshot", "read_state"]
+__all__ = ["Snapshot", "read_state", "run_snapshots"]
 
 T = TypeVar("T")
 _ATTEMPT_TAGS = frozenset(tag_of(cls) for cls in ATTEMPT_EVENTS)
@@ -99,14 +99,9 @@ def read_state(
             try:
                 return _read_indexed(ledger, index, stop, wanted)
             except tree_index.IndexMismatch:
-                if again:
-                    raise ChainBrokenError(
-                        f"the stream index of {ledger.location} disagrees with its events "
-                        "(a stream column was edited)",
-                        seq=None,
-                        hint="run `caseledger verify`, which names the seq",
-                    ) from None
-                index = tree_index.rebuild(ledger)
+                # Rebuilt once (the index may be the stale side); then the ledger's own
+                # columns disagree with its bodies: the full read names the seq.
+                index = None if again else tree_index.rebuild(ledger)
     return _read_all(ledger, stop, wanted)
 
 
@@ -157,6 +152,106 @@ def _check_stream(seq: int, head: _Envelope, heads: dict[str, tuple[int, bytes]]
 
 
 _BANK_TAG = tag_of(BankPublished)
+_RUN_TAG = tag_of(RunStarted)
+
+#: (seq, leaf hash, body) of one checked row to fold.
+_Row = tuple[int, bytes, bytes]
+
+
+@dataclass
+class _Indexed:
+    """What every read through the index shares: the verified index, the tree size
+    asked for, the ledger stream's events (and banks) below it and the rows after the
+    index, read once."""
+
+    index: tree_index.TreeIndex
+    stop: int
+    root: bytes
+    banks: list[_Row]
+    #: stream -> its rows from the index's size to ``stop`` (checked, in order).
+    tail: dict[str, list[_Row]]
+    #: stream -> (stream_seq, leaf) of its last event below ``stop``.
+    heads: dict[str, tuple[int, bytes]]
+
+
+def _indexed(ledger: Ledger, index: tree_index.TreeIndex, stop: int) -> _Indexed:
+    """The ledger stream's events below N and the rows after N, each checked."""
+    prefix = min(index.size, stop)
+    heads: dict[str, tuple[int, bytes]] = {}
+    # Every event of the ledger stream is folded (banks, and whatever else a fold
+    # reads from it); the fold ignores the rest (signers, checkpoints issued).
+    banks = [row for row, _ in _stream_below(ledger, index, LEDGER_STREAM, prefix, heads)]
+    tail: dict[str, list[_Row]] = {}
+    if stop <= index.size:
+        root = index.accumulator(stop).root()
+    else:
+        tree = index.accumulator(index.size)
+        chains = {s: (n, leaf) for s, (n, _, leaf) in index.heads.items()}
+        for seq, body, leaf in _tail_rows(ledger, index.size, stop):
+            tree.append(leaf)
+            head = _decoded(seq, _ENV.decode, body)
+            _check_stream(seq, head, chains)
+            chains[head.stream] = heads[head.stream] = (head.stream_seq, leaf)
+            if head.type == _BANK_TAG or head.stream == LEDGER_STREAM:
+                banks.append((seq, leaf, body))
+            else:
+                tail.setdefault(head.stream, []).append((seq, leaf, body))
+        root = tree.root()
+    return _Indexed(index, stop, root, banks, tail, heads)
+
+
+def _stream_below(
+    ledger: Ledger,
+    index: tree_index.TreeIndex,
+    stream: str,
+    prefix: int,
+    heads: dict[str, tuple[int, bytes]],
+) -> Iterator[tuple[_Row, _Envelope]]:
+    """The stream's rows below ``prefix`` found by the stream index, each checked.
+
+    Every body must hash to the verified leaf at its seq and name the stream; the
+    stream's chain must hold and end, below the index's size N, at the head the
+    index recorded (rows between ``prefix`` and N are checked, not yielded).
+    """
+    last: tuple[int, int, bytes] | None = None
+    for count, (seq, body, leaf) in enumerate(ledger.indexed_stream(stream, index.size)):
+        if type(body) is not bytes or codec.leaf_hash(body) != index.leaf(seq):
+            raise tree_index.IndexMismatch(f"seq {seq}: not the leaf of the tree")
+        head = _decoded(seq, _ENV.decode, body)
+        want_prev = None if last is None else link_of(last[2])
+        if head.stream != stream or head.stream_seq != count or head.stream_prev != want_prev:
+            raise tree_index.IndexMismatch(f"seq {seq}: stream chain")
+        if last is not None and seq <= last[1]:
+            raise tree_index.IndexMismatch(f"seq {seq}: stream out of order")
+        last = (count, seq, leaf)
+        if seq < prefix:
+            heads[stream] = (count, leaf)
+            yield (seq, leaf, body), head
+    if last != index.heads.get(stream):
+        raise tree_index.IndexMismatch(f"stream {stream}: head differs")
+
+
+def _fold_runs(ledger: Ledger, shared: _Indexed, wanted: frozenset[str]) -> Snapshot:
+    """The state of the banks and the ``wanted`` runs, in seq order."""
+    prefix = min(shared.index.size, shared.stop)
+    heads: dict[str, tuple[int, bytes]] = {}
+    items = list(shared.banks)
+    for stream in sorted(wanted - {LEDGER_STREAM}):
+        items.extend(row for row, _ in _stream_below(ledger, shared.index, stream, prefix, heads))
+        items.extend(shared.tail.get(stream, ()))
+    heads.update(shared.heads)  # the ledger stream's, and those of the rows after N
+    items.sort()
+    state = caseruns.initial()
+    apply, decode = caseruns.apply, codec.decode
+    with paused_gc():
+        for seq, leaf, body in items:
+            state = apply(state, (seq, leaf, _decoded(seq, decode, body)))
+    state.size = shared.stop
+    found = state.caseruns
+    state.caseruns = {key: found[key] for key in sorted(found) if found[key].run_id in wanted}
+    state.runs = {run: info for run, info in state.runs.items() if run in wanted}
+    heads = {s: h for s, h in heads.items() if s in wanted or s == LEDGER_STREAM}
+    return Snapshot(state, shared.stop, shared.root, heads)
 
 
 def _read_indexed(
@@ -173,62 +268,71 @@ def _read_indexed(
     full, as without an index. The root is that of the verified leaves below N and
     the leaves read after it.
     """
-    prefix = min(index.size, stop)
-    items: list[tuple[int, bytes, bytes]] = []
-    heads: dict[str, tuple[int, bytes]] = {}
-    for stream in (LEDGER_STREAM, *sorted(wanted - {LEDGER_STREAM})):
-        last: tuple[int, int, bytes] | None = None
-        for count, (seq, body, leaf) in enumerate(ledger.indexed_stream(stream, index.size)):
-            if type(body) is not bytes or codec.leaf_hash(body) != index.leaf(seq):
-                raise tree_index.IndexMismatch(f"seq {seq}: not the leaf of the tree")
-            head = _decoded(seq, _ENV.decode, body)
-            want_prev = None if last is None else link_of(last[2])
-            if head.stream != stream or head.stream_seq != count or head.stream_prev != want_prev:
-                raise tree_index.IndexMismatch(f"seq {seq}: stream chain")
-            last = (count, seq, leaf)
-            if seq < prefix and (stream != LEDGER_STREAM or head.type == _BANK_TAG):
-                items.append((seq, leaf, body))
-                heads[stream] = (head.stream_seq, leaf)
-        if last != index.heads.get(stream):
-            raise tree_index.IndexMismatch(f"stream {stream}: head differs")
-    state = caseruns.initial()
-    apply, decode = caseruns.apply, codec.decode
-    items.sort()
-    with paused_gc():
-        for seq, leaf, body in items:
-            state = apply(state, (seq, leaf, _decoded(seq, decode, body)))
-        if stop <= index.size:
-            root = index.accumulator(stop).root()
-        else:
-            root = _read_tail(ledger, index, stop, wanted, state, heads)
-    state.size = stop
-    found = state.caseruns
-    state.caseruns = {key: found[key] for key in sorted(found) if found[key].run_id in wanted}
-    state.runs = {run: info for run, info in state.runs.items() if run in wanted}
-    return Snapshot(state, stop, root, heads)
+    return _fold_runs(ledger, _indexed(ledger, index, stop), wanted)
 
 
-def _read_tail(
-    ledger: Ledger,
-    index: tree_index.TreeIndex,
-    stop: int,
-    wanted: frozenset[str],
-    state: State,
-    heads: dict[str, tuple[int, bytes]],
-) -> bytes:
-    """Fold the rows from the index's size to ``stop``, each checked; returns the root."""
-    tree = index.accumulator(index.size)
-    chains = {s: (n, leaf) for s, (n, _, leaf) in index.heads.items()}
-    apply, decode = caseruns.apply, codec.decode
-    for seq, body, leaf in _tail_rows(ledger, index.size, stop):
-        tree.append(leaf)
-        head = _decoded(seq, _ENV.decode, body)
-        _check_stream(seq, head, chains)
-        chains[head.stream] = (head.stream_seq, leaf)
-        if head.stream in wanted or head.type == _BANK_TAG:
-            heads[head.stream] = (head.stream_seq, leaf)
-            state = apply(state, (seq, leaf, _decoded(seq, decode, body)))
-    return tree.root()
+def run_snapshots(ledger: Ledger) -> Iterator[Snapshot]:
+    """One snapshot per run at the whole log, in run id order, each holding the banks
+    and that run only: what ``caseledger runs`` folds, one run in memory at a time.
+
+    Read through the tree index when there is one (the rows after it read once);
+    without one, the whole log is read into one snapshot, as before.
+    """
+    index = tree_index.open_index(ledger)
+    for again in (False, True):
+        if index is None:
+            break
+        try:
+            shared = _indexed(ledger, index, ledger.size())
+            streams = set(index.heads) | set(shared.tail)
+            runs = sorted(s for s in streams if _is_run(ledger, index, shared, s))
+            return _each_run(ledger, shared, runs)
+        except tree_index.IndexMismatch:
+            index = None if again else tree_index.rebuild(ledger)
+    return iter([_read_all(ledger, ledger.size(), None)])
+
+
+def _each_run(ledger: Ledger, shared: _Indexed, runs: list[str]) -> Iterator[Snapshot]:
+    """Each run's snapshot; a run whose stream disagrees with the index is read again
+    after the index is rebuilt from the log (it may have been the stale side), then,
+    if it still disagrees, by the full read (which names the seq of an edited row)."""
+    for run in runs:
+        wanted = frozenset([run])
+        try:
+            snap = _fold_runs(ledger, shared, wanted)
+        except tree_index.IndexMismatch:
+            snap = _again(ledger, shared.stop, wanted)
+            index = tree_index.open_index(ledger)
+            if index is not None:
+                shared = _indexed(ledger, index, shared.stop)
+        yield snap
+
+
+def _again(ledger: Ledger, stop: int, wanted: frozenset[str]) -> Snapshot:
+    """The runs' snapshot after the index disagreed: through a rebuilt index, else by
+    the full read (which names the seq of an edited row), keeping only those runs."""
+    index = tree_index.rebuild(ledger)
+    if index is not None:
+        try:
+            return _read_indexed(ledger, index, stop, wanted)
+        except tree_index.IndexMismatch:
+            pass
+    snap = _read_all(ledger, stop, wanted)
+    snap.state.runs = {run: info for run, info in snap.state.runs.items() if run in wanted}
+    return snap
+
+
+def _is_run(ledger: Ledger, index: tree_index.TreeIndex, shared: _Indexed, stream: str) -> bool:
+    """Whether the stream's first event (checked against the tree) is a RunStarted."""
+    if stream == LEDGER_STREAM:
+        return False
+    if stream in index.heads:
+        seq, body, _ = next(iter(ledger.indexed_stream(stream, index.size)), (-1, b"", b""))
+        if seq < 0 or codec.leaf_hash(body) != index.leaf(seq):
+            raise tree_index.IndexMismatch(f"stream {stream}: first event")
+    else:
+        seq, _, body = shared.tail[stream][0]
+    return _decoded(seq, _ENV.decode, body).type == _RUN_TAG
 
 
 def _tail_rows(ledger: Ledger, start: int, stop: int) -> Iterator[tuple[int, bytes, bytes]]:

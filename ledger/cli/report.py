@@ -10,7 +10,7 @@ import click
 
 from ledger.app.reporting import report_bytes
 from ledger.app.rescore import rescore
-from ledger.app.snapshot import read_state
+from ledger.app.snapshot import read_state, run_snapshots
 from ledger.cli.common import Context, pass_ctx, write_atomic
 from ledger.cli.withdraw import withdraw_cmd, withdrawn_note
 from ledger.codec import format_time
@@ -83,7 +83,9 @@ def runs(ctx: Context, as_json: bool, include_withdrawn: bool) -> None:
     if click.get_current_context().invoked_subcommand is not None:
         return
     with Ledger.open(ctx.ledger, readonly=True) as ledger:
-        rows = run_overview(read_state(ledger).state)
+        # One run in memory at a time (through the tree index); the rows are all
+        # collected before the first is printed, so a bad byte prints nothing.
+        rows = [row for snap in run_snapshots(ledger) for row in run_overview(snap.state)]
     left_out = [(r["run"], r["withdrawn"]) for r in rows if "withdrawn" in r]
     if not include_withdrawn:
         rows = [r for r in rows if "withdrawn" not in r]

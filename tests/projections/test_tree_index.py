@@ -8,6 +8,7 @@ the tree head is the RFC 9162 root over every stored leaf hash (``merkle.root_ha
 
 from __future__ import annotations
 
+import json
 import shutil
 import sqlite3
 from pathlib import Path
@@ -227,10 +228,12 @@ def test_a_stream_column_edited_under_the_index_is_refused(copy: Path) -> None:
     conn.execute("UPDATE events SET stream = 'elsewhere' WHERE seq = ?", (last,))
     conn.commit()
     conn.close()
-    code, out, err = cli(copy, "report", "--run", "model-a")
-    assert code == 1
-    assert out == ""
-    assert "Traceback" not in err
+    for command in (["report", "--run", "model-a"], ["runs"]):
+        code, out, err = cli(copy, *command)
+        assert code == 1
+        assert out == ""
+        assert f"error: seq {last}: the row's columns say stream 'elsewhere'" in err, err
+        assert "Traceback" not in err
 
 
 def test_a_ledger_without_a_stored_checkpoint_is_read_in_full(copy: Path) -> None:
@@ -244,3 +247,16 @@ def test_a_ledger_without_a_stored_checkpoint_is_read_in_full(copy: Path) -> Non
     assert code == 0
     assert out.encode() == full_report(copy, "model-b", "md")
     assert not copy.with_name("ledger.index.db").exists()
+
+
+def test_runs_reads_one_run_at_a_time_with_the_same_lines(copy: Path) -> None:
+    from projections.report import run_overview
+
+    with Ledger.open(copy, readonly=True) as ledger:
+        want = run_overview(snapshot._read_all(ledger, ledger.size(), None).state)
+        snaps = list(snapshot.run_snapshots(ledger))
+    assert [list(s.state.runs) for s in snaps] == [[r] for r in sorted(RUNS)]
+    code, out, err = cli(copy, "runs", "--json")
+    assert code == 0, err
+    assert json.loads(out) == want
+    assert [row["run"] for row in want] == sorted(RUNS)
