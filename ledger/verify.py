@@ -13,7 +13,11 @@ The steps, numbered as in docs/verification.md:
       and the query columns (``stream``, ``stream_seq``, ``type``) equal the body's;
   (5) Merkle tree heads: every CheckpointIssued in the log, every checkpoint stored
       in the ledger's ``checkpoints`` table and every note given by the caller (the
-      last two also catch a cut-off tail).
+      last two also catch a cut-off tail);
+  (6) runs imported from other ledgers (docs/exchange.md): each event.imported.v1
+      carries an event as signed on its home ledger; its original signature must
+      verify with the key a signer.foreign.v1 before it accepted, and the inner
+      events of each run must continue their own stream chain (ledger/foreign.py).
 Verification fails closed.
 """
 
@@ -47,7 +51,13 @@ from ledger.errors import (
     UsageError,
     VerificationError,
 )
-from ledger.events import CheckpointIssued, SignerRegistered
+from ledger.events import (
+    CheckpointIssued,
+    EventImported,
+    ForeignSignerRegistered,
+    SignerRegistered,
+)
+from ledger.foreign import ForeignChecker
 from ledger.keys import EVENT_SIGNING_PREFIX, EVENT_SIGNING_PREFIX_V2, Keyring
 from ledger.merkle import TreeAccumulator
 from ledger.store import GENESIS_CHAIN, Ledger, StoredEvent, link_of
@@ -83,6 +93,8 @@ class VerifyResult:
     signed_v2: int = 0
     #: Tree sizes of the checkpoints stored in the ledger file, all checked.
     stored_checkpoint_sizes: tuple[int, ...] = ()
+    #: event.imported.v1 rows whose original signature was checked (step 6).
+    imported: int = 0
 
     def rules(self) -> str:
         """Which signature rule each event follows, by seq range."""
@@ -110,6 +122,8 @@ class VerifyResult:
             )
         if self.checkpoint_sizes:
             parts.append("checkpoints at size " + ", ".join(map(str, self.checkpoint_sizes)))
+        if self.imported:
+            parts.append(f"{self.imported} imported events, original signatures checked")
         if self.recomputed:
             parts.append("scores recomputed")
         return "; ".join(parts)
@@ -406,6 +420,8 @@ def _walk(
     origin = ""
     in_log = 0
     expected = 0
+    foreign = ForeignChecker()  # (6) runs imported from other ledgers
+    imported = 0
     try:
         # (1) body -> leaf hash, (2) the chain and the query columns against the body's
         # envelope are checked by the scan itself.
@@ -435,6 +451,11 @@ def _walk(
                 raise _fail(SignatureError, seq, "signature is not a blob")
             checker.add(seq, entry.public_key, prev_chain, leaf, sig)
             prev_chain = chain
+            if isinstance(event, ForeignSignerRegistered):
+                foreign.register(seq, event, entry)
+            elif isinstance(event, EventImported):
+                foreign.check(seq, event)
+                imported += 1
             # (4) stream chain, and the query columns against the body
             last = streams.get(event.stream)
             want_seq, want_prev = (0, None) if last is None else (last[0] + 1, link_of(last[1]))
@@ -482,6 +503,7 @@ def _walk(
         trusted=tuple(v.key_string for v in trusted),
         signed_v1=checker.v1,
         signed_v2=size - checker.v1,
+        imported=imported,
     )
 
 
