@@ -1,15 +1,23 @@
 """The log: append-only rows with a hash chain, a signature per event and per-stream chains.
 
 One row per event (DESIGN.md "The log"): ``seq`` (0, 1, ... = Merkle leaf index),
-``body`` (canonical bytes), ``leaf_hash`` = SHA-256(0x00 || body) under a UNIQUE
-constraint (the content-derived event id), ``chain`` = SHA-256(prev chain ||
-leaf hash) with 32 zero bytes before seq 0, the signer's ``key_id`` and ``sig`` =
-Ed25519(b"caseledger/event/v2\\n" || previous chain || leaf hash), so a signature
-fixes both an event's content and its place (ledgers written before this rule keep
-their ``event/v1`` signatures over the leaf hash alone; see ``keys.event_message``).
+``body`` (canonical bytes), ``leaf_hash`` = SHA-256(0x00 || body) (the
+content-derived event id, unique: see "The same event twice" below), ``chain`` =
+SHA-256(prev chain || leaf hash) with 32 zero bytes before seq 0, the signer's
+``key_id`` and ``sig`` = Ed25519(b"caseledger/event/v2\\n" || previous chain ||
+leaf hash), so a signature fixes both an event's content and its place (ledgers
+written before this rule keep their ``event/v1`` signatures over the leaf hash
+alone; see ``keys.event_message``).
 ``stream``, ``stream_seq`` and ``type`` are copies kept for queries: every read that
 decides something (:meth:`Ledger.scan` and the methods built on it) derives them from
 bodies it has checked against their leaf hashes and the chain, never from a column.
+
+The same event twice: equal bodies have equal (stream, stream_seq), so a store
+whose (stream, stream_seq) is UNIQUE (SQLite files since issue 21) or whose leaf hash
+is UNIQUE (older files, PostgreSQL) refuses a second copy either way; an append finds
+a stored copy by its (stream, stream_seq) through the ordered stream index
+(``Backend.rows_at``), never through an index on the random leaf hash, and returns
+the stored seq instead of writing it again.
 
 Checkpoints: after every batch that holds a RunFinished or a BankPublished, an
 operator's append also signs a checkpoint note over the whole log and stores it in
@@ -478,7 +486,8 @@ class Ledger:
                 f"the ledger moved: expected tree size {expect_size}, found {size}",
                 hint="re-read the ledger and retry the import against the new size",
             )
-        # Fast path: no lookups; the UNIQUE leaf_hash index catches a stored duplicate.
+        # Fast path: no lookups; the store's unique key (stream position or leaf hash)
+        # catches a stored duplicate.
         planned, seqs = self._plan(items, size, {})
         self._db.savepoint()
         try:
@@ -489,10 +498,18 @@ class Ledger:
             self._db.rollback_to_savepoint()
             self._keyring, self._keyring_size = Keyring(), 0
             known: dict[bytes, int] = {}
-            while found := self._stored_seqs([p[2] for p in planned]):
+            while found := self._stored_copies([p[1] for p in planned], [p[2] for p in planned]):
                 known.update(found)
                 planned, seqs = self._plan(items, size, known)
-            self._write(planned, size, chain, signer)
+            try:
+                self._write(planned, size, chain, signer)
+            except DuplicateLeafError:
+                raise ChainBrokenError(
+                    f"{self.location}: a new event clashes with a stored row whose stream "
+                    "columns do not match its event id",
+                    seq=None,
+                    hint="the ledger was edited; run `caseledger verify` on it",
+                ) from None
         if signer.role == "operator" and any(isinstance(p[1], _CHECKPOINT_AFTER) for p in planned):
             self._store_checkpoint(size + len(planned), signer)
         self._db.release_savepoint()
@@ -627,7 +644,7 @@ class Ledger:
                 continue
             if not isinstance(item, Draft) and not self._continues(event, heads):
                 # A stored copy of a complete event no longer continues its stream.
-                stored = self._stored_seqs([leaf]).get(leaf)
+                stored = self._stored_copies([event], [leaf]).get(leaf)
                 if stored is not None:
                     seqs.append(stored)
                     continue
@@ -640,8 +657,29 @@ class Ledger:
             seqs.append(seq)
         return planned, seqs
 
-    def _stored_seqs(self, leaves: list[bytes]) -> dict[bytes, int]:
-        return self._db.seqs_of(leaves)
+    def _stored_copies(self, events: list[EventBase], leaves: list[bytes]) -> dict[bytes, int]:
+        """leaf hash -> stored seq of those events already in the log.
+
+        A stored copy sits at the event's own (stream, stream_seq), found through the
+        ordered stream index. Another event stored there is a fork of the stream:
+        StoreConflictError, nothing written.
+        """
+        keys = [(e.stream, e.stream_seq) for e in events]
+        stored = self._db.rows_at(keys)
+        found: dict[bytes, int] = {}
+        for key, leaf in zip(keys, leaves, strict=True):
+            rows = stored.get(key, [])
+            same = [seq for seq, other in rows if other == leaf]
+            if same:
+                found[leaf] = same[0]
+            elif rows:
+                raise StoreConflictError(
+                    f"stream {key[0]}: stream_seq {key[1]} is already stored at seq "
+                    f"{rows[0][0]} as another event ({link_of(rows[0][1])}), not "
+                    f"{link_of(leaf)}",
+                    hint="import the stream's events in order, onto the stream head",
+                )
+        return found
 
     def _stream_head(
         self, stream: str, heads: dict[str, tuple[int, str | None]]
@@ -651,7 +689,7 @@ class Ledger:
             row = self._db.stream_head(stream)
             heads[stream] = (-1, None) if row is None else (row[0], link_of(row[1]))
             if row is not None:
-                self._check_head(stream, row[0], row[1])
+                self._check_head(stream, row[0], row[1], row[2])
         return heads[stream]
 
     def _complete(
@@ -676,12 +714,12 @@ class Ledger:
         except TypeError as exc:
             raise UsageError(f"bad {item.cls.__name__} draft: {exc}") from None
 
-    def _check_head(self, stream: str, stream_seq: int, leaf: bytes) -> None:
+    def _check_head(self, stream: str, stream_seq: int, leaf: bytes, seq: int) -> None:
         """The row the stream index names as a stream's head must say so in its checked body."""
-        row = self._db.body_of(leaf)
-        if row is None:
+        row = next(iter(self._db.select("body, leaf_hash", seq, seq + 1, 1)), None)
+        if row is None or row[1] != leaf:
             raise ChainBrokenError(f"stream {stream}: its head row is missing", seq=None)
-        seq, body = row
+        body = row[0]
         _check_leaf(seq, body, leaf)
         head = envelope_of(seq, body)
         if head.stream != stream or head.stream_seq != stream_seq:

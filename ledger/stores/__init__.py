@@ -72,7 +72,12 @@ def redact(url: str) -> str:
 
 
 class DuplicateLeafError(Exception):
-    """An inserted row's leaf hash is already stored (the unique event id held)."""
+    """An inserted row clashed with a stored one on a unique key of ``events``.
+
+    The key is (stream, stream_seq) in SQLite files made since issue 21, the leaf
+    hash in older files and on PostgreSQL; either way the same event twice cannot be
+    stored (docs/stores.md, "The same event twice").
+    """
 
 
 class Backend(Protocol):
@@ -104,14 +109,21 @@ class Backend(Protocol):
     def chain_at(self, seq: int) -> bytes | None:
         """The stored chain of row ``seq``."""
 
-    def seqs_of(self, leaves: Sequence[bytes]) -> dict[bytes, int]:
-        """leaf hash -> seq of those of ``leaves`` that are stored."""
+    def rows_at(
+        self, keys: Sequence[tuple[str, int]]
+    ) -> dict[tuple[str, int], list[tuple[int, bytes]]]:
+        """(stream, stream_seq) -> [(seq, leaf hash), ...] of the stored rows at those keys.
 
-    def stream_head(self, stream: str) -> tuple[int, bytes] | None:
-        """(stream_seq, leaf hash) of the row the stream index names as ``stream``'s last."""
+        Read through the ordered stream index: this is how an append finds a stored
+        copy of an event (same body, hence same stream and stream_seq) without an
+        index on the random leaf hash. One row per key unless the columns were edited.
+        """
+
+    def stream_head(self, stream: str) -> tuple[int, bytes, int] | None:
+        """(stream_seq, leaf hash, seq) of the row the stream index names as ``stream``'s last."""
 
     def body_of(self, leaf: bytes) -> tuple[int, bytes] | None:
-        """(seq, body) of the row stored under ``leaf``."""
+        """(seq, body) of the row stored under ``leaf`` (a full scan where no leaf index exists)."""
 
     def stream_rows(self, stream: str, stop: int) -> Iterator[tuple[int, bytes, bytes]]:
         """(seq, body, leaf hash) of rows whose ``stream`` column is ``stream`` and

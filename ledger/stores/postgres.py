@@ -239,24 +239,35 @@ class PostgresBackend:
         row = self._fetchone(f"SELECT chain FROM {SCHEMA}.events WHERE seq = %s", (seq,))  # noqa: S608 (a constant schema name; values are bound)
         return None if row is None else bytes(row[0])
 
-    def seqs_of(self, leaves: Sequence[bytes]) -> dict[bytes, int]:
-        """leaf hash -> seq of the stored ones (one query per 1,000)."""
-        found: dict[bytes, int] = {}
-        query = f"SELECT leaf_hash, seq FROM {SCHEMA}.events WHERE leaf_hash = ANY(%s)"  # noqa: S608 (a constant schema name; values are bound)
-        for i in range(0, len(leaves), 1000):
+    def rows_at(
+        self, keys: Sequence[tuple[str, int]]
+    ) -> dict[tuple[str, int], list[tuple[int, bytes]]]:
+        """(stream, stream_seq) -> [(seq, leaf hash)] of stored rows, by the stream index."""
+        found: dict[tuple[str, int], list[tuple[int, bytes]]] = {}
+        query = (
+            f"SELECT stream, stream_seq, seq, leaf_hash FROM {SCHEMA}.events "  # noqa: S608 (a constant schema name; values are bound)
+            "WHERE (stream, stream_seq) IN (SELECT * FROM unnest(%s::text[], %s::bigint[])) "
+            "ORDER BY seq"
+        )
+        unique = list(dict.fromkeys(keys))
+        for i in range(0, len(unique), 1000):
+            chunk = unique[i : i + 1000]
             with self._errors():
-                rows = self.conn.execute(query, (list(leaves[i : i + 1000]),)).fetchall()
-            found.update((bytes(leaf), int(seq)) for leaf, seq in rows)
+                rows = self.conn.execute(
+                    query, ([k[0] for k in chunk], [k[1] for k in chunk])
+                ).fetchall()
+            for stream, stream_seq, seq, leaf in rows:
+                found.setdefault((stream, int(stream_seq)), []).append((int(seq), bytes(leaf)))
         return found
 
-    def stream_head(self, stream: str) -> tuple[int, bytes] | None:
-        """(stream_seq, leaf hash) of the stream's last row by the stream index."""
+    def stream_head(self, stream: str) -> tuple[int, bytes, int] | None:
+        """(stream_seq, leaf hash, seq) of the stream's last row by the stream index."""
         row = self._fetchone(
-            f"SELECT stream_seq, leaf_hash FROM {SCHEMA}.events WHERE stream = %s "  # noqa: S608 (a constant schema name; values are bound)
+            f"SELECT stream_seq, leaf_hash, seq FROM {SCHEMA}.events WHERE stream = %s "  # noqa: S608 (a constant schema name; values are bound)
             "ORDER BY stream_seq DESC LIMIT 1",
             (stream,),
         )
-        return None if row is None else (int(row[0]), bytes(row[1]))
+        return None if row is None else (int(row[0]), bytes(row[1]), int(row[2]))
 
     def body_of(self, leaf: bytes) -> tuple[int, bytes] | None:
         """(seq, body) stored under ``leaf``."""
