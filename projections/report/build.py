@@ -516,7 +516,8 @@ def build_report(
     if runs is not None and listed and not include_withdrawn:
         raise UsageError(
             "; ".join(f"run {w.run} is withdrawn (reason: {w.reason})" for w in listed),
-            hint="add --include-withdrawn to show it, marked as withdrawn",
+            hint="report, runs and gate show it with --include-withdrawn, marked as withdrawn; "
+            "a withdrawn run is never frozen as a baseline",
         )
     if not include_withdrawn:
         chosen = [r for r in chosen if state.runs[r].withdrawn is None]

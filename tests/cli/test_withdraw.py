@@ -214,3 +214,13 @@ def test_withdrawing_twice_is_refused(ledger: Path) -> None:
     assert code == 2
     assert f"run model-a is already withdrawn (seq {seq}, reason: {REASON})" in out + err
     assert size(ledger) == before
+
+
+def test_a_withdrawn_run_is_not_frozen_as_a_baseline(ledger: Path, tmp_path: Path) -> None:
+    withdraw(ledger, "self-test")
+    out_dir = tmp_path / "frozen"
+    code, _, err = cli(ledger, "baseline", "freeze", "self-test", "-o", str(out_dir))
+    assert code == 2
+    assert f"run self-test is withdrawn (reason: {REASON})" in err
+    assert "a withdrawn run is never frozen as a baseline" in err
+    assert not (out_dir / "scorecard.json").exists()
