@@ -404,7 +404,11 @@ def read_claims(summary: str, vocabulary: Sequence[str]) -> list[Reading]:
     (the text cells of the result and gold: only those are read as named items)."""
     out: list[Reading] = []
     seen_items: set[str] = set()
-    labels_all = [v for v in vocabulary if v.lower() not in _TOTAL_LABELS]
+    folded = unicodedata.normalize("NFKC", summary).lower()
+    # Only the names the summary can contain (a result may have thousands of text cells).
+    labels_all = [
+        v for v in set(vocabulary) if v.lower() not in _TOTAL_LABELS and v.lower() in folded
+    ]
     for clause in _clauses(summary):
         negated = _NEGATION.search(clause) is not None
         approx = _APPROX.search(clause) is not None
