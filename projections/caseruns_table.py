@@ -9,7 +9,8 @@ Each run is shown under the scorer version it recorded (as ``caseledger runs``
 does), each attempt resolved by :func:`projections.caseruns.attempts_of_run`, the
 one rule every reader shares. Rows come in a fixed order: runs by run id, then the
 run's cases in bank order, then attempts 1..N. Calibration runs have no case
-attempts and are not rows.
+attempts and are not rows. A withdrawn run is left out unless asked for (as
+reports and ``caseledger runs`` do); when shown, its rows carry the reason.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from ledger.errors import UsageError
 from ledger.events import ScoreItems
 from projections.caseruns import Attempt, State, attempts_of_run
 
-__all__ = ["COLUMNS", "ITEM_COLUMNS", "Row", "caserun_rows"]
+__all__ = ["COLUMNS", "ITEM_COLUMNS", "Row", "caserun_rows", "withdrawn_runs"]
 
 #: The score items of scorer 2.x, one column each (``item_<name>``), in ScoreItems order.
 ITEM_COLUMNS: tuple[str, ...] = tuple(f"item_{name}" for name in ScoreItems.__struct_fields__)
@@ -39,6 +40,7 @@ COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("profile", "VARCHAR", "model profile (display name)"),
     ("requested_model", "VARCHAR", "model id the run asked for (null: none)"),
     ("scorer_version", "VARCHAR", "the scorer version the run recorded; scores are under it"),
+    ("withdrawn", "VARCHAR", "why the run was withdrawn (--include-withdrawn; else null)"),
     ("case_id", "VARCHAR", "case id"),
     ("dimension", "VARCHAR", "the case's dimension"),
     ("difficulty", "VARCHAR", "the case's difficulty"),
@@ -75,11 +77,27 @@ COLUMNS: tuple[tuple[str, str, str], ...] = (
 Row = dict[str, str | int | bool | Decimal | None]
 
 
-def caserun_rows(state: State, runs: Sequence[str] | None = None) -> list[Row]:
+def withdrawn_runs(state: State, runs: Sequence[str] | None = None) -> list[tuple[str, str]]:
+    """(run id, reason) of the withdrawn runs among ``runs`` (default: all), by run id."""
+    chosen = sorted(set(runs)) if runs is not None else sorted(state.runs)
+    return [
+        (run_id, w.reason)
+        for run_id in chosen
+        if run_id in state.runs and (w := state.runs[run_id].withdrawn) is not None
+    ]
+
+
+def caserun_rows(
+    state: State, runs: Sequence[str] | None = None, *, include_withdrawn: bool = False
+) -> list[Row]:
     """Every planned attempt of the given runs (default: every run with cases) as rows.
 
+    Withdrawn runs are left out unless ``include_withdrawn`` (:func:`withdrawn_runs`
+    names them).
+
     Raises:
-        UsageError: a named run is not in the state, or is a calibration run.
+        UsageError: a named run is not in the state, is a calibration run, or is
+            withdrawn and ``include_withdrawn`` is not set.
     """
     if runs is not None:
         for run_id in runs:
@@ -94,11 +112,19 @@ def caserun_rows(state: State, runs: Sequence[str] | None = None) -> list[Row]:
                     f"run {run_id} is a calibration run: it has no case attempts",
                     hint="`caseledger calibrate --json` shows its mutants and controls",
                 )
+            if info.withdrawn is not None and not include_withdrawn:
+                raise UsageError(
+                    f"run {run_id} is withdrawn (reason: {info.withdrawn.reason})",
+                    hint="add --include-withdrawn to export it, marked as withdrawn",
+                )
     chosen = sorted(set(runs)) if runs is not None else sorted(state.runs)
     rows: list[Row] = []
     for run_id in chosen:
-        started = state.runs[run_id].started
+        info = state.runs[run_id]
+        started = info.started
         if started.run_kind == "calibration":
+            continue
+        if info.withdrawn is not None and not include_withdrawn:
             continue
         bank = state.banks.get(started.bank_hash)
         cases = {c.id: c for c in bank.event.cases} if bank is not None else {}
@@ -112,6 +138,7 @@ def caserun_rows(state: State, runs: Sequence[str] | None = None) -> list[Row]:
             "profile": started.profile,
             "requested_model": started.requested_model,
             "scorer_version": version,
+            "withdrawn": info.withdrawn.reason if info.withdrawn is not None else None,
         }
         for attempt in attempts_of_run(state, run_id, version):
             case = cases.get(attempt.case_id)

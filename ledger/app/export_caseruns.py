@@ -24,7 +24,7 @@ from ledger.app.snapshot import read_state
 from ledger.errors import UsageError
 from ledger.store import Ledger
 from ledger.stores import Location
-from projections.caseruns_table import COLUMNS, caserun_rows
+from projections.caseruns_table import COLUMNS, caserun_rows, withdrawn_runs
 
 __all__ = ["FORMATS", "CaseRunsExport", "export_caseruns"]
 
@@ -35,21 +35,32 @@ _COPY_OPTIONS = {"parquet": "FORMAT parquet", "csv": "FORMAT csv, HEADER true"}
 
 @dataclass(frozen=True)
 class CaseRunsExport:
-    """What was written: rows, runs, and the tree head the rows were read at."""
+    """What was written: rows, runs, the tree head the rows were read at, and the
+    withdrawn runs left out ((run id, reason); empty with ``include_withdrawn``)."""
 
     rows: int
     runs: int
     size: int
     root: bytes
+    left_out: tuple[tuple[str, str], ...] = ()
 
 
 def export_caseruns(
-    location: Location, out: Path, *, fmt: str, runs: Sequence[str] | None = None
+    location: Location,
+    out: Path,
+    *,
+    fmt: str,
+    runs: Sequence[str] | None = None,
+    include_withdrawn: bool = False,
 ) -> CaseRunsExport:
-    """Write the CaseRuns of ``runs`` (default: all) to ``out`` in ``fmt`` (parquet, csv)."""
+    """Write the CaseRuns of ``runs`` (default: all) to ``out`` in ``fmt`` (parquet, csv).
+
+    Withdrawn runs are left out (and listed in the result) unless ``include_withdrawn``.
+    """
     with Ledger.open(location, readonly=True) as ledger:
         snap = read_state(ledger, runs=runs)
-    rows = caserun_rows(snap.state, runs)
+    rows = caserun_rows(snap.state, runs, include_withdrawn=include_withdrawn)
+    left_out = () if include_withdrawn else tuple(withdrawn_runs(snap.state, runs))
     # Through newline-delimited JSON (decimals as strings, exact), typed by DuckDB.
     encoder = msgspec.json.Encoder(decimal_format="string")
     # Names and SQL types come from COLUMNS only (no user text), values from a file.
@@ -65,6 +76,7 @@ def export_caseruns(
         runs=len({row["run"] for row in rows}),
         size=snap.size,
         root=snap.root,
+        left_out=left_out,
     )
 
 

@@ -78,9 +78,10 @@ def export_audit_cmd(
     help="The file to write (replaced whole if it exists).",
 )
 @click.option("--run", "runs", multiple=True, help="Only this run (repeatable; default: all).")
+@click.option("--include-withdrawn", is_flag=True, help="Also withdrawn runs (their rows say why).")
 @pass_ctx
 def export_caseruns_cmd(
-    ctx: Context, fmt: str | None, out_file: Path, runs: tuple[str, ...]
+    ctx: Context, fmt: str | None, out_file: Path, runs: tuple[str, ...], include_withdrawn: bool
 ) -> None:
     """Every CaseRun with its score and items, one row each, for pandas, polars or DuckDB."""
     from ledger.app.export_caseruns import export_caseruns
@@ -93,7 +94,13 @@ def export_caseruns_cmd(
                 f"cannot tell the format of {out_file} from its suffix",
                 hint="pass --format parquet or --format csv (or name the file .parquet / .csv)",
             )
-    done = export_caseruns(ctx.ledger, out_file, fmt=fmt, runs=runs or None)
+    done = export_caseruns(
+        ctx.ledger, out_file, fmt=fmt, runs=runs or None, include_withdrawn=include_withdrawn
+    )
+    if done.left_out:
+        from ledger.cli.withdraw import withdrawn_note
+
+        click.echo(withdrawn_note(list(done.left_out)), err=True)
     click.echo(
         f"wrote {out_file}: {done.rows} CaseRuns of {done.runs} run"
         f"{'' if done.runs == 1 else 's'} as {fmt} "

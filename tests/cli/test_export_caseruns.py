@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 from decimal import Decimal
 from pathlib import Path
 
@@ -184,3 +185,34 @@ def test_rows_of_some_runs_are_those_runs_rows_of_all(ledger: Path, chosen: list
         everything = caserun_rows(read_state(opened).state)
         some = caserun_rows(read_state(opened, runs=chosen).state, chosen)
     assert some == [row for row in everything if row["run"] in set(chosen)]
+
+
+def test_a_withdrawn_run_is_left_out_unless_asked_for(ledger: Path, tmp_path: Path) -> None:
+    copy = tmp_path / "copy"
+    shutil.copytree(ledger.parent, copy)
+    path = copy / "ledger.db"
+    done = cli(path, "runs", "withdraw", "rp", "--reason", "wrong recording")
+    assert done.exit_code == 0, done.output
+    out = tmp_path / "left.csv"
+    done = cli(path, "export", "caseruns", "-o", str(out))
+    assert done.exit_code == 0, done.output
+    assert "7 CaseRuns of 1 run as csv" in done.stdout
+    assert done.stderr == (
+        "note: 1 withdrawn run left out: rp (wrong recording); --include-withdrawn shows it\n"
+    )
+    _, rows = read(out, "csv")
+    assert {r["run"] for r in rows} == {"ref"}
+    assert {r["withdrawn"] for r in rows} == {None}
+    # shown on request, each row saying why
+    done = cli(path, "export", "caseruns", "-o", str(out), "--include-withdrawn")
+    assert (done.exit_code, done.stderr) == (0, "")
+    _, rows = read(out, "csv")
+    assert [(r["run"], r["withdrawn"]) for r in rows] == [("ref", None)] * 7 + [
+        ("rp", "wrong recording")
+    ] * 7
+    # named without --include-withdrawn: refused, nothing written
+    named = tmp_path / "named.csv"
+    done = cli(path, "export", "caseruns", "-o", str(named), "--run", "rp")
+    assert done.exit_code == 2
+    assert done.stderr.startswith("error: run rp is withdrawn (reason: wrong recording)\n")
+    assert not named.exists()
