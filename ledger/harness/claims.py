@@ -558,40 +558,43 @@ def _column_hint(name: str) -> str | None:
 
 
 class _View:
-    """A table read for claims: label rows, the total row, numeric columns."""
+    """A table read for claims: label rows, the total row, numeric columns (each read once,
+    so checking many claims against a large result stays linear)."""
 
     def __init__(self, table: Table) -> None:
         self.table = table
         self.numeric = [i for i, (_, t) in enumerate(table.columns) if type_class(t) == "numeric"]
         self.text = [i for i, (_, t) in enumerate(table.columns) if type_class(t) == "string"]
         self.hints = {i: _column_hint(table.columns[i][0]) for i in self.numeric}
-
-    def rows_named(self, name: str) -> list[int]:
-        low = name.lower()
-        return [
-            r
-            for r, row in enumerate(self.table.rows)
-            if any(isinstance(row[i], str) and row[i].strip().lower() == low for i in self.text)
+        self._by_name: dict[str, list[int]] = {}
+        totals: list[int] = []
+        items: list[int] = []
+        for r, row in enumerate(table.rows):
+            names = {row[i].strip().lower() for i in self.text if isinstance(row[i], str)}
+            for name in names:
+                self._by_name.setdefault(name, []).append(r)
+            if names & _TOTAL_LABELS:
+                totals.append(r)
+            elif names:
+                items.append(r)
+        self._totals, self._items, self._total_set = totals, items, set(totals)
+        self._values = [
+            {c: _number(row[c], table.columns[c][1]) for c in self.numeric} for row in table.rows
         ]
 
+    def rows_named(self, name: str) -> list[int]:
+        return self._by_name.get(name.lower(), [])
+
     def is_total(self, r: int) -> bool:
-        row = self.table.rows[r]
-        return any(
-            isinstance(row[i], str) and row[i].strip().lower() in _TOTAL_LABELS for i in self.text
-        )
+        return r in self._total_set
 
     def item_rows(self) -> list[int]:
         """Rows with a text label that is not a total."""
-        return [
-            r
-            for r, row in enumerate(self.table.rows)
-            if not self.is_total(r) and any(isinstance(row[i], str) for i in self.text)
-        ]
+        return self._items
 
     def total_rows(self) -> list[int]:
-        found = [r for r in range(len(self.table.rows)) if self.is_total(r)]
-        if found:
-            return found
+        if self._totals:
+            return self._totals
         return [0] if len(self.table.rows) == 1 else []
 
     def columns_for(self, hint: str | None) -> list[int]:
@@ -602,13 +605,13 @@ class _View:
         return named or [i for i in self.numeric if self.hints[i] is None]
 
     def value(self, r: int, c: int) -> Decimal | None:
-        return _number(self.table.rows[r][c], self.table.columns[c][1])
+        return self._values[r].get(c)
 
     def labels(self) -> list[str]:
         out = []
-        for row in self.table.rows:
+        for name_row in self.table.rows:
             for i in self.text:
-                cell = row[i]
+                cell = name_row[i]
                 if isinstance(cell, str) and len(cell.strip()) >= 2 and not cell.strip().isdigit():
                     out.append(cell.strip())
         return out
@@ -824,22 +827,25 @@ _JUDGES = {
 
 def judge(claim: Reading, table: Table) -> tuple[str, str]:
     """The verdict of one read claim against one table, and a short reason."""
+    return _judge(claim, _View(table))
+
+
+def _judge(claim: Reading, view: _View) -> tuple[str, str]:
     if claim.unit == "percent_points":
         return UNVERIFIABLE, "percentage points are not checked"
-    return _JUDGES[claim.kind](claim, _View(table))
+    return _JUDGES[claim.kind](claim, view)
 
 
 def check_summary(summary: str, result: Table, gold: Table | None = None) -> list[Claim]:
     """Read the claims of ``summary`` and check each against ``result`` (the executed
     result) and, when given, ``gold``. Named items are read from both tables' text
     cells, so a name only gold shows is read (and is not in the result)."""
-    vocabulary = sorted(
-        set(_View(result).labels()) | (set(_View(gold).labels()) if gold is not None else set())
-    )
+    seen, truth = _View(result), None if gold is None else _View(gold)
+    vocabulary = sorted(set(seen.labels()) | (set(truth.labels()) if truth is not None else set()))
     out = []
     for reading in read_claims(summary, vocabulary):
-        verdict, detail = judge(reading, result)
-        gold_verdict = None if gold is None else judge(reading, gold)[0]
+        verdict, detail = _judge(reading, seen)
+        gold_verdict = None if truth is None else _judge(reading, truth)[0]
         out.append(
             Claim(reading.kind, reading.text, reading.reading, verdict, detail, gold_verdict)
         )
