@@ -1,17 +1,31 @@
 """The HTML view of a report: ONE self-contained file made only from the report struct.
 
-No script, no external stylesheet, font or image, and a Content-Security-Policy
-that forbids every fetch: the page can be opened offline and makes no network
-request. Every text from the log (prompts, raw output, SQL, rows) is escaped.
-The radar is inline SVG whose coordinates are computed in Decimal with fixed
-places, so the bytes never depend on float formatting.
+No external script, stylesheet, font or image, and a Content-Security-Policy
+that forbids every fetch and allows exactly one inline script (by its SHA-256):
+the page can be opened offline and makes no network request. Every table
+comes from ``tables.py``; each wide table scrolls inside its own box, so the
+page itself fits a laptop (1400 px) and a phone (400 px), and every column that
+is a metric carries its one-line definition (on hover and under the table).
+
+The evidence of the CaseRuns (prompt, raw output, SQL, guard, rows, diff,
+score items, variants, events) is embedded ONCE as a compact JSON blob: long
+texts that repeat (the prompt paragraphs every attempt of a case shares, the
+same SQL or output) are stored once and referenced by index. The inline script
+draws one CaseRun's evidence when its row is opened, with ``textContent`` only
+(no markup is ever read from the data). This keeps the file near 3 KB per
+CaseRun instead of 21 KB. The radar is inline SVG whose coordinates are
+computed in Decimal with fixed places, so the bytes never depend on float
+formatting; it has one axis per dimension the bank has.
 """
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import html
 import json
-from decimal import Decimal
+from collections import Counter
+from decimal import Decimal, localcontext
 from typing import Any
 
 import msgspec
@@ -28,13 +42,16 @@ from projections.report.tables import (
     benchmark_tables,
     calibration_tables,
     caserun_diagnostics_table,
+    caseruns_table,
     cases_table,
     claim_tables,
+    column_definitions,
     diagnostics_table,
     dimensions_table,
     efficiency_table,
     failure_rows,
     fairness_rows,
+    how_to_read,
     model_runs,
     runs_table,
     slice_tables,
@@ -43,33 +60,67 @@ from projections.report.tables import (
 
 __all__ = ["render_html"]
 
-_CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
 _PALETTE = ("#1f6feb", "#d1242f", "#1a7f37", "#9a6700", "#8250df", "#bf3989", "#0a7c86")
-_HALF_SQRT3 = Decimal("0.86602540378443864676")
-# Unit vectors of the six axes, clockwise from the top (cos, sin) with y pointing down.
-_AXES = (
-    (Decimal(0), Decimal(-1)),
-    (_HALF_SQRT3, Decimal("-0.5")),
-    (_HALF_SQRT3, Decimal("0.5")),
-    (Decimal(0), Decimal(1)),
-    (-_HALF_SQRT3, Decimal("0.5")),
-    (-_HALF_SQRT3, Decimal("-0.5")),
-)
 _CENTER, _RADIUS = Decimal(190), Decimal(110)
 _PLACES = Decimal("0.01")
+_PI = Decimal("3.14159265358979323846264338327950288")
 
 _STYLE = """
 body{font:14px/1.45 system-ui,-apple-system,Segoe UI,sans-serif;margin:24px;color:#1f2328}
 h1{font-size:22px}h2{font-size:18px;border-bottom:1px solid #d0d7de;padding-bottom:4px}
-h3{font-size:15px}table{border-collapse:collapse;margin:8px 0 16px}
+h3{font-size:15px}p,li,dd,h2,h3,h4,figcaption{overflow-wrap:anywhere}
+.scroll{overflow-x:auto;max-width:100%;margin:8px 0 4px}
+table{border-collapse:collapse}
 th,td{border:1px solid #d0d7de;padding:3px 7px;text-align:left;vertical-align:top}
-th{background:#f6f8fa}td.num{text-align:right;font-variant-numeric:tabular-nums}
-pre{background:#f6f8fa;padding:8px;overflow:auto;white-space:pre-wrap;max-height:360px}
-details{margin:4px 0;border:1px solid #d0d7de;border-radius:4px;padding:4px 8px}
-summary{cursor:pointer}.ok{color:#1a7f37}.bad{color:#d1242f}.muted{color:#656d76}
+th{background:#f6f8fa}th[title]{text-decoration:underline dotted;cursor:help}
+td.num{text-align:right;font-variant-numeric:tabular-nums}
+pre{background:#f6f8fa;padding:8px;overflow:auto;white-space:pre-wrap;
+overflow-wrap:anywhere;max-height:360px}
+details{margin:4px 0 14px}summary{cursor:pointer}.defs{font-size:12px;color:#656d76}
+.defs dl{margin:4px 0}.defs dt{font-weight:600;display:inline}
+.defs dt::after{content:": "}.defs dd{display:inline;margin:0}.defs dd::after{content:"";
+display:block}.ok{color:#1a7f37}.bad{color:#d1242f}.muted{color:#656d76}
 .notice{padding:6px 10px;border:1px solid #d0d7de;background:#fff8c5}
-.radar{display:inline-block;margin:0 12px 12px 0;text-align:center}
+.radar{display:inline-block;margin:0 12px 12px 0;text-align:center;max-width:100%}
+.radar svg{max-width:100%;height:auto}
+button.cr{font:inherit;padding:0 6px;cursor:pointer}
+tr.evidence>td{background:#fff}
+.ev{position:sticky;left:0;max-width:calc(100vw - 64px)}
+@media (max-width:600px){body{margin:10px}.ev{max-width:calc(100vw - 36px)}}
 """
+
+# The one script of the page: draws a CaseRun's evidence from the JSON blob when its row
+# is opened. A block is ["h", text] (heading), ["p", text, class?], ["pre", text] or
+# ["t", head index, rows]; a text is a string, an index into D.s, or a list of those
+# joined by blank lines (a prompt split into its shared paragraphs).
+_SCRIPT = """(function(){
+var D=JSON.parse(document.getElementById('evidence').textContent);
+function T(v){if(typeof v==='number')return D.s[v];
+if(Array.isArray(v))return v.map(T).join('\\n\\n');return v}
+function E(t,c,x){var e=document.createElement(t);if(c)e.className=c;
+if(x!=null)e.textContent=x;return e}
+function fill(p,blocks){blocks.forEach(function(b){var k=b[0];
+if(k==='h')p.appendChild(E('h4',null,T(b[1])));
+else if(k==='p')p.appendChild(E('p',b[2]||null,T(b[1])));
+else if(k==='pre')p.appendChild(E('pre',null,T(b[1])));
+else{var w=E('div','scroll'),t=E('table'),h=E('tr'),y=E('tbody');
+D.h[b[1]].forEach(function(x){h.appendChild(E('th',null,T(x)))});
+t.appendChild(E('thead')).appendChild(h);
+b[2].forEach(function(r){var tr=E('tr');
+r.forEach(function(x){tr.appendChild(E('td',null,T(x)))});y.appendChild(tr)});
+t.appendChild(y);w.appendChild(t);p.appendChild(w)}})}
+document.addEventListener('click',function(ev){var b=ev.target.closest('button.cr');if(!b)return;
+var row=b.closest('tr'),n=row.nextElementSibling;
+if(n&&n.className==='evidence'){n.hidden=!n.hidden}
+else{n=E('tr','evidence');var td=E('td'),d=E('div','ev');td.colSpan=row.children.length;
+fill(d,D.c[+b.getAttribute('data-cr')]);td.appendChild(d);n.appendChild(td);row.after(n)}
+b.setAttribute('aria-expanded',n.hidden?'false':'true');b.textContent=n.hidden?'show':'hide'});
+})();"""
+_SCRIPT_HASH = base64.b64encode(hashlib.sha256(_SCRIPT.encode("utf-8")).digest()).decode()
+_CSP = (
+    f"default-src 'none'; style-src 'unsafe-inline'; img-src data:; "
+    f"script-src 'sha256-{_SCRIPT_HASH}'"
+)
 
 
 def _e(value: Any) -> str:
@@ -80,53 +131,135 @@ def _e(value: Any) -> str:
     return html.escape(str(value), quote=True)
 
 
+def _plain(value: Any) -> str:
+    """A value as the evidence shows it (the script sets it as text: never escaped)."""
+    if value is None:
+        return "-"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    return str(value)
+
+
 def _q(value: Decimal) -> str:
     return str(value.quantize(_PLACES))
 
 
-def _table(head: list[str], rows: list[list[Any]], numeric: int = 0) -> str:
-    out = ["<table><thead><tr>", *(f"<th>{_e(h)}</th>" for h in head), "</tr></thead><tbody>"]
-    for row in rows:
-        cells = []
+def _table(
+    head: list[str],
+    rows: list[list[Any]],
+    numeric: int = 0,
+    *,
+    defined: list[tuple[str, str]] | None = None,
+    first: list[str] | None = None,
+) -> str:
+    """A table in its own horizontally scrolling box. ``defined``: the column definitions
+    (``tables.column_definitions``), shown on hover of each head and listed under the
+    table. ``first``: raw HTML of an extra leading cell per row (the evidence buttons)."""
+    defs = dict(defined or [])
+    ths = []
+    for h in (["evidence"] if first is not None else []) + head:
+        text = defs.get(h) or next((t for k, t in defs.items() if h.endswith(k)), None)
+        title = f' title="{_e(text)}"' if text else ""
+        ths.append(f"<th{title}>{_e(h)}</th>")
+    out = ['<div class="scroll"><table><thead><tr>', *ths, "</tr></thead><tbody>"]
+    for n, row in enumerate(rows):
+        cells = [] if first is None else [f"<td>{first[n]}</td>"]
         for i, value in enumerate(row):
             css = ' class="num"' if i >= numeric and numeric else ""
             cells.append(f"<td{css}>{_e(value)}</td>")
         out.append("<tr>" + "".join(cells) + "</tr>")
-    out.append("</tbody></table>")
+    out.append("</tbody></table></div>")
+    if defs:
+        items = "".join(f"<dt>{_e(h)}</dt><dd>{_e(text)}</dd>" for h, text in defs.items())
+        out.append(
+            '<details class="defs"><summary>What the columns mean</summary>'
+            f"<dl>{items}</dl></details>"
+        )
     return "".join(out)
 
 
-def _radar(run: RunEntry, color: str) -> str:
-    dims = run.scores.dimensions
+def _t(table: Table, diagnostics: bool = False) -> str:
+    """A table of ``tables.py`` with its column definitions."""
+    defined = column_definitions(table.head, diagnostics)
+    return _table(table.head, table.rows, numeric=table.numeric, defined=defined)
+
+
+# ----------------------------------------------------------------- the radar
+
+
+def _cos_sin(k: int, n: int) -> tuple[Decimal, Decimal]:
+    """(cos, sin) of axis ``k`` of ``n``, clockwise from the top (y points down), by
+    Taylor series in Decimal: the same digits on every machine."""
+    with localcontext() as ctx:
+        ctx.prec = 34
+        x = 2 * _PI * k / n - _PI / 2
+        while x > _PI:
+            x -= 2 * _PI
+        cos, sin, term, i = Decimal(0), Decimal(0), Decimal(1), 0
+        while True:
+            if i % 4 == 0:
+                cos += term
+            elif i % 4 == 1:
+                sin += term
+            elif i % 4 == 2:
+                cos -= term
+            else:
+                sin -= term
+            i += 1
+            term = term * x / i
+            if abs(term) < Decimal("1e-30"):
+                return +cos, +sin
+
+
+def _axes(section: Section) -> list[str]:
+    """The dimensions of the section's bank: those of DIMENSIONS its cases have, in that
+    order, then any other (``unassigned``)."""
+    have = {c.dimension for c in section.cases}
+    return [d for d in DIMENSIONS if d in have] + sorted(have - set(DIMENSIONS))
+
+
+def _radar(run: RunEntry, color: str, dims: list[str]) -> str:
+    """One axis per dimension the bank has (a bank's absent dimensions are left out; a
+    dimension the run has no score in is marked n/a and skipped by the polygon)."""
+    n = len(dims)
+    units = [_cos_sin(k, n) for k in range(n)]
     grid = []
     for level in (Decimal("0.25"), Decimal("0.5"), Decimal("0.75"), Decimal(1)):
         pts = " ".join(
             f"{_q(_CENTER + dx * _RADIUS * level)},{_q(_CENTER + dy * _RADIUS * level)}"
-            for dx, dy in _AXES
+            for dx, dy in units
         )
         grid.append(f'<polygon points="{pts}" fill="none" stroke="#d0d7de"/>')
     axes, labels, points = [], [], []
-    for (dx, dy), name in zip(_AXES, DIMENSIONS, strict=True):
+    for (dx, dy), name in zip(units, dims, strict=True):
         x, y = _CENTER + dx * _RADIUS, _CENTER + dy * _RADIUS
         axes.append(
-            f'<line x1="{_CENTER}" y1="{_CENTER}" x2="{_q(x)}" y2="{_q(y)}" stroke="#d0d7de"/>'
+            f'<line class="axis" x1="{_CENTER}" y1="{_CENTER}" x2="{_q(x)}" y2="{_q(y)}" '
+            'stroke="#d0d7de"/>'
         )
         lx, ly = _CENTER + dx * (_RADIUS + 22), _CENTER + dy * (_RADIUS + 14)
-        shown = dims.get(name)
+        shown = run.scores.dimensions.get(name)
         labels.append(
             f'<text x="{_q(lx)}" y="{_q(ly)}" font-size="10" text-anchor="middle">'
-            f"{_e(name)} {_e(shown)}</text>"
+            f"{_e(name)} {_e(shown) if shown is not None else 'n/a'}</text>"
         )
-        share = Decimal(shown) / 100 if shown is not None else Decimal(0)
-        points.append(f"{_q(_CENTER + dx * _RADIUS * share)},{_q(_CENTER + dy * _RADIUS * share)}")
+        if shown is not None:
+            share = Decimal(shown) / 100
+            points.append(
+                f"{_q(_CENTER + dx * _RADIUS * share)},{_q(_CENTER + dy * _RADIUS * share)}"
+            )
+    shape = "polygon" if len(points) > 2 else "polyline"
     polygon = (
-        f'<polygon points="{" ".join(points)}" fill="{color}" fill-opacity="0.25" '
+        f'<{shape} points="{" ".join(points)}" fill="{color}" fill-opacity="0.25" '
         f'stroke="{color}" stroke-width="2"/>'
     )
-    title = f"Dimension scores of run {run.run} (auxiliary, 0-100; a missing dimension is 0)"
+    title = (
+        f"Dimension scores of run {run.run} (auxiliary, 0-100; one axis per dimension of "
+        "the bank, n/a: no score)"
+    )
     return (
-        f'<figure class="radar"><svg width="380" height="380" '
-        f'viewBox="0 0 380 380" role="img" aria-label="{_e(title)}"><title>{_e(title)}</title>'
+        f'<figure class="radar"><svg width="460" height="380" data-axes="{n}" '
+        f'viewBox="-40 0 460 380" role="img" aria-label="{_e(title)}"><title>{_e(title)}</title>'
         + "".join(grid + axes)
         + polygon
         + "".join(labels)
@@ -134,8 +267,7 @@ def _radar(run: RunEntry, color: str) -> str:
     )
 
 
-def _t(table: Table) -> str:
-    return _table(table.head, table.rows, numeric=table.numeric)
+# ----------------------------------------------------------------- section tables
 
 
 def _summary(section: Section) -> str:
@@ -143,12 +275,13 @@ def _summary(section: Section) -> str:
         '<h3>Models</h3><div id="summary">'
         + _t(runs_table(section))
         + "</div><h3>Failure classification (counts over planned attempts)</h3>"
-        + _table(FAILURES_HEAD, failure_rows(section))
+        + _table(FAILURES_HEAD, failure_rows(section), defined=column_definitions(FAILURES_HEAD))
         + "<h3>Variant diagnostics (never change a score)</h3>"
         + f'<p class="muted">{_e(VARIANT_NOTE)}</p><div id="variant-diagnostics">'
-        + _t(diagnostics_table(section))
-        + "</div><h3>Efficiency (efficiency-v2)</h3>"
+        + _t(diagnostics_table(section), diagnostics=True)
+        + '</div><h3>Efficiency (efficiency-v2)</h3><div id="efficiency">'
         + _t(efficiency_table(section))
+        + "</div>"
     )
 
 
@@ -186,112 +319,16 @@ def _fairness(section: Section) -> str:
     return "".join(parts) + _table(FAIRNESS_HEAD, fairness_rows(f))
 
 
-def _cases(section: Section) -> str:
-    return '<div id="cases">' + _t(cases_table(section, questions=True)) + "</div>"
-
-
-def _pre(label: str, text: Any) -> str:
-    if text is None:
-        return ""
-    return f"<h4>{_e(label)}</h4><pre>{_e(text)}</pre>"
-
-
-def _rows_table(columns: list[Column], rows: list[Any], limit: int = 50) -> str:
-    head = [f"{c.name} ({c.type})" for c in columns]
-    shown = [[json.dumps(v, ensure_ascii=False) for v in row] for row in rows[:limit]]
-    more = f'<p class="muted">{len(rows) - limit} more rows</p>' if len(rows) > limit else ""
-    return _table(head, shown) + more
-
-
-def _caserun(c: CaseRun) -> str:
-    s = c.score
-    verdict = (
-        f"total {s.total}, result-correct {_e(s.result_correct)}, failure {s.failure_kind}"
-        if s
-        else (f"cancelled: {c.cancel.reason}" if c.cancel else "no terminal event")
-    )
-    if c.variants is not None and c.variants.flags:
-        verdict += "; variant flags (diagnostic): " + ", ".join(c.variants.flags)
-    css = "ok" if s and s.result_correct else "bad"
-    parts = [
-        f'<details class="caserun"><summary><span class="{css}">{_e(c.run)} / '
-        f"{_e(c.case)} / attempt {c.attempt}</span>: {_e(verdict)}</summary>",
-        _pre("Prompt", c.prompt),
-    ]
-    r = c.response
-    if r is not None:
-        parts.append(_pre("Raw output", r.raw_output))
-        if r.failure:
-            parts.append(_pre("Provider failure", f"{r.failure.kind}: {r.failure.message}"))
-    p = c.parsed
-    if p is not None:
-        mode = (
-            "strict"
-            if p.protocol_strict
-            else "fence recovered"
-            if p.recovered_from_fence
-            else "imported (a benchmark's prediction: plain SQL)"
-            if p.imported is True
-            else "not strict"
-        )
-        parts.append(f"<p>Protocol: {_e(mode)}; contract error: {_e(p.error)}</p>")
-        parts.append(_pre("SQL", p.sql))
-    g = c.guard
-    if g is not None:
-        why = "; ".join(f"{v.check}: {v.message}" for v in g.violations)
-        word = "passed" if g.passed else "rejected"
-        parts.append(f"<p>Guard: {_e(word)} {_e(why) if why else ''}</p>")
-    x = c.execution
-    if x is not None:
-        parts.append(
-            f"<p>Execution: {'ok' if x.ok else _e(x.error_kind)}, {x.row_count} rows"
-            f"{', truncated' if x.truncated else ''}, {x.sql_us} us, tries {x.tries}</p>"
-        )
-        if x.error_message:
-            parts.append(_pre("Execution error", x.error_message))
-        parts.append("<h4>The model's rows</h4>" + _rows_table(x.columns, x.rows))
-    d = c.diff
-    if d is not None:
-        parts.append(
-            f"<p>Result diff: {d.missing_rows} missing rows, {d.extra_rows} extra rows "
-            f"({d.matched} matched of {d.expected_rows} expected, {d.actual_rows} "
-            f"returned); alignment {_e(d.alignment)}; F1 {_e(d.f1)}; "
-            f"order ok {_e(d.order_ok)}</p>"
-        )
-    if s is not None:
-        items: list[list[Any]] = [
-            [k, v] for k, v in sorted(msgspec.structs.asdict(s.items).items())
-        ]
-        parts.append("<h4>Score items (scorer " + _e(s.scorer_version) + ")</h4>")
-        parts.append(_table(["item", "points"], [*items, ["total", s.total]], numeric=1))
-    if c.cancel is not None:
-        parts.append(f"<p>Cancelled: {_e(c.cancel.reason)}: {_e(c.cancel.message)}</p>")
-    v = c.variants
-    if v is not None:
-        flags = ", ".join(v.flags) or "none"
-        parts.append(
-            f'<p class="variant-flags">Variant flags (diagnostic, never change the score): '
-            f"<strong>{_e(flags)}</strong></p>"
-        )
-        outcomes = [
-            [o.variant, o.non_interfering, o.result_correct, o.moved, o.error_kind]
-            for o in v.outcomes
-        ]
-        head = ["variant", "non-interfering", "result-correct", "answer moved", "error"]
-        parts.append(_table(head, outcomes))
-    events = [[ev.seq, ev.type, ev.leaf_hash] for ev in c.events]
-    parts.append("<h4>Events</h4>" + _table(["seq", "type", "leaf hash"], events))
-    parts.append("</details>")
-    return "".join(parts)
-
-
 def _gold(section: Section) -> str:
     if section.gold is None:
         return ""
     parts = ['<h3 class="bad">Gold results (internal view: do not publish)</h3>']
     for g in section.gold:
         parts.append(f"<h4>{_e(g.case)} ({_e(g.digest)})</h4>")
-        parts.append(_rows_table(g.columns, g.rows, limit=200))
+        head, shown, more = _rows(g.columns, g.rows, limit=200)
+        parts.append(_table(head, shown))
+        if more:
+            parts.append(f'<p class="muted">{_e(more)}</p>')
     return "".join(parts)
 
 
@@ -335,29 +372,215 @@ def _drilldown(section: Section) -> str:
     )
 
 
-def _section(section: Section) -> str:
-    bank = section.bank
-    if section.kind == "calibration":
-        return "".join(
+# ----------------------------------------------------------------- CaseRun evidence
+
+
+def _rows(
+    columns: list[Column], rows: list[Any], limit: int = 50
+) -> tuple[list[str], list[list[str]], str | None]:
+    """Result rows as shown: ``name (type)`` heads, the first ``limit`` rows with each cell
+    as JSON, and ``N more rows`` when cut."""
+    head = [f"{c.name} ({c.type})" for c in columns]
+    shown = [[json.dumps(v, ensure_ascii=False) for v in row] for row in rows[:limit]]
+    more = f"{len(rows) - limit} more rows" if len(rows) > limit else None
+    return head, shown, more
+
+
+def _verdict(c: CaseRun) -> str:
+    s = c.score
+    if s:
+        text = (
+            f"total {s.total}, result-correct {_plain(s.result_correct)}, failure {s.failure_kind}"
+        )
+    else:
+        text = f"cancelled: {c.cancel.reason}" if c.cancel else "no terminal event"
+    if c.variants is not None and c.variants.flags:
+        text += "; variant flags (diagnostic): " + ", ".join(c.variants.flags)
+    return text
+
+
+def _evidence(c: CaseRun, head: Any) -> list[Any]:
+    """The blocks of one CaseRun's drill-down (see ``_SCRIPT``); ``head`` interns a
+    table head and returns its index. Long texts are marked ``("pre", text)`` and
+    interned later; a prompt is split into its paragraphs."""
+    blocks: list[Any] = [["p", f"{c.run} / {c.case} / attempt {c.attempt}: {_verdict(c)}"]]
+
+    def pre(label: str, text: str | None) -> None:
+        if text is not None:
+            blocks.extend([["h", label], ["pre", text]])
+
+    if c.prompt is not None:
+        blocks.extend([["h", "Prompt"], ["pre", c.prompt.split("\n\n")]])
+    r = c.response
+    if r is not None:
+        pre("Raw output", r.raw_output)
+        if r.resolved_model or r.recorded_model:
+            blocks.append(
+                [
+                    "p",
+                    f"Model: resolved {_plain(r.resolved_model)}, "
+                    f"recorded {_plain(r.recorded_model)}",
+                ]
+            )
+        if r.failure:
+            pre("Provider failure", f"{r.failure.kind}: {r.failure.message}")
+    p = c.parsed
+    if p is not None:
+        mode = (
+            "strict"
+            if p.protocol_strict
+            else "fence recovered"
+            if p.recovered_from_fence
+            else "imported (a benchmark's prediction: plain SQL)"
+            if p.imported is True
+            else "not strict"
+        )
+        blocks.append(["p", f"Protocol: {mode}; contract error: {p.error or '-'}"])
+        pre("SQL", p.sql)
+    g = c.guard
+    if g is not None:
+        why = "; ".join(f"{v.check}: {v.message}" for v in g.violations)
+        blocks.append(["p", f"Guard: {'passed' if g.passed else 'rejected'} {why}".rstrip()])
+    x = c.execution
+    if x is not None:
+        blocks.append(
             [
-                f"<section><h2>{_e(section.title)}</h2>",
-                f"<p>Bank <code>{_e(bank.id)}</code> version <code>{_e(bank.version)}"
-                f"</code>, hash <code>{_e(bank.hash)}</code>, published at seq "
-                f"{bank.published_seq}. Scorer versions: "
-                f"{_e(', '.join(section.scorer_versions))}.</p>",
-                _calibration(section),
-                _gold(section),
-                "</section>",
+                "p",
+                f"Execution: {'ok' if x.ok else x.error_kind}, {x.row_count} rows"
+                f"{', truncated' if x.truncated else ''}, {x.sql_us} us, tries {x.tries}",
             ]
         )
+        pre("Execution error", x.error_message)
+        cols, shown, more = _rows(x.columns, x.rows)
+        blocks.extend([["h", "The model's rows"], ["t", head(cols), shown]])
+        if more:
+            blocks.append(["p", more, "muted"])
+    d = c.diff
+    if d is not None:
+        blocks.append(
+            [
+                "p",
+                f"Result diff: {d.missing_rows} missing rows, {d.extra_rows} extra rows "
+                f"({d.matched} matched of {d.expected_rows} expected, {d.actual_rows} "
+                f"returned); alignment {d.alignment}; F1 {d.f1}; order ok {_plain(d.order_ok)}",
+            ]
+        )
+    s = c.score
+    if s is not None:
+        items = [[k, str(v)] for k, v in sorted(msgspec.structs.asdict(s.items).items())]
+        blocks.append(["h", f"Score items (scorer {s.scorer_version})"])
+        blocks.append(["t", head(["item", "points"]), [*items, ["total", s.total]]])
+    if c.cancel is not None:
+        blocks.append(["p", f"Cancelled: {c.cancel.reason}: {c.cancel.message}"])
+    v = c.variants
+    if v is not None:
+        flags = ", ".join(v.flags) or "none"
+        blocks.append(["p", f"Variant flags (diagnostic, never change the score): {flags}"])
+        outcomes = [
+            [
+                o.variant,
+                _plain(o.non_interfering),
+                _plain(o.result_correct),
+                _plain(o.moved),
+                _plain(o.error_kind),
+            ]
+            for o in v.outcomes
+        ]
+        vhead = ["variant", "non-interfering", "result-correct", "answer moved", "error"]
+        blocks.append(["t", head(vhead), outcomes])
+    events = [[str(ev.seq), ev.type, ev.leaf_hash] for ev in c.events]
+    blocks.extend([["h", "Events"], ["t", head(["seq", "type", "leaf hash"]), events]])
+    return blocks
+
+
+class _Blob:
+    """The CaseRuns' evidence of the whole page, with repeated long texts stored once."""
+
+    def __init__(self) -> None:
+        self.caseruns: list[list[Any]] = []
+        self.heads: list[list[str]] = []
+        self._head_index: dict[tuple[str, ...], int] = {}
+
+    def head(self, names: list[str]) -> int:
+        key = tuple(names)
+        if key not in self._head_index:
+            self._head_index[key] = len(self.heads)
+            self.heads.append(names)
+        return self._head_index[key]
+
+    def add(self, c: CaseRun) -> int:
+        self.caseruns.append(_evidence(c, self.head))
+        return len(self.caseruns) - 1
+
+    def encode(self) -> str:
+        """The blob as JSON for a ``<script type="application/json">`` element: the
+        ``pre`` texts (and prompt paragraphs) that occur more than once are moved to
+        ``s`` in order of first use; ``</`` and ``<!--`` are escaped so the element
+        cannot end early."""
+
+        def texts(block: list[Any]) -> list[str]:
+            if block[0] != "pre":
+                return []
+            return block[1] if isinstance(block[1], list) else [block[1]]
+
+        seen = Counter(t for c in self.caseruns for b in c for t in texts(b))
+        strings: list[str] = []
+        index: dict[str, int] = {}
+
+        def ref(text: str) -> int | str:
+            if seen[text] < 2:
+                return text
+            if text not in index:
+                index[text] = len(strings)
+                strings.append(text)
+            return index[text]
+
+        caseruns = []
+        for blocks in self.caseruns:
+            out = []
+            for b in blocks:
+                if b[0] == "pre":
+                    value = b[1]
+                    b = ["pre", [ref(t) for t in value] if isinstance(value, list) else ref(value)]
+                out.append(b)
+            caseruns.append(out)
+        text = json.dumps(
+            {"s": strings, "h": self.heads, "c": caseruns},
+            ensure_ascii=False,
+            separators=(",", ":"),
+        )
+        return text.replace("</", "<\\/").replace("<!--", "<\\u0021--")
+
+
+def _caseruns(section: Section, blob: _Blob) -> str:
+    """The CaseRuns table (the same as the Markdown's) with a button per row that opens
+    the CaseRun's evidence from the blob."""
+    t = caseruns_table(section)
+    buttons = [
+        f'<button type="button" class="cr" data-cr="{blob.add(c)}" aria-expanded="false">'
+        "show</button>"
+        for c in section.caseruns
+    ]
+    table = _table(t.head, t.rows, defined=column_definitions(t.head), first=buttons)
+    return '<div id="caseruns">' + table + "</div>"
+
+
+def _section(section: Section, blob: _Blob) -> str:
+    bank = section.bank
+    head = [
+        f"<section><h2>{_e(section.title)}</h2>",
+        f"<p>Bank <code>{_e(bank.id)}</code> version <code>{_e(bank.version)}</code>, "
+        f"hash <code>{_e(bank.hash)}</code>, published at seq {bank.published_seq}. "
+        f"Scorer versions: {_e(', '.join(section.scorer_versions))}.</p>",
+    ]
+    if section.kind == "calibration":
+        return "".join([*head, _calibration(section), _gold(section), "</section>"])
     runs = model_runs(section)
-    radars = "".join(_radar(r, _PALETTE[i % len(_PALETTE)]) for i, r in enumerate(runs))
+    dims = _axes(section)
+    radars = "".join(_radar(r, _PALETTE[i % len(_PALETTE)], dims) for i, r in enumerate(runs))
     return "".join(
         [
-            f"<section><h2>{_e(section.title)}</h2>",
-            f"<p>Bank <code>{_e(bank.id)}</code> version <code>{_e(bank.version)}</code>, "
-            f"hash <code>{_e(bank.hash)}</code>, published at seq {bank.published_seq}. "
-            f"Scorer versions: {_e(', '.join(section.scorer_versions))}.</p>",
+            *head,
             _summary(section),
             _benchmark(section),
             _slices(section),
@@ -366,10 +589,13 @@ def _section(section: Section) -> str:
             _fairness(section),
             '<h3>Dimension and difficulty scores (auxiliary)</h3><div id="radar">' + radars,
             "</div>" + _t(dimensions_table(section)),
-            "<h3>Cases</h3>",
-            _cases(section),
-            "<h3>CaseRuns</h3>",
-            "".join(_caserun(c) for c in section.caseruns),
+            '<h3>Cases</h3><div id="cases">',
+            _t(cases_table(section, questions=True)),
+            "</div><h3>CaseRuns</h3>",
+            '<p class="muted">Show opens a CaseRun\'s evidence: its prompt, raw output, SQL, '
+            "guard verdict, the model's rows, the result diff, the score items, variant "
+            "outcomes and its events.</p>",
+            _caseruns(section, blob),
             _drilldown(section),
             _gold(section),
             "</section>",
@@ -398,10 +624,14 @@ def render_html(report: Report) -> str:
         )
     if not report.sections and not notes:
         body.append("<p>No runs in this ledger at this tree size.</p>")
-    body += [_section(s) for s in report.sections]
-    body.append("<h2>How to read this report</h2><ul>")
-    body += [f"<li>{_e(item)}</li>" for item in report.how_to_read]
+    blob = _Blob()
+    body += [_section(s, blob) for s in report.sections]
+    body.append('<h2>How to read this report</h2><ul id="how-to-read">')
+    body += [f"<li>{_e(item)}</li>" for item in how_to_read(report)]
     body.append("</ul>")
+    if blob.caseruns:
+        body.append(f'<script type="application/json" id="evidence">{blob.encode()}</script>')
+        body.append(f"<script>{_SCRIPT}</script>")
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         f'<meta http-equiv="Content-Security-Policy" content="{_CSP}">'

@@ -1,11 +1,16 @@
 """The HTML report in headless Chromium: it renders, the radar and case table are there, and
-the page makes no network request (issue 7 item 4).
+the page makes no network request (issue 7 item 4). Issue 20: the page fits 1400 px and
+400 px (no horizontal overflow), the radar has one axis per dimension of the bank, a
+CaseRun's evidence opens on a click, and the file stays under 5 KB per CaseRun.
 
 Needs Debian's chromium at /usr/bin/chromium (``apt-get install -y chromium``; CI installs it).
 """
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import html as htmllib
 import json
 import re
 import struct
@@ -124,14 +129,26 @@ def report_html(real_ledger: Path, tmp_path: Path) -> Path:
     return out
 
 
+def _inline_scripts(text: str) -> list[str]:
+    """The bodies of the page's executable scripts (not the JSON data element)."""
+    return re.findall(r"<script>(.*?)</script>", text, re.S)
+
+
 def test_html_has_no_external_reference(report_html: Path):
     text = report_html.read_text(encoding="utf-8")
     assert not re.search(r"""(src|href)\s*=\s*["']?\s*(https?:)?//""", text, re.I)
     assert "url(" not in text.split("</style>")[0]  # no CSS fetches
-    assert "<script" not in text
+    assert not re.search(r"<script[^>]*\bsrc\b", text, re.I)  # inline scripts only
     assert "<link" not in text
     assert "Content-Security-Policy" in text
     assert "default-src 'none'" in text
+    # exactly one script may run: the one whose SHA-256 the policy names
+    (script,) = _inline_scripts(text)
+    digest = base64.b64encode(hashlib.sha256(script.encode("utf-8")).digest()).decode()
+    (csp,) = re.findall(r'http-equiv="Content-Security-Policy" content="([^"]*)"', text)
+    assert f"script-src 'sha256-{digest}'" in csp
+    assert "unsafe-inline" not in csp.split("script-src")[1]
+    assert "unsafe-eval" not in csp
 
 
 def test_html_renders_in_chromium(report_html: Path, tmp_path: Path):
@@ -154,7 +171,7 @@ def test_html_renders_in_chromium(report_html: Path, tmp_path: Path):
     dom, _ = _chromium(tmp_path, report_html, "--dump-dom")
     html = dom.stdout.decode("utf-8")
     assert html.count('<figure class="radar">') == 2  # the model run and the self-test
-    assert '<div id="cases"><table>' in html
+    assert '<div id="cases"><div class="scroll"><table>' in html
     assert "sf-07" in html
 
 
@@ -164,3 +181,162 @@ def test_the_request_detector_sees_a_fetch(tmp_path: Path):
     page.write_text('<img src="http://127.0.0.1:9/x.png"><p>x</p>', encoding="utf-8")
     _, netlog = _chromium(tmp_path, page, "--dump-dom")
     assert _page_requests(netlog) == ["http://127.0.0.1:9/x.png"]
+
+
+# ----------------------------------------------------------------- issue 20: layout
+
+_PROBE = """window.addEventListener('load',function(){
+var d=document.documentElement,r={width:innerWidth,before:d.scrollWidth,axes:[]};
+document.querySelectorAll('figure.radar svg').forEach(function(s){
+r.axes.push(s.querySelectorAll('line.axis').length)});
+var b=document.querySelector('button.cr');if(b){b.click();
+var ev=b.closest('tr').nextElementSibling;r.opened=ev.className;r.hidden=ev.hidden;
+r.height=ev.getBoundingClientRect().height;r.expanded=b.getAttribute('aria-expanded');
+r.text=ev.textContent}r.after=d.scrollWidth;
+parent.postMessage(JSON.stringify(r),'*')});"""
+
+
+def _probe(tmp: Path, page: Path, width: int) -> dict:
+    """Open a copy of the page with a measuring script added (and allowed by hash in its
+    policy) in a viewport ``width`` px wide; the script clicks the first CaseRun's button and
+    reports what it saw.
+
+    Headless Chromium keeps a window at least 500 px wide, so the page is shown in an
+    iframe of exactly ``width`` x 900 px (its own viewport: media queries, innerWidth and
+    scrollWidth are the iframe's), and the probe posts its findings to the wrapping page,
+    which writes them into the DOM that ``--dump-dom`` prints.
+    """
+    text = page.read_text(encoding="utf-8")
+    digest = base64.b64encode(hashlib.sha256(_PROBE.encode()).digest()).decode()
+    text = text.replace("script-src ", f"script-src 'sha256-{digest}' ", 1)
+    text = text.replace("</body>", f"<script>{_PROBE}</script></body>", 1)
+    copy = tmp / f"probe-{width}.html"
+    copy.write_text(text, encoding="utf-8")
+    wrapper = tmp / f"frame-{width}.html"
+    wrapper.write_text(
+        '<!DOCTYPE html><html><body style="margin:0"><script>'
+        "addEventListener('message',function(m){var o=document.createElement('pre');"
+        "o.id='probe';o.textContent=m.data;document.body.appendChild(o)});</script>"
+        f'<iframe src="{copy.name}" width="{width}" height="900" style="border:0">'
+        "</iframe></body></html>",
+        encoding="utf-8",
+    )
+    flags = [f for f in FLAGS if not f.startswith("--window-size")]
+    done = subprocess.run(
+        [
+            str(CHROMIUM),
+            *flags,
+            "--window-size=1500,1000",
+            "--virtual-time-budget=10000",
+            "--dump-dom",
+            wrapper.as_uri(),
+        ],
+        capture_output=True,
+        timeout=120,
+        cwd=tmp,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr.decode(errors="replace")[-2000:]
+    found = re.search(r'<pre id="probe">(.*?)</pre>', done.stdout.decode("utf-8"), re.S)
+    assert found, "the probe did not run (blocked by the page's policy?)"
+    return json.loads(htmllib.unescape(found.group(1)))
+
+
+def test_the_probe_sees_a_page_wider_than_its_window(tmp_path: Path):
+    """Control: a page with a table wider than 400 px, in the same probe, overflows."""
+    page = tmp_path / "wide.html"
+    page.write_text(
+        '<!DOCTYPE html><html><head><meta http-equiv="Content-Security-Policy" '
+        "content=\"default-src 'none'; style-src 'unsafe-inline'; script-src 'none'\">"
+        '</head><body><table><tr><td style="min-width:900px">x</td></tr></table></body></html>',
+        encoding="utf-8",
+    )
+    seen = _probe(tmp_path, page, 400)
+    assert seen["width"] == 400
+    assert seen["before"] > 400
+    assert seen["axes"] == []
+
+
+@pytest.fixture
+def report_json(real_ledger: Path) -> dict:
+    result = CliRunner().invoke(main, ["--ledger", str(real_ledger), "report", "--format", "json"])
+    assert result.exit_code == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+@pytest.mark.parametrize("width", [1400, 400])
+def test_the_page_fits_the_window_and_a_caserun_opens(
+    report_html: Path, report_json: dict, tmp_path: Path, width: int
+):
+    seen = _probe(tmp_path, report_html, width)
+    assert seen["width"] == width
+    # no horizontal overflow of the page, before and after a CaseRun is opened
+    assert seen["before"] <= width, seen
+    assert seen["after"] <= width, seen
+    # one radar per run with attempts, one axis per dimension its bank has: sales-fixture
+    # has basic, joins_grain, aggregation_metrics and data_dev cases (no time_window, no
+    # complex), so each radar has 4 axes, not 6
+    sections = [s for s in report_json["sections"] if s["kind"] != "calibration"]
+    expected = [len({c["dimension"] for c in s["cases"]}) for s in sections for _ in s["runs"]]
+    assert expected == [4, 4]
+    assert seen["axes"] == expected
+    # the first CaseRun's evidence is open and visible, with its prompt, SQL and events
+    assert seen["opened"] == "evidence"
+    assert seen["hidden"] is False
+    assert seen["height"] > 50
+    assert seen["expanded"] == "true"
+    first = sections[0]["caseruns"][0]
+    assert first["prompt"].split("\n\n")[0] in seen["text"]
+    assert first["parsed"]["sql"] in seen["text"]
+    assert all(ev["leaf_hash"] in seen["text"] for ev in first["events"])
+
+
+def test_the_radar_leaves_out_the_dimensions_a_bank_has_not(report_html: Path):
+    text = report_html.read_text(encoding="utf-8")
+    radars = re.findall(r'<figure class="radar">(.*?)</figure>', text, re.S)
+    assert len(radars) == 2
+    for radar in radars:
+        labels = re.findall(r"<text[^>]*>([^<]*)</text>", radar)
+        assert [label.split()[0] for label in labels] == [
+            "basic",
+            "joins_grain",
+            "aggregation_metrics",
+            "data_dev",
+        ]
+        assert "time_window" not in radar
+        assert "complex" not in radar
+
+
+def test_how_to_read_states_the_attempts_per_case(report_html: Path):
+    text = report_html.read_text(encoding="utf-8")
+    notes = re.search(r'<ul id="how-to-read">(.*?)</ul>', text, re.S)
+    assert notes
+    # the self-test made 1 attempt per case, model-a 3 (build_real_ledger)
+    assert (
+        "<li>Attempts per case here: 3 for model-a; 1 for self-test: repeated attempts show "
+        "spread, not statistical significance; a difference between two models can be "
+        "noise.</li>"
+    ) in notes.group(1)
+    assert "Three attempts per case" not in text
+
+
+def test_the_demo_report_is_under_5_kb_per_caserun_and_fits_a_phone(tmp_path: Path):
+    from ledger.app.demo import run_demo
+
+    result = run_demo(tmp_path / "demo", force=False, echo=lambda _line: None)
+    page = tmp_path / "demo" / "report.html"
+    report = json.loads((tmp_path / "demo" / "report.json").read_text(encoding="utf-8"))
+    caseruns = sum(len(s["caseruns"]) for s in report["sections"])
+    assert caseruns > 100
+    size = page.stat().st_size
+    assert size / caseruns <= 5 * 1024, (size, caseruns)
+    # every CaseRun has its button, and its evidence is in the page once
+    text = page.read_text(encoding="utf-8")
+    assert text.count('<button type="button" class="cr"') == caseruns
+    assert text.count('<script type="application/json" id="evidence">') == 1
+    assert result.report_size > 0
+    seen = _probe(tmp_path, page, 400)
+    assert seen["before"] <= 400, seen
+    assert seen["after"] <= 400, seen
+    # retail has all six dimensions (three models, its self-test); sales-fixture four
+    assert seen["axes"] == [6, 6, 6, 6, 4]

@@ -119,9 +119,13 @@ def test_excluding_query_is_the_one_scope_leak_of_its_run(built: dict[str, Any])
     assert excl["score"]["result_correct"] is True
     assert "variant_mismatch 1, scope_leak 1 of 2 checked" in built["reports"]["md"]
     html = built["reports"]["html"]
+    assert (  # the CaseRun's row, then the first line of its evidence
+        "<td>leaky</td><td>sf-01</td><td>1</td><td>scored</td><td>100.00</td><td>yes</td>"
+        "<td>none</td><td>0</td><td>0</td><td>passed</td><td>scope_leak, variant_mismatch</td>"
+    ) in html
     assert (
-        "leaky / sf-01 / attempt 1</span>: total 100.00, result-correct yes, failure none; "
-        "variant flags (diagnostic): scope_leak, variant_mismatch</summary>"
+        "leaky / sf-01 / attempt 1: total 100.00, result-correct yes, failure none; "
+        'variant flags (diagnostic): scope_leak, variant_mismatch"'
     ) in html
 
 

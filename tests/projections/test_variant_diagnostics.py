@@ -115,9 +115,15 @@ def test_flags_appear_in_markdown_and_html(hand_ledger):
         in md
     )
     html = render(report, "html").decode()
-    assert "Variant flags (diagnostic, never change the score): <strong>scope_leak, " in html
-    assert "variant flags (diagnostic): variant_mismatch</summary>" in html  # r1 a 2
-    assert html.count('class="variant-flags"') == 4  # one per checked CaseRun
+    # the CaseRuns table has the Markdown's row; each checked CaseRun's evidence its flags
+    assert (
+        "<td>r1</td><td>a</td><td>1</td><td>scored</td><td>100.00</td><td>yes</td>"
+        "<td>none</td><td>0</td><td>0</td><td>-</td><td>scope_leak, variant_mismatch</td>"
+    ) in html
+    assert "Variant flags (diagnostic, never change the score): scope_leak, " in html
+    line = html.split("r1 / a / attempt 2: ", 1)[1].split('"', 1)[0]  # its evidence
+    assert line.endswith("; variant flags (diagnostic): variant_mismatch")
+    assert html.count("Variant flags (diagnostic, never change the score): ") == 4
 
 
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
