@@ -421,6 +421,7 @@ def read_claims(summary: str, vocabulary: Sequence[str]) -> list[Reading]:
                 seen_items.add(name)
                 out.append(Reading("item", clause, f"names {name}", subject=name, negated=negated))
         numbers = _numbers(clause)
+        changes = bool(_UP_WORDS.search(clause) or _DOWN_WORDS.search(clause))
         paired = bool(_RESPECTIVELY.search(clause)) and len(numbers) == len(labels) > 1
         for i, num in enumerate(numbers):
             if num.unit == "percent_points":
@@ -463,7 +464,8 @@ def read_claims(summary: str, vocabulary: Sequence[str]) -> list[Reading]:
                     unit=num.unit,
                     op=op,
                     hint=num.unit if num.unit in ("yuan", "percent", "orders") else hint,
-                    approx=approx or num.more,
+                    # A number beside a change (上升, rose) may be the change, not a level.
+                    approx=approx or num.more or changes,
                     negated=negated,
                 )
             )
@@ -676,6 +678,8 @@ def _judge_number(c: Reading, view: _View) -> tuple[str, str]:
                 return SUPPORTED, f"the sum of {t.columns[columns[0]][0]} is {_fmt(total)}"
     if c.negated or c.approx or rows is None or len(rows) != 1:
         return UNVERIFIABLE, "no value of the result decides it"
+    if c.unit is None and c.subject is None:
+        return UNVERIFIABLE, "a bare number with no unit and no subject"
     present = [col for col in columns if view.value(rows[0], col) is not None]
     if len(present) != 1:
         return UNVERIFIABLE, "more than one column could carry it"

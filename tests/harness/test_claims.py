@@ -39,6 +39,9 @@ SIMPSON = Table(
     (("门店A", "0.8", "0.9"), ("门店B", "0.1", "0.2"), ("合计", "0.45", "0.2333")),
 )
 
+# one period only: 门店A 9/10, 门店B 40/200
+RATES = Table((("store_name", "VARCHAR"), ("rate", "DOUBLE")), (("门店A", "0.9"), ("门店B", "0.2")))
+
 
 def verdicts(summary: str, table: Table) -> list[tuple[str, str, str]]:
     return [(c.kind, c.reading, c.verdict) for c in check_summary(summary, table)]
@@ -80,6 +83,19 @@ CASES = [
     ("600多元", SF01, [("bound", ">= 600 yuan", S)]),
     ("超过500元", SF01, [("bound", "> 500 yuan", S)]),
     ("more than 600 yuan", SF01, [("bound", "> 600 yuan", C)]),
+    # a bare number (no unit, no subject) may be anything: never contradicted
+    ("limit 10", SF01, [("number", "10", U)]),
+    # a number beside a change may be the change, not the level
+    (
+        "门店A转化率增长了20%",
+        RATES,
+        [
+            ("item", "names 门店A", S),
+            ("number", "20% (门店A)", U),
+            ("direction", "门店A went up", U),
+        ],
+    ),
+    ("门店A转化率是20%", RATES, [("item", "names 门店A", S), ("number", "20% (门店A)", C)]),
     # the unit names the amount column, which holds 600
     ("3元", SF01, [("number", "3 yuan", C)]),
     # SQL-02: 门店A 300, 门店B 300, total 600
