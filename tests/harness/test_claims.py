@@ -259,3 +259,20 @@ def test_numbers_round_to_the_written_precision() -> None:
         assert verdicts(f"转化率{text}", table)[0][2] == S, text
     assert verdicts("转化率24%", table)[0][2] == C
     assert Decimal("0.2333333333333333") * 100 - Decimal("23.33") < Decimal("0.005")
+
+
+_PIECES = [
+    "门店A", "门店B", "合计", "total", "六百", "三", "两", "零", "万", "千", "元", "%", "单", "行",
+    "上升", "下降", "最高", "高于", "比", "多", "约", "不", "超过", "more than", "rose", "each",
+    "都", "，", ",", "。", ".", " ", "(", ")", "1", "0", "9", ".5", ",000", "2026", "年", "月",
+    "第", "top", "¥", "百分之", "个百分点", "+", "k", "million", "-", ":",
+]  # fmt: skip
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(_PIECES), max_size=30).map("".join))
+def test_any_summary_is_read_without_error(summary: str) -> None:
+    for table in (SF01, SF02, SIMPSON, RATES, Table((), ())):
+        for claim in check_summary(summary, table, SF02):
+            assert claim.verdict in (S, C, U)
+            assert claim.gold_verdict in (S, C, U)
