@@ -211,6 +211,12 @@ def test_report_shows_the_contract_beside_the_score(home: Path) -> None:
     assert sf04[0].endswith(
         "| number: 5 orders (total) | supported | contradicted | order_count = 5 in row 1 |"
     )
+    # A report of the one run (read through the run's own events) shows the same block.
+    code, one, _ = run(home, "report", "--run", "model-a", "--format", "json")
+    assert code == 0
+    only = [r for s in json.loads(one)["sections"] for r in s["runs"]]
+    assert [r["run"] for r in only] == ["model-a"]
+    assert only[0]["claims"] == block
     code, page, _ = run(home, "report", "--format", "html")
     assert code == 0
     assert '<div id="claims">' in page
