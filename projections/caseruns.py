@@ -32,8 +32,11 @@ Two kinds of evidence sit beside the scores and never change them:
 
 from __future__ import annotations
 
+import base64
+
 import msgspec
 
+from ledger import codec
 from ledger.events import (
     AttemptCancelled,
     BankPublished,
@@ -42,6 +45,8 @@ from ledger.events import (
     CalibrationMutantJudged,
     ClaimsChecked,
     Event,
+    EventImported,
+    ForeignSignerRegistered,
     ModelResponded,
     OutputParsed,
     PromptSent,
@@ -103,6 +108,8 @@ CONSUMES = (
     RunWithdrawn,
     *ATTEMPT_EVENTS,
     *CALIBRATION_EVENTS,
+    ForeignSignerRegistered,
+    EventImported,
 )
 
 #: One replay item: (seq, leaf hash bytes, decoded event).
@@ -140,6 +147,10 @@ class RunInfo(msgspec.Struct):
     last_at: str
     finished: RunFinished | None = None
     events: int = 1
+    #: The foreign key that signed the run's RunStarted on its home ledger, for a run
+    #: imported from another machine (docs/exchange.md); None for a run recorded here.
+    signer_key_id: str | None = None
+    signer_name: str | None = None
     #: The run's first RunWithdrawn and its seq, when an operator withdrew it.
     withdrawn: RunWithdrawn | None = None
     withdrawn_seq: int | None = None
@@ -168,6 +179,8 @@ class State(msgspec.Struct):
     runs: dict[str, RunInfo] = msgspec.field(default_factory=dict)
     caseruns: dict[str, CaseRun] = msgspec.field(default_factory=dict)
     calibrations: dict[str, CalibrationRecord] = msgspec.field(default_factory=dict)
+    #: Foreign signers accepted by this ledger (signer.foreign.v1): key id -> name.
+    foreign_signers: dict[str, str] = msgspec.field(default_factory=dict)
 
 
 def caserun_key(run_id: str, case_id: str, attempt: int) -> str:
@@ -224,8 +237,30 @@ def apply(state: State, item: Item) -> State:
             info.withdrawn, info.withdrawn_seq = event, seq
     elif isinstance(event, BankPublished):
         state.banks.setdefault(event.content_sha256, BankInfo(seq, event))
+    elif isinstance(event, EventImported):
+        _apply_imported(state, seq, event)
+    elif isinstance(event, ForeignSignerRegistered):
+        state.foreign_signers[event.key_id] = event.name
     state.size = seq + 1
     return state
+
+
+def _apply_imported(state: State, seq: int, wrapper: EventImported) -> None:
+    """Fold the event a run's home ledger signed (docs/exchange.md) as the run's own.
+
+    It keeps its original leaf hash, which the evidence of its ScoreComputed names,
+    and takes the wrapper's seq, so log order is the order of import (the order it
+    had at home). ``verify`` checks the inner signature; a fold only reads.
+    """
+    body = base64.b64decode(wrapper.body)
+    inner = codec.decode(body)
+    if isinstance(inner, EventImported | ForeignSignerRegistered):
+        return  # never nested (import refuses it)
+    apply(state, (seq, codec.leaf_hash(body), inner))
+    if isinstance(inner, RunStarted):
+        info = state.runs[inner.run_id]
+        info.signer_key_id = wrapper.key_id
+        info.signer_name = state.foreign_signers.get(wrapper.key_id, "")
 
 
 def touch_run(state: State, run_id: str, at: str) -> RunInfo | None:

@@ -31,7 +31,7 @@ import msgspec
 from ledger import codec
 from ledger.app import tree_index
 from ledger.errors import ChainBrokenError, UsageError, VerificationError
-from ledger.events import LEDGER_STREAM, BankPublished, RunStarted, tag_of
+from ledger.events import LEDGER_STREAM, BankPublished, EventImported, RunStarted, tag_of
 from ledger.merkle import TreeAccumulator
 from ledger.store import GENESIS_CHAIN, Ledger, link_of
 from projections import caseruns
@@ -153,6 +153,8 @@ def _check_stream(seq: int, head: _Envelope, heads: dict[str, tuple[int, bytes]]
 
 _BANK_TAG = tag_of(BankPublished)
 _RUN_TAG = tag_of(RunStarted)
+#: A run imported from another machine starts with its RunStarted inside one (docs/exchange.md).
+_RUN_TAGS = (_RUN_TAG, tag_of(EventImported))
 
 #: (seq, leaf hash, body) of one checked row to fold.
 _Row = tuple[int, bytes, bytes]
@@ -323,7 +325,8 @@ def _again(ledger: Ledger, stop: int, wanted: frozenset[str]) -> Snapshot:
 
 
 def _is_run(ledger: Ledger, index: tree_index.TreeIndex, shared: _Indexed, stream: str) -> bool:
-    """Whether the stream's first event (checked against the tree) is a RunStarted."""
+    """Whether the stream's first event (checked against the tree) is a RunStarted
+    (or an imported run's first event, which import checks is its RunStarted)."""
     if stream == LEDGER_STREAM:
         return False
     if stream in index.heads:
@@ -332,7 +335,7 @@ def _is_run(ledger: Ledger, index: tree_index.TreeIndex, shared: _Indexed, strea
             raise tree_index.IndexMismatch(f"stream {stream}: first event")
     else:
         seq, _, body = shared.tail[stream][0]
-    return _decoded(seq, _ENV.decode, body).type == _RUN_TAG
+    return _decoded(seq, _ENV.decode, body).type in _RUN_TAGS
 
 
 def _tail_rows(ledger: Ledger, start: int, stop: int) -> Iterator[tuple[int, bytes, bytes]]:

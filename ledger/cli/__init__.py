@@ -191,6 +191,7 @@ AREAS = (
     "calibrate",
     "demo",
     "export",
+    "exchange",
     "slices",
     "claims",
     "stores",

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import click
 
-from ledger.cli.common import Context, pass_ctx
+from ledger.cli.common import Context, pass_ctx, write_atomic
+from ledger.errors import UsageError
 
 __all__ = ["register"]
 
@@ -59,6 +60,33 @@ def export_audit_cmd(
     click.echo("No private key is in it. The auditor runs, inside that folder:")
     for line in done.commands:
         click.echo(f"  {line}")
+
+
+@export.command("run")
+@click.argument("run_id", metavar="RUN")
+@click.option(
+    "-o",
+    "--output",
+    "out_file",
+    required=True,
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="The bundle file to write (docs/exchange.md).",
+)
+@pass_ctx
+def export_run_cmd(ctx: Context, run_id: str, out_file: Path) -> None:
+    """One run's events exactly as signed here, with the verifier key and the bank.
+
+    Another ledger takes it in with `caseledger import run FILE`.
+    """
+    from ledger.app.exchange import export_run
+    from ledger.store import Ledger
+
+    if not Ledger.exists(ctx.ledger):
+        raise UsageError(f"no ledger at {ctx.ledger_name}", hint="check --ledger")
+    with Ledger.open(ctx.ledger, readonly=True) as ledger:
+        data = export_run(ledger, run_id)
+    write_atomic(out_file, data)
+    click.echo(f"wrote {out_file}: run {run_id} from {ctx.ledger_name} ({len(data)} bytes)")
 
 
 @export.command("caseruns")

@@ -168,6 +168,7 @@ def _run_entry(
         extra["slices"] = _typed(slices.summarize(attempts, {c.id: c for c in cases}), S.SliceBlock)
     if claims.has_claims(attempts):  # likewise for claims.checked.v1 events
         extra["claims"] = _typed(claims.summarize(attempts), S.ClaimBlock)
+    extra.update(_signer(info))
     return kind(
         **extra,
         run=started.run_id,
@@ -217,10 +218,19 @@ def _withdrawn_runs(state: State, chosen: Sequence[str], shown: bool) -> list[S.
     return out
 
 
+def _signer(info: RunInfo) -> dict[str, S.RunSigner]:
+    """``signer`` for a run imported from another machine; nothing for a run recorded here
+    (so the reports of single-machine ledgers keep their bytes)."""
+    if info.signer_key_id is None:
+        return {}
+    return {"signer": S.RunSigner(name=info.signer_name or "", key_id=info.signer_key_id)}
+
+
 def _calibration_entry(state: State, info: RunInfo) -> S.CalibrationRunEntry:
     started = info.started
     summary = calibration.summarize(state.calibrations.get(started.run_id))
     return S.CalibrationRunEntry(
+        **_signer(info),
         run=started.run_id,
         profile=started.profile,
         adapter_kind=started.adapter_kind,

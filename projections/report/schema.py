@@ -42,6 +42,7 @@ __all__ = [
     "GateVerdict",
     "Report",
     "RunEntry",
+    "RunSigner",
     "Scorecard",
     "Section",
     "report_schema",
@@ -302,6 +303,13 @@ class WithdrawnRun(Withdrawal, frozen=True, kw_only=True):
     shown: bool
 
 
+class RunSigner(_S, frozen=True, kw_only=True):
+    """The key that signed a run imported from another machine (docs/exchange.md)."""
+
+    name: str
+    key_id: str
+
+
 class _Entry(
     msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True, tag_field="run_kind"
 ):
@@ -315,6 +323,9 @@ class _Entry(
     scorer_version: str
     versions: Versions
     rank: int | None
+    # Issue 18: only for a run imported from another machine, whose key signed it there
+    # (absent for a run recorded in this ledger, signed by its own operator).
+    signer: RunSigner | msgspec.UnsetType = msgspec.UNSET
     # Issue 20: only for a withdrawn run shown with --include-withdrawn (absent otherwise).
     withdrawn: Withdrawal | msgspec.UnsetType = msgspec.UNSET
 

@@ -64,6 +64,7 @@ __all__ = [
     "how_to_read",
     "model_runs",
     "model_text",
+    "run_label",
     "runs_table",
     "slice_tables",
     "status_text",
@@ -517,6 +518,15 @@ def model_text(run: RunEntry) -> str:
     return f"{shown} [{m.identity_source}]"
 
 
+def run_label(run: RunEntry) -> str:
+    """The run id, and for a run imported from another machine the key that signed it
+    there: ``run (signed by name key_id)`` (docs/exchange.md)."""
+    signer = run.signer
+    if isinstance(signer, msgspec.UnsetType):
+        return run.run
+    return f"{run.run} (signed by {signer.name} {signer.key_id})"
+
+
 def runs_table(section: Section) -> Table:
     """The runs of a section: rank, identity, quality rates, the auxiliary score, variant
     flags and the efficiency figures a reader compares first."""
@@ -544,7 +554,7 @@ def runs_table(section: Section) -> Table:
         rows.append(
             [
                 r.rank,
-                r.run,
+                run_label(r),
                 r.profile,
                 model_text(r),
                 status_text(r),
