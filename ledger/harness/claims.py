@@ -300,7 +300,7 @@ def _labels_in(clause: str, vocabulary: Sequence[str]) -> list[tuple[int, str]]:
         pattern = re.escape(label)
         if ascii_word:
             pattern = rf"(?<![A-Za-z0-9_]){pattern}(?![A-Za-z0-9_])"
-        for m in re.finditer(pattern, clause, re.IGNORECASE if ascii_word else 0):
+        for m in re.finditer(pattern, clause):
             if any(m.start() < e and s < m.end() for s, e in taken):
                 continue
             taken.append((m.start(), m.end()))
@@ -610,13 +610,26 @@ class _View:
         return self._values[r].get(c)
 
     def labels(self) -> list[str]:
+        """The text cells that read as names: two characters or more, not only digits, and
+        not an all-lowercase ASCII word (``paid``, ``open``: a status, also a plain word)."""
         out = []
         for name_row in self.table.rows:
             for i in self.text:
                 cell = name_row[i]
-                if isinstance(cell, str) and len(cell.strip()) >= 2 and not cell.strip().isdigit():
+                if isinstance(cell, str) and _is_name(cell.strip()):
                     out.append(cell.strip())
         return out
+
+
+def _is_name(text: str) -> bool:
+    """Whether a text cell is read as a name (docs/claims.md).
+
+    >>> [_is_name(t) for t in ("门店A", "Store 12", "Alice", "paid", "12", "A")]
+    [True, True, True, False, False, False]
+    """
+    if len(text) < 2 or text.isdigit():
+        return False
+    return not (text.isascii() and text == text.lower() and not any(c.isdigit() for c in text))
 
 
 def _matches(value: Decimal, tol: Decimal, unit: str | None, cell: Decimal, op: str) -> bool:
