@@ -97,7 +97,9 @@ class _Group(click.Group):
             click.echo(err=True)
             _fail(INTERRUPTED, 2)
         except click.UsageError as exc:
-            command = exc.ctx.command_path if exc.ctx is not None else "caseledger"
+            command = (
+                exc.ctx.command_path if exc.ctx is not None else self._path_of(prog_name, args)
+            )
             _fail(f"error: {exc.format_message()}", 2, f"see `{command} --help`")
         except click.ClickException as exc:
             _fail(f"error: {exc.format_message()}", 2)
@@ -110,6 +112,27 @@ class _Group(click.Group):
                 raise
             _broken_pipe()
         sys.exit(code if isinstance(code, int) else 0)
+
+    def _path_of(self, prog_name: str | None, args: Any) -> str:
+        """The command a usage error without a click context belongs to, read from ``args``.
+
+        Click raises "Option '--x' requires an argument." without one; the hint must
+        still name ``caseledger run --help``, not the group's.
+        """
+        words = [prog_name or "caseledger"]
+        command: click.Command = self
+        rest = iter(sys.argv[1:] if args is None else list(args))
+        for arg in rest:
+            if not isinstance(command, click.Group):
+                break
+            if arg == "--ledger":
+                next(rest, None)
+            elif arg in command.commands:
+                command = command.commands[arg]
+                words.append(arg)
+            elif not arg.startswith("-"):
+                break
+        return " ".join(words)
 
     def make_context(
         self,

@@ -291,3 +291,28 @@ def test_two_runs_started_with_one_run_id_at_once(
     assert len(listed) == 44
     assert sum("run.started" in line for line in listed) == 1
     assert cli(ledger, "verify").exit_code == 0
+
+
+@pytest.mark.parametrize(
+    ("args", "lines"),
+    [
+        (["run", "--bank", "x", "--reasoning-effort"],
+         ["error: Option '--reasoning-effort' requires an argument.",
+          "  hint: see `caseledger run --help`"]),
+        (["--ledger", "l.db", "log", "--run"],
+         ["error: Option '--run' requires an argument.", "  hint: see `caseledger log --help`"]),
+        (["bank", "show", "retail", "--nope"],
+         ["error: No such option '--nope'.", "  hint: see `caseledger bank show --help`"]),
+        (["nosuch"], ["error: No such command 'nosuch'.", "  hint: see `caseledger --help`"]),
+        (["--ledger"],
+         ["error: Option '--ledger' requires an argument.", "  hint: see `caseledger --help`"]),
+    ],
+    ids=lambda v: " ".join(v) if isinstance(v, list) and v and v[0][:6] != "error:" else "",
+)  # fmt: skip
+def test_a_usage_error_is_one_error_line_and_the_hint_of_its_command(
+    args: list[str], lines: list[str]
+) -> None:
+    done = CliRunner().invoke(main, args, prog_name="caseledger")
+    assert done.exit_code == 2
+    assert done.stdout == ""
+    assert done.stderr.splitlines() == lines
