@@ -45,6 +45,7 @@ __all__ = [
     "CalibrationControlChecked",
     "CalibrationFinished",
     "CalibrationMutantJudged",
+    "CallTry",
     "CaseSpec",
     "CheckpointIssued",
     "ClaimCheck",
@@ -328,6 +329,22 @@ class Invocation(_Part, frozen=True, kw_only=True):
     parameters: dict[str, str] = {}
 
 
+class CallTry(_Part, frozen=True, kw_only=True):
+    """One try of an attempt's model call, when the call was retried (docs/running.md
+    "Retries"). ``outcome`` is ``ok`` or the failure kind; ``at`` is the wall clock when
+    the try began (a claim, like every ``at``); ``duration_us`` its length;
+    ``waited_us`` the pause before it (backoff or the server's Retry-After);
+    ``retry_after_ms`` what the server asked for in Retry-After, if it did."""
+
+    outcome: str
+    http_status: int | None = None
+    at: str
+    duration_us: int
+    waited_us: int = 0
+    retry_after_ms: int | None = None
+    message: str | None = None
+
+
 class Usage(_Part, frozen=True, kw_only=True):
     """Token usage. ``input`` excludes cached input; reasoning is a subset of output."""
 
@@ -496,6 +513,9 @@ class ModelResponded(EventBase, tag="model.responded.v1", frozen=True, kw_only=T
     generation_us: int | None
     raw_output_bytes: int | UnsetType = UNSET
     raw_output_sha256: str | UnsetType = UNSET
+    # Every try of the call, the last one included, when there was more than one
+    # (retries); UNSET (left out of the bytes) after a single try.
+    tries: tuple[CallTry, ...] | UnsetType = UNSET
 
 
 class ProviderFailed(EventBase, tag="provider.failed.v1", frozen=True, kw_only=True):
@@ -515,6 +535,10 @@ class ProviderFailed(EventBase, tag="provider.failed.v1", frozen=True, kw_only=T
     generation_us: int | None = None
     raw_output_bytes: int | UnsetType = UNSET
     raw_output_sha256: str | UnsetType = UNSET
+    # As in ModelResponded: every try when there was more than one.
+    tries: tuple[CallTry, ...] | UnsetType = UNSET
+    # What the server asked for in HTTP Retry-After (ms), when it did.
+    retry_after_ms: int | UnsetType = UNSET
 
 
 class OutputParsed(EventBase, tag="output.parsed.v1", frozen=True, kw_only=True):

@@ -11,10 +11,16 @@ appended to the ledger.
 
 from __future__ import annotations
 
+import datetime as dt
+import email.utils
+import random
+import threading
+import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 import msgspec
 
@@ -27,16 +33,22 @@ from ledger.secrets import SecretSet
 __all__ = [
     "ADAPTER_FAILURE_KINDS",
     "ADAPTER_KINDS",
+    "RETRYABLE_KINDS",
     "RUNNER_OPTIONS",
     "Adapter",
+    "Answer",
     "Failure",
     "Identity",
     "MissingRecording",
     "Reply",
     "Request",
+    "RetryPolicy",
     "adapter_secrets",
     "build_adapter",
+    "call_with_retries",
     "client_version",
+    "retry_after_ms",
+    "retryable",
     "usage_from_fields",
 ]
 
@@ -114,6 +126,9 @@ class Failure(msgspec.Struct, frozen=True):
     raw_output: str | None = None
     usage: events.Usage | None = None
     generation_us: int | None = None
+    # How long the server asked to wait before calling again (HTTP Retry-After), in ms;
+    # UNSET (left out of ProviderFailed's bytes) when it did not say.
+    retry_after_ms: int | msgspec.UnsetType = msgspec.UNSET
 
 
 class MissingRecording(msgspec.Struct, frozen=True):
@@ -391,3 +406,167 @@ def usage_from_fields(obj: Any) -> events.Usage:
         ):
             raise ValueError(f"usage.{key} must be a non-negative integer or null, got {value!r}")
     return events.Usage(**{k: obj.get(k) for k in USAGE_FIELDS})
+
+
+# ---------------------------------------------------------------- retries
+
+#: Failure kinds worth another try: the provider or the machine may answer next time.
+#: Never a refusal or a tool request (the model's answer), never ``auth`` or
+#: ``bad_request`` (the same request fails the same way).
+RETRYABLE_KINDS = frozenset(
+    {
+        "timeout",
+        "rate_limited",
+        "server_error",
+        "connection_error",
+        "malformed_response",
+        "command_failed",
+    }
+)
+
+
+def retryable(failure: Failure) -> bool:
+    """Whether a failed call may be tried again: a kind of ``RETRYABLE_KINDS``, and
+    never an HTTP 4xx other than 408 (timeout) and 429 (rate limited).
+
+    >>> retryable(Failure(kind="rate_limited", message="", http_status=429))
+    True
+    >>> retryable(Failure(kind="bad_request", message="", http_status=400))
+    False
+    >>> retryable(Failure(kind="malformed_response", message="", http_status=404))
+    False
+    """
+    status = failure.http_status
+    if status is not None and 400 <= status < 500 and status not in (408, 429):
+        return False
+    return failure.kind in RETRYABLE_KINDS
+
+
+def retry_after_ms(value: str | None, now: dt.datetime | None = None) -> int | None:
+    """An HTTP ``Retry-After`` value (delay-seconds or an HTTP-date) in ms; None when
+    absent or unreadable. A date in the past is 0.
+
+    >>> retry_after_ms("2")
+    2000
+    >>> now = dt.datetime(2026, 12, 3, 10, 0, 0, tzinfo=dt.UTC)
+    >>> retry_after_ms("Thu, 03 Dec 2026 10:00:07 GMT", now)
+    7000
+    >>> retry_after_ms("soon") is None
+    True
+    """
+    if value is None:
+        return None
+    text = value.strip()
+    if text.isdigit():
+        return int(text) * 1000 if len(text) <= 9 else None
+    try:
+        when = email.utils.parsedate_to_datetime(text)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=dt.UTC)
+    delta = when - (now or dt.datetime.now(dt.UTC))
+    return max(0, int(delta.total_seconds() * 1000))
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How a failed call is tried again (docs/running.md "Retries").
+
+    At most ``retries`` more tries, only for a ``retryable`` failure. Before try
+    n+1 the policy waits what the server asked for (``Retry-After``), else an
+    exponential backoff with jitter: half of ``min(cap_s, base_s * 2**(n-1))`` plus
+    a random share of the other half. A Retry-After longer than ``max_wait_s`` is
+    not waited for: the failure is final. The jitter is never hashed or recorded
+    as a rule, only the wait it gave (``CallTry.waited_us``).
+    """
+
+    retries: int = 0
+    base_s: float = 1.0
+    cap_s: float = 30.0
+    max_wait_s: float = 120.0
+
+    def wait_s(self, tries: int, failure: Failure, rng: random.Random) -> float | None:
+        """Seconds to wait before the next try after ``tries`` tries ended in ``failure``;
+        None: no further try.
+
+        >>> p = RetryPolicy(retries=3, base_s=1.0, cap_s=3.0)
+        >>> class Half(random.Random):
+        ...     def uniform(self, a, b): return b
+        >>> f = Failure(kind="server_error", message="", http_status=503)
+        >>> [p.wait_s(n, f, Half()) for n in (1, 2, 3, 4)]
+        [1.0, 2.0, 3.0, None]
+        >>> p.wait_s(1, Failure(kind="rate_limited", message="", retry_after_ms=1500), Half())
+        1.5
+        """
+        if tries > self.retries or not retryable(failure):
+            return None
+        if isinstance(failure.retry_after_ms, int):
+            asked = failure.retry_after_ms / 1000
+            return asked if asked <= self.max_wait_s else None
+        step = min(self.cap_s, self.base_s * 2.0 ** (tries - 1))
+        return step / 2 + rng.uniform(0, step / 2)
+
+
+class Answer(NamedTuple):
+    """What one attempt's call came to: the outcome of its last try, and every try
+    when there was more than one. ``cut_short``: a stop (Ctrl-C, an early stop)
+    ended the wait before a retry; ``outcome`` is then the last try's failure."""
+
+    outcome: Reply | Failure | MissingRecording
+    tries: tuple[events.CallTry, ...] = ()
+    cut_short: bool = False
+
+
+def _try_record(
+    outcome: Reply | Failure | MissingRecording, at: str, took_ns: int, waited_ns: int
+) -> events.CallTry:
+    if not isinstance(outcome, Failure):
+        return events.CallTry(
+            outcome="ok", at=at, duration_us=took_ns // 1000, waited_us=waited_ns // 1000
+        )
+    return events.CallTry(
+        outcome=outcome.kind,
+        http_status=outcome.http_status,
+        at=at,
+        duration_us=took_ns // 1000,
+        waited_us=waited_ns // 1000,
+        retry_after_ms=outcome.retry_after_ms if isinstance(outcome.retry_after_ms, int) else None,
+        message=outcome.message,
+    )
+
+
+def call_with_retries(
+    adapter: Adapter,
+    request: Request,
+    policy: RetryPolicy,
+    *,
+    clock: Callable[[], str],
+    stop: threading.Event | None = None,
+    rng: random.Random | None = None,
+) -> Answer:
+    """Call ``adapter`` for ``request`` under ``policy``, recording every try.
+
+    ``clock`` gives each try's ``at`` (the event clock of the run); ``stop``, once
+    set, ends a wait between tries at once (``Answer.cut_short``). Exceptions of
+    the adapter go on unchanged (a harness fault, never a model's).
+    """
+    rng = rng or random.Random()  # noqa: S311 (jitter, never a secret or a hash input)
+    stop = stop or threading.Event()
+    tries: list[events.CallTry] = []
+    waited_ns = 0
+    while True:
+        at = clock()
+        start = time.monotonic_ns()
+        outcome = adapter.call(request)
+        tries.append(_try_record(outcome, at, time.monotonic_ns() - start, waited_ns))
+        recorded = tuple(tries) if len(tries) > 1 else ()
+        if not isinstance(outcome, Failure):
+            return Answer(outcome, recorded)
+        wait = policy.wait_s(len(tries), outcome, rng)
+        if wait is None:
+            return Answer(outcome, recorded)
+        begin = time.monotonic_ns()
+        if stop.wait(wait):
+            return Answer(outcome, recorded, cut_short=True)
+        waited_ns = time.monotonic_ns() - begin

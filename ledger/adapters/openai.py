@@ -253,6 +253,7 @@ class OpenAIAdapter:
             conn.request("POST", self._path, body=body, headers=headers)
             response = conn.getresponse()
             request_id = self.secrets.scrub_optional(response.getheader("x-request-id"))
+            retry_after = base.retry_after_ms(response.getheader("retry-after"))
             payload = _read_body(conn, response, deadline)
         except TimeoutError:
             return Failure(
@@ -289,6 +290,7 @@ class OpenAIAdapter:
                 http_status=response.status,
                 provider_request_id=request_id,
                 generation_us=generation_us,
+                retry_after_ms=msgspec.UNSET if retry_after is None else retry_after,
             )
         try:
             return self._answer(payload, request_id, generation_us, response.status)

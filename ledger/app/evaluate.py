@@ -68,15 +68,47 @@ def now() -> str:
 
 
 def summary_text(s: RunSummary, ledger_path: Path | str) -> str:
-    """The one-screen summary printed at the end of a run."""
-    score = "see the report" if s.total_score is None else str(s.total_score)
-    failures = ", ".join(f"{k} {v}" for k, v in sorted(s.failures.items())) or "none"
-    lines = [
-        f"run {s.run_id}: {s.status}",
-        f"  attempts: {s.planned} planned, {s.done} done",
-        f"  result-correct: {s.correct}/{s.planned} planned attempts",
-        f"  score (weighted): {score}",
-        f"  failures: {failures}",
+    """The one-screen summary printed at the end of a run (docs/running.md).
+
+    The figures are the report's (``RunSummary`` filled in by ``summarise`` with the
+    bank): ``done`` counts scored attempts only, cancelled ones are listed by reason
+    beside it; failures are the report's categories, each sub-kind with its count and
+    the first message (``projections.runsummary``).
+    """
+    done = s.done if s.scored is None else s.scored
+    attempts = f"  attempts: {s.planned} planned, {done} done"
+    if s.cancelled:
+        reasons = ", ".join(f"{k} {v}" for k, v in sorted(s.cancelled.items()))
+        attempts += f", {sum(s.cancelled.values())} cancelled ({reasons})"
+    lines = [f"run {s.run_id}: {s.status}"]
+    if s.status != "completed" and s.message:
+        lines.append(f"  stopped: {s.message}")
+    lines += [
+        attempts,
+        f"  result-correct: {s.correct}/{s.planned} planned attempts{_rate(s.result_correct_rate)}",
     ]
+    if s.format_ok is not None:
+        lines.append(
+            f"  format-ok: {s.format_ok}/{s.planned} planned attempts{_rate(s.format_ok_rate)}"
+        )
+    score = "see the report" if s.scored is None else "n/a (no case)"
+    lines.append(f"  score (weighted): {score if s.total_score is None else s.total_score}")
+    if s.scored is None:
+        failures = ", ".join(f"{k} {v}" for k, v in sorted(s.failures.items())) or "none"
+        lines.append(f"  failures: {failures}")
+    else:
+        by_category: dict[str, int] = {}
+        for g in s.groups:
+            if g.category != "cancelled":
+                by_category[g.category] = by_category.get(g.category, 0) + g.attempts
+        failures = ", ".join(f"{k} {v}" for k, v in sorted(by_category.items())) or "none"
+        lines.append(f"  failures: {failures}")
+        for g in s.groups:
+            first = f", first: {g.first_message}" if g.first_message else ""
+            lines.append(f"    {g.category} {g.sub_kind}: {g.attempts}{first}")
     lines.append(f"  report: caseledger --ledger {ledger_path} report --run {s.run_id} --format md")
     return "\n".join(lines)
+
+
+def _rate(value: str | None) -> str:
+    return "" if value is None else f" (rate {value})"

@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
+import signal
 import sys
+import threading
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,37 +23,191 @@ from ledger.app.evaluate import bank_context, default_run_id, now, summary_text,
 from ledger.bank.registry import find_published
 from ledger.bounds import MAX_ATTEMPTS, MAX_CONCURRENCY, MAX_RETRIES
 from ledger.cli.common import exit_with
-from ledger.errors import StoreConflictError, UsageError
+from ledger.errors import LedgerError, StoreConflictError, UsageError
 from ledger.harness.limits import BOUNDS, DEFAULT_LIMITS, validate
-from ledger.harness.runner import Progress, RunPlan, run
+from ledger.harness.runner import DEFAULT_MAX_CONSECUTIVE_FAILURES, Progress, RunPlan, run
 from ledger.keys import load_default_signer
 from ledger.store import Ledger
 
-__all__ = ["register"]
+__all__ = ["Reporter", "duration_text", "progress_line", "progress_text", "register"]
 
 
-class _Reporter:
-    """A progress bar on a terminal, plain lines otherwise."""
+def duration_text(seconds: float) -> str:
+    """A duration for the progress line: ``9s``, ``1m05s``, ``2h03m``.
 
-    def __init__(self) -> None:
-        self.tty = sys.stderr.isatty()
-        self.start = time.monotonic()
+    >>> [duration_text(s) for s in (0, 9.6, 65, 7380)]
+    ['0s', '9s', '1m05s', '2h03m']
+    """
+    whole = max(0, int(seconds))
+    if whole < 60:
+        return f"{whole}s"
+    if whole < 3600:
+        return f"{whole // 60}m{whole % 60:02d}s"
+    return f"{whole // 3600}h{whole % 3600 // 60:02d}m"
+
+
+def progress_text(p: Progress | None, elapsed: float, eta: float | None, level: int = 0) -> str:
+    """What the progress shows, without the bar: the phase or the counts, the time
+    since the command started and the estimated time left (``--`` until an attempt
+    of this session is done). ``level`` 0 to 3: ever shorter forms for narrow screens.
+
+    >>> p = Progress(planned=54, done=12, correct=7, failures={"guard": 2})
+    >>> for level in range(4):
+    ...     print(progress_text(p, 75, 290, level))
+    12/54 attempts, 7 correct, 2 failed, elapsed 1m15s, eta 4m50s
+    12/54, 7 correct, 2 failed, 1m15s, eta 4m50s
+    12/54, 7 ok, eta 4m50s
+    12/54 eta 4m50s
+    """
+    spent = duration_text(elapsed)
+    if p is None:
+        return f"preparing the run, elapsed {spent}" if level < 2 else f"preparing {spent}"
+    if p.phase == "starting":
+        if level < 2:
+            return f"starting the SQL workers, {p.done}/{p.planned} attempts, elapsed {spent}"
+        return f"starting {p.done}/{p.planned}"
+    failed = sum(p.failures.values())
+    left = "--" if eta is None else duration_text(eta)
+    count = f"{p.done}/{p.planned}"
+    return [
+        f"{count} attempts, {p.correct} correct, {failed} failed, elapsed {spent}, eta {left}",
+        f"{count}, {p.correct} correct, {failed} failed, {spent}, eta {left}",
+        f"{count}, {p.correct} ok, eta {left}",
+        f"{count} eta {left}",
+    ][min(level, 3)]
+
+
+def progress_line(p: Progress | None, elapsed: float, eta: float | None, columns: int) -> str:
+    """The terminal line, never longer than ``columns - 1`` (a line as wide as the
+    terminal wraps on some): a bar of 10 to 30 characters and the longest form of
+    ``progress_text`` that fits beside it, else the longest form alone, else the
+    shortest form cut.
+
+    >>> p = Progress(planned=10, done=5)
+    >>> progress_line(p, 65, 65, 40)
+    '[#######........] 5/10, 0 ok, eta 1m05s'
+    >>> progress_line(p, 65, 65, 20)
+    '5/10 eta 1m05s'
+    """
+    share = 0.0 if p is None or not p.planned else min(1.0, p.done / p.planned)
+    for level in range(4):
+        text = progress_text(p, elapsed, eta, level)
+        room = columns - 1 - len(text) - 3
+        if room >= 10:
+            width = min(30, room)
+            filled = int(width * share)
+            return f"[{'#' * filled}{'.' * (width - filled)}] {text}"
+    for level in range(4):
+        text = progress_text(p, elapsed, eta, level)
+        if len(text) <= columns - 1:
+            return text
+    return text[: max(0, columns - 1)]
+
+
+class Reporter:
+    """Progress of a run on stderr, from the start of the command.
+
+    On a terminal: one line redrawn in place every second (``\\r``, padded to the
+    width so nothing of a longer previous line stays), never wider than the terminal
+    minus one column; a command that stops before the run starts (a usage error)
+    leaves no line behind. Otherwise: a plain line when the SQL workers start and
+    when the calls start, then every ``interval`` seconds, and when every attempt
+    is done. The ETA is the time
+    per attempt done in this session times the attempts left.
+    """
+
+    def __init__(
+        self,
+        *,
+        tty: bool,
+        write: Callable[[str], None],
+        clock: Callable[[], float] = time.monotonic,
+        columns: Callable[[], int] = lambda: shutil.get_terminal_size((80, 24)).columns,
+        interval: float = 10.0,
+    ) -> None:
+        self.tty, self.write, self.clock, self.columns = tty, write, clock, columns
+        self.interval = interval
+        self.start = clock()
+        self.progress: Progress | None = None
+        self._run_start: float | None = None
+        self._base_done = 0
+        self._last_plain: float | None = None
+        self._drawn = False
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def eta(self, now: float) -> float | None:
+        """Seconds left, from this session's pace; None before its first attempt is done."""
+        p = self.progress
+        if p is None or self._run_start is None:
+            return None
+        if p.done >= p.planned:
+            return 0.0
+        done = p.done - self._base_done
+        if done <= 0:
+            return None
+        return (now - self._run_start) / done * (p.planned - p.done)
 
     def __call__(self, p: Progress) -> None:
-        elapsed = time.monotonic() - self.start
-        eta = elapsed / p.done * (p.planned - p.done) if p.done else 0.0
-        text = (
-            f"{p.done}/{p.planned} attempts, {p.correct} correct, "
-            f"elapsed {elapsed:.1f}s, eta {eta:.1f}s"
-        )
+        """The runner's ``on_progress``."""
+        with self._lock:
+            first_running = p.phase == "running" and self._run_start is None
+            if first_running:
+                self._run_start, self._base_done = self.clock(), p.done
+            self.progress = p
+            if self.tty:
+                self._draw()
+            elif first_running or p.done >= p.planned or self._due():
+                self._plain()
+
+    def tick(self) -> None:
+        """Redraw (terminal) or print a line when one is due (otherwise)."""
+        with self._lock:
+            if self.tty:
+                self._draw()
+            elif self.progress is not None and self._due():
+                self._plain()
+
+    def _due(self) -> bool:
+        return self._last_plain is None or self.clock() - self._last_plain >= self.interval
+
+    def _draw(self) -> None:
+        now = self.clock()
+        columns = self.columns()
+        line = progress_line(self.progress, now - self.start, self.eta(now), columns)
+        self.write("\r" + line.ljust(columns - 1))
+        self._drawn = True
+
+    def _plain(self) -> None:
+        now = self.clock()
+        self._last_plain = now
+        self.write(progress_text(self.progress, now - self.start, self.eta(now)) + "\n")
+
+    def begin(self) -> None:
+        """Draw now and keep redrawing once a second on a thread until ``end``."""
         if self.tty:
-            width = 24
-            filled = int(width * p.done / max(p.planned, 1))
-            click.echo(f"\r[{'#' * filled}{'.' * (width - filled)}] {text}", err=True, nl=False)
-            if p.done == p.planned:
-                click.echo("", err=True)
-        else:
-            click.echo(text, err=True)
+            self.tick()
+        self._thread = threading.Thread(target=self._loop, name="caseledger-progress", daemon=True)
+        self._thread.start()
+
+    def _loop(self) -> None:
+        while not self._stop.wait(1.0):
+            self.tick()
+
+    def end(self) -> None:
+        """Stop redrawing; end the terminal line so what follows starts on its own."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=2)
+        with self._lock:
+            if self.tty and self._drawn:
+                if self.progress is None:  # nothing ran: erase the line
+                    self.write("\r" + " " * (self.columns() - 1) + "\r")
+                else:
+                    self._draw()
+                    self.write("\n")
+                self._drawn = False
 
 
 @click.command("run")
@@ -68,7 +226,18 @@ class _Reporter:
     help="Model calls at once (default 1; the ledger keeps one writer).",
 )
 @click.option(
-    "--retries", type=click.IntRange(0, MAX_RETRIES), default=0, help="Retries of a failure."
+    "--retries",
+    type=click.IntRange(0, MAX_RETRIES),
+    default=0,
+    help="Tries again after a failed call, with backoff (not 4xx but 408/429).",
+)
+@click.option(
+    "--max-consecutive-failures",
+    type=click.IntRange(0, 1_000_000),
+    default=DEFAULT_MAX_CONSECUTIVE_FAILURES,
+    show_default=True,
+    help="Stop the run (failed, exit 1) after N attempts in a row fail the same provider "
+    "or infrastructure way; 0 never stops.",
 )
 @click.option(
     "--base-url", default=None, help="openai: the endpoint, e.g. http://127.0.0.1:8080/v1."
@@ -149,11 +318,57 @@ class _Reporter:
 @click.pass_obj
 def run_cmd(obj: Any, /, bank_ref: str, kind: str, **options: Any) -> None:
     """Run KIND on a published bank; every step becomes a signed event."""
+    reporter = Reporter(tty=sys.stderr.isatty(), write=_to_stderr)
+    reporter.begin()
+    try:
+        with _sigterm_as_interrupt():
+            summary = _run(obj, bank_ref, kind, reporter, options)
+    finally:
+        reporter.end()
+    click.echo(summary_text(summary, obj.ledger_name))
+    if summary.status == "failed":
+        raise _RunFailed(
+            f"run {summary.run_id} stopped as failed: {summary.message}",
+            hint="fix the setup the error names (--base-url, --command, the key, the model) "
+            "and start a new run; leave this one out of reports with `caseledger runs "
+            f"withdraw {summary.run_id} --reason TEXT`",
+        )
+
+
+class _RunFailed(LedgerError):
+    """An early stop: the run failed (exit 1, docs/running.md "Exit codes")."""
+
+    exit_code = 1
+
+
+def _to_stderr(text: str) -> None:
+    click.echo(text, err=True, nl=False)
+
+
+def _interrupt(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt
+
+
+@contextlib.contextmanager
+def _sigterm_as_interrupt() -> Iterator[None]:
+    """SIGTERM stops a run as Ctrl-C does: what was received is recorded first."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _run(obj: Any, bank_ref: str, kind: str, reporter: Reporter, options: dict[str, Any]) -> Any:
     if not Ledger.exists(obj.ledger):
         raise UsageError(
             f"no ledger at {obj.ledger_name}", hint="run `caseledger init` first (or pass --ledger)"
         )
     resume = options.pop("resume")
+    max_failures = options.pop("max_consecutive_failures")
     no_variants = options.pop("no_variants")
     attempts, profile = options.pop("attempts"), options.pop("profile")
     run_id, concurrency, retries = (
@@ -203,6 +418,7 @@ def run_cmd(obj: Any, /, bank_ref: str, kind: str, **options: Any) -> None:
                 retries=retries,
                 resume=resume is not None,
                 limits=limits,
+                max_consecutive_failures=max_failures,
             )
             signer = load_default_signer(obj.home)
             try:
@@ -213,9 +429,10 @@ def run_cmd(obj: Any, /, bank_ref: str, kind: str, **options: Any) -> None:
                     adapter,
                     plan,
                     clock=now,
-                    on_progress=_Reporter(),
+                    on_progress=reporter,
                 )
             except KeyboardInterrupt:
+                reporter.end()
                 click.echo(
                     f"\ninterrupted: run {plan.run_id} cancelled, its unfinished attempts "
                     f"recorded as interrupted; finish it with the same command plus "
@@ -236,7 +453,7 @@ def run_cmd(obj: Any, /, bank_ref: str, kind: str, **options: Any) -> None:
         finally:
             stack.close()
             adapter.close()
-    click.echo(summary_text(summary, obj.ledger_name))
+    return summary
 
 
 def register(group: click.Group) -> None:

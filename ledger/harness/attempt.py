@@ -112,10 +112,18 @@ class AttemptWriter:
         self.tables = frozenset(t.name for t in bank.event.tables)
 
     def events_for(
-        self, stream: Stream, key: AttemptKey, prompt: str, answer: Reply | Failure
+        self,
+        stream: Stream,
+        key: AttemptKey,
+        prompt: str,
+        answer: Reply | Failure,
+        tries: tuple[events.CallTry, ...] = (),
     ) -> list[events.EventBase]:
         """The batch of one attempt: its terminal event is ScoreComputed or AttemptCancelled,
-        followed by VariantChecked when the bank has variants and the SQL executed."""
+        followed by VariantChecked when the bank has variants and the SQL executed.
+
+        ``tries``: every try of the call when it was retried (empty after one try, so
+        the events keep the bytes they always had)."""
         case_id, attempt = key
         case = self.cases[case_id]
         ids = {"case_id": case_id, "attempt": attempt}
@@ -132,8 +140,9 @@ class AttemptWriter:
         parsed: events.OutputParsed | None = None
         failed: events.ProviderFailed | None = None
         spent_ns = _no_cpu
+        retried: dict[str, Any] = {"tries": tries} if tries else {}
         if isinstance(answer, Failure):
-            fields = _struct_fields(answer)
+            fields = {**_struct_fields(answer), **retried}
             if answer.raw_output is not None:
                 fields.update(self._bounded(answer.raw_output))
             failed = add(events.ProviderFailed, invocation=self.invocation, **fields)
@@ -144,7 +153,7 @@ class AttemptWriter:
                 return self.cpu_clock() - started
 
             stored, verdict_p = self._read_output(answer.raw_output, imported=answer.imported)
-            fields = {**_struct_fields(answer), **stored}
+            fields = {**_struct_fields(answer), **stored, **retried}
             del fields["imported"]  # how to parse it, not a ModelResponded field
             add(events.ModelResponded, invocation=self.invocation, **fields)
             parsed = add(events.OutputParsed, **_struct_fields(verdict_p))

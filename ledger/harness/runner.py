@@ -15,8 +15,18 @@ ScoreComputed can name the leaf hashes of the evidence it scored.
 How a run ends (docs/running.md):
 
 - every planned attempt recorded: RunFinished(completed);
-- KeyboardInterrupt: AttemptCancelled(interrupted) for each unfinished attempt,
-  RunFinished(cancelled), and the KeyboardInterrupt goes on to the caller;
+- ``max_consecutive_failures`` attempts in a row (in the order they are
+  recorded) fail with the same provider or infrastructure failure (the same
+  ProviderFailed kind and HTTP status, not a refusal or a tool request; or an
+  ``infrastructure`` cancellation): no further call starts, the answers of calls
+  already under way are recorded, RunFinished(failed) names the failure, and the
+  summary (status ``failed``) is returned;
+- KeyboardInterrupt (Ctrl-C, or SIGTERM turned into one by the CLI): no further
+  call starts; the answers already received and those arriving within
+  ``interrupt_grace_s`` are recorded as usual attempts; AttemptCancelled(interrupted)
+  for each attempt still without an outcome (its message says when its call was
+  still under way, or was waiting to retry), RunFinished(cancelled), and the
+  KeyboardInterrupt goes on to the caller;
 - a prompt that leaks: AttemptCancelled(prompt_leak) for the attempts of each
   leaking case, RunFinished(failed), BankError (nothing is sent to the model);
 - the adapter raises: the answers already received are still recorded,
@@ -39,10 +49,13 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import dataclasses
 import importlib.metadata
 import queue
+import random
 import re
 import threading
+import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -53,11 +66,13 @@ import duckdb
 from ledger import __version__, events
 from ledger.adapters.base import (
     Adapter,
+    Answer,
     Failure,
     MissingRecording,
-    Reply,
     Request,
+    RetryPolicy,
     adapter_secrets,
+    call_with_retries,
 )
 from ledger.engines import executor_for
 from ledger.errors import (
@@ -77,8 +92,10 @@ from ledger.store import Ledger, StoredEvent
 from projections.outcome import Terminal
 from projections.outcome import terminal as outcome_of
 from projections.report.schema import CONTRACT as REPORT_CONTRACT
+from projections.runsummary import FailureGroup, run_figures
 
 __all__ = [
+    "DEFAULT_MAX_CONSECUTIVE_FAILURES",
     "OUTPUT_CONTRACT",
     "REPORT_CONTRACT",
     "RUN_ID_PATTERN",
@@ -95,6 +112,10 @@ __all__ = [
 ]
 
 TERMINAL = (events.ScoreComputed, events.AttemptCancelled)
+#: Attempts in a row failing the same way that stop a run (``--max-consecutive-failures``).
+DEFAULT_MAX_CONSECUTIVE_FAILURES = 5
+#: ProviderFailed kinds that are the model's own answer, never a reason to stop a run.
+_MODEL_KINDS = frozenset({"policy_refusal", "tool_use"})
 # A run id is a stream name: short, printable, no spaces, never the log's own stream.
 RUN_ID_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,127}")
 
@@ -103,7 +124,14 @@ RUN_ID_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,127}")
 class RunPlan:
     """What to run. ``attempts`` None: the original run's (on resume), else the
     adapter's default (a replay file's largest attempt), else 1. ``limits`` None:
-    the original run's (on resume), else the defaults."""
+    the original run's (on resume), else the defaults.
+
+    ``max_consecutive_failures``: stop the run after this many attempts in a row
+    failed the same provider or infrastructure way (0: never). ``backoff_s``: the
+    first backoff step of a retry (``RetryPolicy.base_s``). ``interrupt_grace_s``:
+    how long an interrupted run waits for the answers of calls under way.
+    None of these changes what an attempt is: none is part of RunStarted.
+    """
 
     run_id: str
     profile: str
@@ -112,16 +140,21 @@ class RunPlan:
     retries: int = 0
     resume: bool = False
     limits: events.Limits | None = None
+    max_consecutive_failures: int = DEFAULT_MAX_CONSECUTIVE_FAILURES
+    backoff_s: float = 1.0
+    interrupt_grace_s: float = 3.0
 
 
 @dataclass
 class Progress:
-    """Counters the CLI shows while a run goes."""
+    """Counters the CLI shows while a run goes. ``phase``: ``starting`` (the SQL
+    workers start, no call yet) or ``running``."""
 
     planned: int
     done: int = 0
     correct: int = 0
     failures: dict[str, int] = field(default_factory=dict)
+    phase: str = "running"
 
 
 @dataclass(frozen=True)
@@ -133,8 +166,14 @@ class RunSummary:
     as for resume). ``correct`` and ``failures`` count those attempts' outcomes under
     the scorer version the run recorded in RunStarted, as ``caseledger runs`` and the
     report show them, so a later rescore does not change the summary. ``total_score``
-    is the weighted model score of the report; the runner leaves it None (the
-    projections compute it) and the summary then points to the report.
+    is the weighted model score of the report.
+
+    With the bank (``summarise(..., bank=...)``, as ``run`` does) the report's own
+    figures are filled in (``projections.runsummary``): ``scored`` (attempts with a
+    score; cancelled attempts are not among them), ``cancelled`` by reason, the
+    result-correct and format-ok rates, ``format_ok``, and ``groups``: the failures
+    by category and sub-kind with the first message of each. ``message`` is the
+    RunFinished message (why a run failed or was cancelled).
     """
 
     run_id: str
@@ -144,6 +183,13 @@ class RunSummary:
     correct: int
     failures: dict[str, int]
     total_score: Decimal | None = None
+    message: str = ""
+    scored: int | None = None
+    format_ok: int | None = None
+    result_correct_rate: str | None = None
+    format_ok_rate: str | None = None
+    cancelled: dict[str, int] = field(default_factory=dict)
+    groups: tuple[FailureGroup, ...] = ()
 
 
 def attempt_states(
@@ -185,19 +231,24 @@ def _count(progress: Progress, last: events.EventBase) -> None:
         progress.failures[last.reason] = progress.failures.get(last.reason, 0) + 1
 
 
-def summarise(stored: Sequence[StoredEvent], planned: Sequence[AttemptKey]) -> RunSummary:
+def summarise(
+    stored: Sequence[StoredEvent],
+    planned: Sequence[AttemptKey],
+    bank: events.BankPublished | None = None,
+) -> RunSummary:
     """The summary of a run from its stream: the final outcome of each planned attempt.
 
-    ``status`` is the last RunFinished's (``running`` when there is none yet).
+    ``status`` is the last RunFinished's (``running`` when there is none yet). With
+    ``bank`` (the run's published bank) the report's figures are added.
     """
-    run_id, status, recorded = "", "running", None
+    run_id, status, message, recorded = "", "running", "", None
     decoded = [item.event() for item in stored]
     for event in decoded:
         run_id = event.stream
         if isinstance(event, events.RunStarted):
             recorded = event.versions.scorer
         elif isinstance(event, events.RunFinished):
-            status = event.status
+            status, message = event.status, event.message
     states = _terminals(decoded, None)
     views = states if recorded is None else _terminals(decoded, recorded)
     progress = Progress(planned=len(planned))
@@ -207,13 +258,30 @@ def summarise(stored: Sequence[StoredEvent], planned: Sequence[AttemptKey]) -> R
             view = views.get(key)
             if view is not None and view.event is not None and view.final:
                 _count(progress, view.event)
-    return RunSummary(
+    summary = RunSummary(
         run_id=run_id,
         status=status,
         planned=progress.planned,
         done=progress.done,
         correct=progress.correct,
         failures=dict(sorted(progress.failures.items())),
+        message=message,
+    )
+    if bank is None or recorded is None:
+        return summary
+    figures = run_figures(
+        bank,
+        ((item.seq, item.leaf_hash, event) for item, event in zip(stored, decoded, strict=True)),
+    )
+    return dataclasses.replace(
+        summary,
+        total_score=None if figures.model_score is None else Decimal(figures.model_score),
+        scored=figures.scored,
+        format_ok=figures.format_ok,
+        result_correct_rate=figures.result_correct_rate,
+        format_ok_rate=figures.format_ok_rate,
+        cancelled=figures.cancelled,
+        groups=figures.groups,
     )
 
 
@@ -343,37 +411,43 @@ def _existing_run(
     return existing, started
 
 
-def _call(adapter: Adapter, request: Request, retries: int) -> Reply | Failure | MissingRecording:
-    answer = adapter.call(request)
-    tries = 0
-    while isinstance(answer, Failure) and tries < retries:
-        tries += 1
-        answer = adapter.call(request)
-    return answer
-
-
-_Outcome = Reply | Failure | MissingRecording | Exception
+_Outcome = Answer | Exception
 
 
 class _Calls:
-    """Model calls on daemon threads; their outcomes come back through one queue.
+    """Model calls on daemon threads; their answers come back through one queue.
 
     Daemon threads because a stopped run must not wait for a slow model at exit.
     An exception raised by the adapter is an outcome too: the caller's thread
-    re-raises it after recording what it can.
+    re-raises it after recording what it can. Each call is retried under
+    ``policy`` (``ledger.adapters.base.call_with_retries``); ``stop`` also ends a
+    wait between tries at once. At most ``workers`` calls are made and not yet taken
+    by the recording thread: calls never run ahead of the records (an early stop
+    stops after about N calls, not after every fast failure of the plan).
     """
 
     def __init__(
-        self, adapter: Adapter, retries: int, workers: int, requests: Sequence[Request]
+        self,
+        adapter: Adapter,
+        policy: RetryPolicy,
+        workers: int,
+        requests: Sequence[Request],
+        clock: Callable[[], str],
     ) -> None:
-        self._adapter, self._retries = adapter, retries
+        self._adapter, self._policy, self._clock = adapter, policy, clock
         self.requests = tuple(requests)
         self._pending = collections.deque(requests)
         self._lock = threading.Lock()
         self._stopped = False
+        self._waking = threading.Event()
+        self._rng = random.Random()  # noqa: S311 (backoff jitter only)
         self._taken = self._received = 0
+        count = min(max(1, workers), len(requests))
+        self._slots = threading.Semaphore(count)
+        self.started: set[AttemptKey] = set()
+        self.answered: set[AttemptKey] = set()
         self._results: queue.Queue[tuple[Request, _Outcome]] = queue.Queue()
-        for n in range(min(max(1, workers), len(requests))):
+        for n in range(count):
             threading.Thread(target=self._work, name=f"caseledger-call-{n}", daemon=True).start()
 
     def _next(self) -> Request | None:
@@ -383,34 +457,59 @@ class _Calls:
             if self._stopped or not self._pending:
                 return None
             self._taken += 1
-            return self._pending.popleft()
+            request = self._pending.popleft()
+            self.started.add((request.case_id, request.attempt))
+            return request
 
     def _work(self) -> None:
-        while (request := self._next()) is not None:
+        while True:
+            self._slots.acquire()  # given back when the outcome is taken (get)
+            request = self._next()
+            if request is None:
+                self._slots.release()
+                return
             outcome: _Outcome
             try:
-                outcome = _call(self._adapter, request, self._retries)
+                outcome = call_with_retries(
+                    self._adapter, request, self._policy, clock=self._clock, stop=self._waking
+                )
             except Exception as exc:  # not hidden: the caller's thread re-raises it
                 outcome = exc
                 self.stop()  # a broken adapter gets no further request
             self._results.put((request, outcome))
 
-    def get(self) -> tuple[Request, _Outcome]:
-        """The next outcome, in completion order (blocks; a KeyboardInterrupt gets through)."""
-        item = self._results.get()
+    def get(self, timeout: float | None = None) -> tuple[Request, _Outcome]:
+        """The next outcome, in completion order (blocks; a KeyboardInterrupt gets through).
+
+        Raises:
+            queue.Empty: nothing came within ``timeout`` seconds.
+        """
+        item = self._results.get(timeout=timeout)
+        self._slots.release()
         self._received += 1
+        self.answered.add((item[0].case_id, item[0].attempt))
         return item
 
-    def stop(self) -> None:
-        """Start no further call."""
+    def stop(self, *, wake: bool = False) -> None:
+        """Start no further call; ``wake``: also end every wait between tries now."""
         with self._lock:
             self._stopped = True
+        if wake:
+            self._waking.set()
 
-    def in_flight(self) -> Iterable[tuple[Request, _Outcome]]:
-        """Stop, then wait for and yield the outcomes of the calls already started."""
-        self.stop()
+    def in_flight(self, within: float | None = None) -> Iterable[tuple[Request, _Outcome]]:
+        """Stop (ending waits between tries), then yield the outcomes of the calls already
+        started as they arrive; ``within``: for at most that many seconds."""
+        self.stop(wake=True)
+        deadline = None if within is None else time.monotonic() + within
         while self._received < self._taken:
-            yield self.get()
+            left = None if deadline is None else deadline - time.monotonic()
+            if left is not None and left <= 0:
+                return
+            try:
+                yield self.get(left)
+            except queue.Empty:
+                return
 
 
 class _AdapterFault(Exception):
@@ -419,6 +518,49 @@ class _AdapterFault(Exception):
     def __init__(self, request: Request, error: Exception) -> None:
         super().__init__(str(error))
         self.request, self.error = request, error
+
+
+class _EarlyStop(Exception):
+    """Internal: attempts in a row failed the same way (``RunPlan.max_consecutive_failures``)."""
+
+
+class _Streak:
+    """Counts attempts in a row that failed with the same provider or infrastructure failure."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.signature: tuple[str, int | None] | None = None
+        self.count = 0
+        self.first = ""
+
+    def add(self, batch: Sequence[events.EventBase]) -> None:
+        """Count one recorded attempt; raise _EarlyStop when the limit is reached."""
+        found = _failure_signature(batch)
+        if found is None:
+            self.signature, self.count = None, 0
+            return
+        signature, message = found
+        if signature != self.signature:
+            self.signature, self.count, self.first = signature, 0, message
+        self.count += 1
+        if self.limit and self.count >= self.limit:
+            kind, status = signature
+            what = kind + (f" (HTTP {status})" if status is not None else "")
+            raise _EarlyStop(
+                f"{self.count} attempts in a row failed the same way, {what}: {self.first}"
+            )
+
+
+def _failure_signature(
+    batch: Sequence[events.EventBase],
+) -> tuple[tuple[str, int | None], str] | None:
+    # (kind, HTTP status) and message of a provider or infrastructure failure; None else.
+    for event in batch:
+        if isinstance(event, events.ProviderFailed) and event.kind not in _MODEL_KINDS:
+            return (event.kind, event.http_status), event.message
+        if isinstance(event, events.AttemptCancelled) and event.reason == "infrastructure":
+            return ("infrastructure", None), event.message
+    return None
 
 
 def _leak_summary(finding: str) -> str:
@@ -473,15 +615,16 @@ class _Session:
 
     def record(
         self, writer: AttemptWriter, request: Request, outcome: _Outcome
-    ) -> events.EventBase:
-        """Record one model outcome as its attempt's batch; returns the terminal event."""
+    ) -> list[events.EventBase]:
+        """Record one model answer as its attempt's batch; returns the batch."""
         key = (request.case_id, request.attempt)
-        if isinstance(outcome, MissingRecording):
-            return self.cancel(key, "missing_recording", outcome.message)
         if isinstance(outcome, Exception):
             raise broken(f"case {key[0]} attempt {key[1]}: an exception passed as an answer")
+        answer, tries = outcome.outcome, outcome.tries
+        if isinstance(answer, MissingRecording):
+            return [self.cancel(key, "missing_recording", answer.message)]
         try:
-            batch = self.append(lambda s: writer.events_for(s, key, request.prompt, outcome))
+            batch = self.append(lambda s: writer.events_for(s, key, request.prompt, answer, tries))
         except LedgerError:
             raise
         except Exception as exc:
@@ -490,7 +633,7 @@ class _Session:
             raise InternalError(
                 exc, where=f"nothing was recorded for case {key[0]} attempt {key[1]}"
             ) from exc
-        return next(e for e in reversed(batch) if isinstance(e, TERMINAL))
+        return batch
 
 
 def run(
@@ -536,7 +679,7 @@ def run(
     prompts = {c.id: bank.prompt_for(c) for c in published.cases}
     leaks = {cid: found for cid, text in prompts.items() if (found := bank.leak_check(cid, text))}
     if not todo and existing and isinstance(existing[-1].event(), events.RunFinished):
-        return summarise(existing, planned)  # a finished run: nothing to add
+        return summarise(existing, planned, published)  # a finished run: nothing to add
     session = _Session(ledger, signer, plan.run_id, clock)
     if len(session.stored) != len(existing):
         # Another process appended to this run since it was checked above (the same
@@ -546,17 +689,23 @@ def run(
         if started is None:
             session.one(events.RunStarted, **fresh)
         _stop_for_leaks(session, plan.run_id, todo, leaks)
+    progress = _progress(summarise(existing, planned))
+    if on_progress is not None:
+        on_progress(dataclasses.replace(progress, phase="starting"))
     with executor_for(bank.event, bank.db_path) as pool:
         if started is None:
             session.one(events.RunStarted, **fresh)
         invocation = adapter.invocation(bank.prompt_contract_digest, plan.retries)
         writer = AttemptWriter(bank, pool, invocation, score.SCORER_VERSION, limits)
         requests = [Request(cid, n, prompts[cid]) for cid, n in todo]
-        progress = _progress(summarise(existing, planned))
-        _drive(session, writer, _Calls(adapter, plan.retries, plan.concurrency, requests),
-               progress, on_progress)  # fmt: skip
-    session.finish("completed")
-    return summarise(ledger.stream_events(plan.run_id), planned)
+        if on_progress is not None:
+            on_progress(progress)
+        policy = RetryPolicy(retries=plan.retries, base_s=plan.backoff_s)
+        calls = _Calls(adapter, policy, plan.concurrency, requests, clock)
+        stopped = _drive(session, writer, calls, progress, on_progress, plan)
+    status, message = stopped or ("completed", "")
+    session.finish(status, message)
+    return summarise(ledger.stream_events(plan.run_id), planned, published)
 
 
 def _progress(summary: RunSummary) -> Progress:
@@ -592,30 +741,41 @@ def _drive(
     calls: _Calls,
     progress: Progress,
     on_progress: Callable[[Progress], None] | None,
-) -> None:
-    """Record every outcome as it arrives; on a stop, record why (module docstring)."""
+    plan: RunPlan,
+) -> tuple[str, str] | None:
+    """Record every answer as it arrives; on a stop, record why (module docstring).
 
-    def record(request: Request, outcome: _Outcome) -> None:
-        _count(progress, session.record(writer, request, outcome))
+    Returns the (status, message) of an early stop, None when every call was recorded.
+    """
+    streak = _Streak(plan.max_consecutive_failures)
+    current: tuple[Request, _Outcome] | None = None
+
+    def record(request: Request, outcome: _Outcome) -> list[events.EventBase]:
+        batch = session.record(writer, request, outcome)
+        _count(progress, next(e for e in reversed(batch) if isinstance(e, TERMINAL)))
         progress.done += 1
         if on_progress is not None:
             on_progress(progress)
+        return batch
 
     try:
         for _ in calls.requests:
-            request, outcome = calls.get()
+            current = calls.get()
+            request, outcome = current
             if isinstance(outcome, Exception):
                 raise _AdapterFault(request, outcome)
-            record(request, outcome)
+            batch = record(request, outcome)
+            current = None
+            streak.add(batch)
     except KeyboardInterrupt:
-        calls.stop()
-        message = "interrupted by the user"
-        session.resync()
-        states = attempt_states(session.stored)
-        for key in _unfinished(calls, states):
-            session.cancel(key, "interrupted", message)
-        session.finish("cancelled", message)
+        _interrupted(session, calls, current, record, plan.interrupt_grace_s)
         raise
+    except _EarlyStop as stop:
+        # Answers already received (maybe paid for) are recorded before stopping.
+        for request, outcome in calls.in_flight():
+            if not isinstance(outcome, Exception):
+                record(request, outcome)
+        return "failed", str(stop)
     except _AdapterFault as fault:
         # Answers already received (maybe paid for) are recorded before stopping.
         for request, outcome in calls.in_flight():
@@ -625,13 +785,70 @@ def _drive(
         session.finish("failed", f"the adapter raised {type(fault.error).__name__} on {where}")
         raise fault.error from None
     except BaseException as exc:
-        calls.stop()
+        calls.stop(wake=True)
         # A harness or ledger fault: try to close the run; the original error wins.
         cause = exc.error if isinstance(exc, InternalError) else exc
         with contextlib.suppress(LedgerError):
             session.resync()
             session.finish("failed", f"harness fault: {type(cause).__name__}")
         raise
+    return None
+
+
+_INTERRUPTED = "interrupted by the user"
+
+
+def _interrupted(
+    session: _Session,
+    calls: _Calls,
+    current: tuple[Request, _Outcome] | None,
+    record: Callable[[Request, _Outcome], list[events.EventBase]],
+    grace: float,
+) -> None:
+    """Record what an interrupted run received, then cancel the rest and close the run.
+
+    No further call starts and waits between tries end. The answer being recorded
+    when the interrupt came (if its batch did not make it), the answers already
+    received and those arriving within ``grace`` seconds are recorded as usual
+    attempts (a second Ctrl-C ends the wait). Every other unfinished attempt is
+    cancelled as interrupted, saying whether its call was under way or waiting to retry.
+    """
+    calls.stop(wake=True)
+    late = [current] if current is not None else []
+    with contextlib.suppress(KeyboardInterrupt):  # a second Ctrl-C: stop waiting
+        for item in calls.in_flight(grace):
+            late.append(item)
+    session.resync()
+    states = attempt_states(session.stored)
+    notes: dict[AttemptKey, str] = {}
+    for request, outcome in late:
+        key = (request.case_id, request.attempt)
+        if _is_final(states.get(key)) or isinstance(outcome, Exception):
+            continue
+        if outcome.cut_short:
+            notes[key] = f"{_INTERRUPTED} while its call waited to retry: {_tries_text(outcome)}"
+            continue
+        record(request, outcome)
+    session.resync()
+    states = attempt_states(session.stored)
+    for key in _unfinished(calls, states):
+        note = notes.get(key)
+        if note is None and key in calls.started and key not in calls.answered:
+            note = (
+                f"{_INTERRUPTED}; its call was still under way after {grace:g} s "
+                "(an answer after that is not recorded)"
+            )
+        session.cancel(key, "interrupted", note or _INTERRUPTED)
+    session.finish("cancelled", _INTERRUPTED)
+
+
+def _tries_text(answer: Answer) -> str:
+    n = len(answer.tries) or 1
+    last = answer.outcome
+    if not isinstance(last, Failure):
+        return f"{n} tries"
+    status = f" (HTTP {last.http_status})" if last.http_status is not None else ""
+    return f"{n} {'try' if n == 1 else 'tries'}, the last {last.kind}{status}: {last.message}"
 
 
 def _unfinished(calls: _Calls, states: dict[AttemptKey, Terminal]) -> list[AttemptKey]:
