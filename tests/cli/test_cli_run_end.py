@@ -8,6 +8,7 @@ Real parts only: a real ledger and bank, real SQL workers, real HTTP servers on
 from __future__ import annotations
 
 import collections
+import email.utils
 import http.server
 import json
 import signal
@@ -20,10 +21,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from msgspec import UNSET
 
 from ledger import events
-from ledger.adapters import build_adapter
+from ledger.adapters import Failure, Request, build_adapter
 from ledger.app.evaluate import bank_context
 from ledger.bank.registry import find_published
 from ledger.cli.run import Reporter, duration_text, progress_line, progress_text
@@ -186,6 +189,20 @@ def test_429_with_retry_after_then_200_is_one_attempt_with_two_tries(
     raw = next(s.body for s in other if s.event() == second)
     assert b'"tries"' not in raw
     assert summary.correct == 7
+
+
+def test_retry_after_as_an_http_date(home: Path, chat: Chat) -> None:
+    question = bank_json(home, "sales-fixture")["cases"][0]["question"]
+    adapter = build_adapter("openai", {"base_url": chat.url, "model": "m", "timeout_s": 10})
+    when = email.utils.formatdate(time.time() + 30, usegmt=True)  # whole seconds
+    chat.script.append((503, {"Retry-After": when}, b"later"))
+    failed = adapter.call(Request(case_id="sf-01", attempt=1, prompt=question))
+    assert isinstance(failed, Failure)
+    assert (failed.kind, failed.http_status) == ("server_error", 503)
+    # 30 s ahead, less the fraction of a second the date drops and the time the call
+    # took (seconds on a loaded machine).
+    assert isinstance(failed.retry_after_ms, int)
+    assert 20_000 <= failed.retry_after_ms <= 30_000
 
 
 def test_400_is_never_retried(home: Path, chat: Chat) -> None:
@@ -370,6 +387,30 @@ def test_the_line_never_reaches_the_last_column(columns: int) -> None:
     for p in (None, Progress(planned=7, phase="starting"), Progress(planned=7, done=3), big):
         for elapsed, eta in ((0, None), (5000, 360000), (86399, 86399)):
             assert len(progress_line(p, elapsed, eta, columns)) <= columns - 1
+
+
+@given(
+    planned=st.integers(0, 10**7),
+    done=st.integers(0, 10**7),
+    failed=st.integers(0, 10**7),
+    elapsed=st.floats(0, 10**7),
+    eta=st.none() | st.floats(0, 10**8),
+    columns=st.integers(1, 400),
+    phase=st.sampled_from(["starting", "running", None]),
+)
+def test_no_line_is_ever_wider_than_the_terminal_minus_one(
+    planned: int,
+    done: int,
+    failed: int,
+    elapsed: float,
+    eta: float | None,
+    columns: int,
+    phase: str | None,
+) -> None:
+    p = None if phase is None else Progress(planned, done, done, {"guard": failed}, phase)
+    line = progress_line(p, elapsed, eta, columns)
+    assert len(line) <= columns - 1
+    assert "\n" not in line
 
 
 def test_the_line_at_80_columns() -> None:
