@@ -19,7 +19,8 @@ a stored copy by its (stream, stream_seq) through the ordered stream index
 (``Backend.rows_at``), never through an index on the random leaf hash, and returns
 the stored seq instead of writing it again.
 
-Checkpoints: after every batch that holds a RunFinished or a BankPublished, an
+Checkpoints: after every batch that holds a RunFinished or a BankPublished (or a run
+imported from another machine, whose RunFinished is inside an EventImported), an
 operator's append also signs a checkpoint note over the whole log and stores it in
 the ``checkpoints`` table (inside the same transaction), so a cut-off tail is caught
 by ``verify`` as long as that table is left in place (and against an exported copy
@@ -59,6 +60,7 @@ from ledger.events import (
     BankPublished,
     Event,
     EventBase,
+    EventImported,
     RunFinished,
     SignerRegistered,
     SignerRetired,
@@ -83,7 +85,7 @@ GENESIS_CHAIN = bytes(32)
 _ENVELOPE_FIELDS = ("stream", "stream_seq", "stream_prev", "at")
 _SIGNER_TAGS = (tag_of(SignerRegistered), tag_of(SignerRetired))
 #: Batches holding one of these get an automatic checkpoint (see the module doc).
-_CHECKPOINT_AFTER = (RunFinished, BankPublished)
+_CHECKPOINT_AFTER = (RunFinished, BankPublished, EventImported)
 _CHUNK_ROWS = 128  # rows signed while the previous chunk is inserted (see Ledger._write)
 
 

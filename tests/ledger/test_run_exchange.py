@@ -222,6 +222,9 @@ def test_runs_of_three_machines_in_one_postgresql_ledger(
         if first_of_machine:
             assert f"by {central_name} ({central_id})" in out
         assert central.size() == before + count + first_of_machine
+        # a signed checkpoint over the log with the run is stored with it (verify checks it)
+        with Ledger.open(central.store.location, readonly=True) as ledger:
+            assert ledger.stored_checkpoints()[-1][0] == ledger.size()
         total += count
     assert total > 3 * 54
     verified = ok(central.cli("verify"))
