@@ -15,6 +15,7 @@ machines' own files (key files, rows, reports), never from the import code.
 from __future__ import annotations
 
 import base64
+import fcntl
 import hashlib
 import json
 import os
@@ -23,7 +24,7 @@ import sqlite3
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -118,7 +119,35 @@ def run_machine(root: Path, name: str, profile: str) -> Machine:
 
 @pytest.fixture(scope="module")
 def machines(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Machine]:
-    root = tmp_path_factory.mktemp("machines")
+    """The three machines, made once per test session: under pytest-xdist the first
+    worker makes them in the session's shared folder and the others wait and reuse
+    them (they are only read afterwards)."""
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        return make_machines(tmp_path_factory.mktemp("machines"))
+    shared = tmp_path_factory.getbasetemp().parent / "run-exchange"  # this session's own
+    shared.mkdir(exist_ok=True)
+    with (shared / "lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        done = shared / "machines.json"
+        if not done.exists():
+            made = make_machines(shared / "machines")
+            done.write_text(json.dumps({n: asdict(m) for n, m in made.items()}, default=str))
+    found = json.loads(done.read_text())
+    return {
+        n: Machine(
+            **{
+                **m,
+                "home": Path(m["home"]),
+                "db": Path(m["db"]),
+                "bundles": {r: Path(b) for r, b in m["bundles"].items()},
+            }
+        )
+        for n, m in found.items()
+    }
+
+
+def make_machines(root: Path) -> dict[str, Machine]:
+    root.mkdir(parents=True, exist_ok=True)
     with ThreadPoolExecutor(len(MACHINES)) as pool:
         made = [pool.submit(run_machine, root, n, p) for n, p in MACHINES.items()]
         return {m.name: m for m in (f.result() for f in made)}
@@ -442,3 +471,27 @@ def test_a_file_that_is_not_a_bundle(central: Central, tmp_path: Path) -> None:
     done = central.cli("import", "run", str(path))
     assert done.returncode == 2
     assert "not a caseledger-run-bundle/v1 bundle (format is 'something-else')" in done.stderr
+
+
+def test_an_imported_run_is_sliced_and_rescored_like_a_native_one(
+    machines: dict[str, Machine], central: Central
+) -> None:
+    """Last in the file: it appends native events to an imported run's stream."""
+    m, run = machines["m3"], "m3-lumen-mini"
+    ok(central.cli("import", "run", str(m.bundles[run])))  # or already imported
+    before = central.size()
+    ok(central.cli("slices", "--run", run))
+    done = ok(central.cli("rescore", "--run", run, "--scorer", "2.0.0", "--reexecute"))
+    # the recording answers 18 cases x 3 attempts; every one is judged again
+    assert done.startswith("rescored 54 attempts of 1 runs under scorer 2.0.0")
+    assert central.size() > before
+    verified = ok(central.cli("verify"))
+    assert "imported events, original signatures checked" in verified
+    one = json.loads(ok(central.cli("report", "--run", run, "--format", "json")))
+    (entry,) = [r for s in one["sections"] for r in s["runs"]]
+    assert "slices" in entry
+    home = json.loads(ok(caseledger(m.db, "report", "--run", run, "--format", "json", home=m.home)))
+    (home_entry,) = [r for s in home["sections"] for r in s["runs"]]
+    # re-executing the same SQL on the same bank gives the verdicts recorded at home
+    assert entry["quality"] == home_entry["quality"]
+    assert entry["scores"] == home_entry["scores"]
