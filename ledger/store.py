@@ -385,16 +385,15 @@ class Ledger:
         stream's chain (``ledger.app.tree_index`` does, against a verified tree)."""
         return self._db.stream_rows(stream, stop)
 
-    def find(self, leaf_hash: bytes) -> StoredEvent | None:
-        """The row stored under ``leaf_hash`` (the unique event id), its body checked
-        against it; None when there is none."""
+    def find(self, leaf_hash: bytes) -> tuple[int, bytes] | None:
+        """(seq, body) of the row stored under ``leaf_hash`` (the unique event id), its
+        body checked against it (one indexed read); None when there is none."""
         row = self._db.body_of(leaf_hash)
         if row is None:
             return None
-        stored = self.get(row[0])
-        if stored is None or stored.leaf_hash != leaf_hash:
-            raise ChainBrokenError(f"seq {row[0]}: the leaf hash index is inconsistent", seq=row[0])
-        return stored
+        seq, body = row
+        _check_leaf(seq, body, leaf_hash)
+        return seq, body
 
     def events_of_type(self, *classes: type[EventBase]) -> Iterator[StoredEvent]:
         """Rows whose body is one of these event classes, in order, read by :meth:`scan`."""

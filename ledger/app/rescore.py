@@ -16,6 +16,7 @@ naming the first seq whose recorded fields differ.
 from __future__ import annotations
 
 import tempfile
+from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,8 +24,9 @@ from typing import Any
 
 import msgspec
 
+from ledger import codec
 from ledger.app.audit import published_bank
-from ledger.app.snapshot import read_state
+from ledger.app.snapshot import run_snapshots
 from ledger.bank.build import build_database, freeze_gold_at, gold_digest
 from ledger.bank.model import Bank
 from ledger.bank.registry import DB_SUFFIX, PublishedBank, bank_paths
@@ -192,30 +194,35 @@ def rescore(
         UsageError: unknown scorer version or run; bank files missing.
     """
     score_mod.get_scorer(version)  # unknown versions fail before anything is read
-    snap = read_state(ledger, runs=runs or None)
-    state = snap.state
-    chosen = sorted(state.runs) if not runs else sorted(set(runs))
-    missing = [r for r in chosen if r not in state.runs]
-    if missing:
+    chosen = None if not runs else sorted(set(runs))
+    if chosen is not None:
+        missing = [
+            r for r in chosen if next(iter(ledger.indexed_stream(r, ledger.size())), None) is None
+        ]
+        if missing:
+            raise UsageError(f"no run {', '.join(missing)} in {ledger.path}")
+    summary = RescoreSummary(version, runs=[])
+    # One run in memory at a time (issue 21): each run is folded, checked, rescored and
+    # its batch appended before the next is read, so memory does not grow with the log.
+    for snap in run_snapshots(ledger, runs=chosen):
+        state = snap.state
+        for run_id in sorted(state.runs):
+            if chosen is not None and run_id not in chosen:
+                continue
+            summary.runs.append(run_id)
+            head = snap.heads.get(run_id)
+            if head is None:
+                raise broken(f"run {run_id} has no stream head in the snapshot")
+            stream = Stream(run_id, clock, None)
+            stream.seq, stream.prev = head[0], link_of(head[1])
+            found = [c for key, c in sorted(state.caseruns.items()) if c.run_id == run_id]
+            batch = _rescore_run(state, found, stream, home, run_id, version, reexecute, summary)
+            if batch:
+                ledger.append(batch, signer)
+        del state, snap
+    if chosen is not None and summary.runs != chosen:
+        missing = sorted(set(chosen) - set(summary.runs))
         raise UsageError(f"no run {', '.join(missing)} in {ledger.path}")
-    summary = RescoreSummary(version, runs=chosen)
-    # One pass over the CaseRuns (in key order: run, case, attempt), not one per run.
-    by_run: dict[str, list[CaseRun]] = {run_id: [] for run_id in chosen}
-    for key in sorted(state.caseruns):
-        caserun = state.caseruns[key]
-        if caserun.run_id in by_run:
-            by_run[caserun.run_id].append(caserun)
-    for run_id in chosen:
-        head = snap.heads.get(run_id)
-        if head is None:
-            raise broken(f"run {run_id} has no stream head in the snapshot")
-        stream = Stream(run_id, clock, None)
-        stream.seq, stream.prev = head[0], link_of(head[1])
-        batch = _rescore_run(
-            state, by_run[run_id], stream, home, run_id, version, reexecute, summary
-        )
-        if batch:
-            ledger.append(batch, signer)
     return summary
 
 
@@ -307,6 +314,8 @@ def _rescore_run(
 # ----------------------------------------------------------------- verify --recompute
 
 _EVIDENCE_TYPES = (OutputParsed, SqlGuarded, SqlExecuted, ProviderFailed)
+#: Evidence events kept in memory while verify --recompute walks a bound ledger.
+_WINDOW = 4096
 
 
 def _recorded(event: ScoreComputed) -> dict[str, Any]:
@@ -386,15 +395,17 @@ class _Walk:
         self.banks: dict[str, tuple[BankPublished, int]] = {}
         self.loaded: dict[str, Bank] = {}
         self.runs: dict[str, RunStarted] = {}
-        self.evidence: dict[str, tuple[int, EventBase]] = {}
+        self.evidence: OrderedDict[str, tuple[int, EventBase]] = OrderedDict()
         self.rerun_done: set[str] = set()
         self.pools: dict[str, Executor] = {}
         self.tmp: tempfile.TemporaryDirectory[str] | None = None
         self.built: list[tuple[str, Path]] = []  # (engine, database) of temporary builds
-        kept: tuple[type[EventBase], ...] = (BankPublished, RunStarted, ScoreComputed)
-        if owner.ledger is None:
-            kept += _EVIDENCE_TYPES  # no ledger to look them up in: keep them as they pass
+        kept = (BankPublished, RunStarted, ScoreComputed, *_EVIDENCE_TYPES)
         self.wanted = frozenset(tag_of(cls) for cls in kept)
+        #: With a ledger to look evidence up in, only the newest evidence events are
+        #: kept (a score names those of its own batch, just before it; older ones, as
+        #: a rescore's score names, are found by leaf hash), so memory stays flat.
+        self.window = _WINDOW if owner.ledger is not None else None
 
     def close(self) -> None:
         for pool in self.pools.values():
@@ -415,6 +426,8 @@ class _Walk:
             self.runs[event.run_id] = event
         elif isinstance(event, _EVIDENCE_TYPES):
             self.evidence[link_of(row.leaf_hash)] = (row.seq, event)
+            if self.window is not None and len(self.evidence) > self.window:
+                self.evidence.popitem(last=False)  # the oldest
         elif isinstance(event, ScoreComputed):
             self.check_score(row.seq, event)
 
@@ -425,18 +438,19 @@ class _Walk:
         again), so memory does not grow with the ledger; an event that is not one of
         the evidence kinds, or comes after the score, is not evidence (as before).
         """
+        kept = self.evidence.get(link)
         ledger = self.owner.ledger
-        if ledger is None:
-            return self.evidence.get(link)
+        if kept is not None or ledger is None:
+            return kept
         try:
             leaf = bytes.fromhex(link.removeprefix("sha256:"))
         except ValueError:
             return None
         row = ledger.find(leaf) if len(leaf) == HASH_SIZE else None
-        if row is None or row.seq >= before:
+        if row is None or row[0] >= before:
             return None
-        event = row.event()
-        return (row.seq, event) if isinstance(event, _EVIDENCE_TYPES) else None
+        event = codec.decode(row[1])
+        return (row[0], event) if isinstance(event, _EVIDENCE_TYPES) else None
 
     def bank(self, bank_hash: str) -> Bank:
         if bank_hash not in self.loaded:

@@ -240,7 +240,12 @@ def _load(path: Path) -> TreeIndex | None:
             if meta.get("format") != _FORMAT:
                 return None
             size = int(meta["size"])
-            rows = conn.execute("SELECT block, node, leaves FROM blocks ORDER BY block").fetchall()
+            rows = conn.execute(
+                "SELECT block, node, length(leaves) FROM blocks ORDER BY block"
+            ).fetchall()
+            rest_blob = conn.execute(
+                "SELECT leaves FROM blocks WHERE block = ?", (size // BLOCK,)
+            ).fetchone()
             heads = {
                 str(s): (int(n), int(q), bytes(leaf))
                 for s, n, q, leaf in conn.execute(
@@ -254,17 +259,17 @@ def _load(path: Path) -> TreeIndex | None:
         return None
     nodes: list[bytes] = []
     last: list[bytes] = []
-    for i, (block, node, leaves) in enumerate(rows):
-        if block != i or type(leaves) is not bytes:
+    for i, (block, node, length) in enumerate(rows):
+        if block != i or length != (BLOCK if i < full else rest) * HASH_SIZE:
             return None
         if i < full:
             if type(node) is not bytes or len(node) != HASH_SIZE:
                 return None
             nodes.append(node)
+        elif rest_blob is None or type(rest_blob[0]) is not bytes:
+            return None
         else:
-            if len(leaves) != rest * HASH_SIZE:
-                return None
-            last = _split(leaves)
+            last = _split(rest_blob[0])
     return TreeIndex(size, b"", nodes, last, heads, path)
 
 

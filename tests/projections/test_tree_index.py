@@ -260,3 +260,29 @@ def test_runs_reads_one_run_at_a_time_with_the_same_lines(copy: Path) -> None:
     assert code == 0, err
     assert json.loads(out) == want
     assert [row["run"] for row in want] == sorted(RUNS)
+
+
+@pytest.mark.parametrize("window", [1, 4096])
+def test_recompute_looks_evidence_up_by_leaf_hash(
+    copy: Path, window: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A window of 1 keeps only the newest evidence event in memory: every other one a
+    # score names is found by its leaf hash in the ledger.
+    from ledger.app import rescore as rescore_mod
+    from ledger.app.rescore import recompute_hook
+    from ledger.verify import verify_ledger
+
+    monkeypatch.setattr(rescore_mod, "_WINDOW", window)
+
+    conn = sqlite3.connect(copy)
+    scores = conn.execute("SELECT COUNT(*) FROM events WHERE type = 'score.computed.v1'").fetchone()
+    conn.close()
+    bound = recompute_hook(copy.parent / "banks", reexecute=False)
+    verify_ledger(copy, recompute=bound, workers=1)
+    assert bound.ledger is not None  # verify handed it the ledger it walked
+    assert bound.scores == scores[0]
+    unbound = recompute_hook(copy.parent / "banks", reexecute=False)
+    with Ledger.open(copy, readonly=True) as ledger:
+        unbound(ledger.iter_events())
+    assert unbound.ledger is None
+    assert unbound.scores == scores[0]
