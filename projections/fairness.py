@@ -16,13 +16,22 @@ are listed, and the ones that differ are named, but they never break the class.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from ledger.events import Invocation, ModelResponded, ProviderFailed
 from projections.caseruns import Attempt
 from projections.numbers import rate
 
-__all__ = ["CONSTRAINTS", "CONSUMES", "CONTROLS", "DISCLOSED", "classify", "invocation_of"]
+__all__ = [
+    "CONSTRAINTS",
+    "CONSUMES",
+    "CONTROLS",
+    "DISCLOSED",
+    "RunInvocations",
+    "classify",
+    "invocation_of",
+    "run_invocations",
+]
 
 CONSUMES = (ModelResponded, ProviderFailed)
 CONTROLS = (
@@ -49,6 +58,30 @@ def invocation_of(attempt: Attempt) -> Invocation | None:
     return r.invocation if r is not None else None
 
 
+class RunInvocations(NamedTuple):
+    """What :func:`classify` reads of one run's attempts: its distinct invocations in
+    order of first use, and how many attempts and recorded invocations it has. A report
+    keeps this instead of the attempts, so a section's fairness needs no run in memory."""
+
+    distinct: list[Invocation]
+    invocations: int
+    attempts: int
+
+
+def run_invocations(attempts: Sequence[Attempt]) -> RunInvocations:
+    """The :class:`RunInvocations` of a run's planned attempts."""
+    distinct: list[Invocation] = []
+    count = 0
+    for a in attempts:
+        inv = invocation_of(a)
+        if inv is None:
+            continue
+        count += 1
+        if inv not in distinct:
+            distinct.append(inv)
+    return RunInvocations(distinct, count, len(attempts))
+
+
 def _values(invocations: Sequence[Invocation], name: str) -> list[Any]:
     seen: list[Any] = []
     for inv in invocations:
@@ -62,19 +95,22 @@ def _one_or_list(values: list[Any]) -> Any:
     return values[0] if len(values) == 1 else (sorted(values, key=repr) if values else None)
 
 
-def classify(runs: Sequence[tuple[str, Sequence[Attempt]]]) -> dict[str, Any]:
-    """The fairness block for model runs ``[(run id, planned attempts), ...]`` (any order)."""
+def classify(runs: Sequence[tuple[str, Sequence[Attempt] | RunInvocations]]) -> dict[str, Any]:
+    """The fairness block for model runs ``[(run id, planned attempts), ...]`` (any order);
+    a run may be given as its :class:`RunInvocations` instead (the same block: every
+    value below depends only on the distinct invocations in order and the two counts)."""
     ordered = sorted(runs, key=lambda r: r[0])
     controls: dict[str, dict[str, Any]] = {}
     disclosed: dict[str, dict[str, Any]] = {}
     coverage: dict[str, str | None] = {}
     per_run: dict[str, list[Invocation]] = {}
     missing: list[str] = []
-    for run_id, attempts in ordered:
-        invocations = [inv for a in attempts if (inv := invocation_of(a)) is not None]
+    for run_id, given in ordered:
+        found = given if isinstance(given, RunInvocations) else run_invocations(given)
+        invocations = found.distinct
         per_run[run_id] = invocations
-        coverage[run_id] = rate(len(invocations), len(attempts))
-        if len(invocations) < len(attempts) or not attempts:
+        coverage[run_id] = rate(found.invocations, found.attempts)
+        if found.invocations < found.attempts or not found.attempts:
             missing.append(run_id)
         controls[run_id] = {c: _one_or_list(_values(invocations, c)) for c in CONTROLS}
         params: dict[str, Any] = {}

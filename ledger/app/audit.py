@@ -404,8 +404,11 @@ def _export_reports(
             _write_read_only(dest / name, given)
             names.append(f"{REPORTS_DIR}/{name}")
     finally:
-        # Older read paths kept a projection cache beside the ledger: never ship one.
+        # Older read paths kept a projection cache beside the ledger, and a report now
+        # reads through the tree index (a cache too, issue 21): never ship either.
         snapshot.with_name(snapshot.stem + ".projections.db").unlink(missing_ok=True)
+        for cache in snapshot.parent.glob(snapshot.stem + ".index.db*"):
+            cache.unlink(missing_ok=True)
     return spec, names
 
 

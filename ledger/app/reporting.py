@@ -1,15 +1,49 @@
-"""Build a report's bytes from a ledger file (the application layer around projections.report)."""
+"""Build a report's bytes from a ledger file (the application layer around projections.report).
+
+A report is built one run at a time (issue 21): the log is folded per run through
+the verified tree index (:func:`ledger.app.snapshot.run_snapshots`), each run's
+entry is kept (a few KB: counters, per-case scores, what fairness reads) and its
+CaseRuns are written to a temporary spool file as canonical JSON; then the
+report's skeleton (every section with no CaseRuns) is encoded and each section's
+CaseRuns are copied into its bytes from the spool. Memory is bounded by the
+largest run, not by the number of CaseRuns, and the bytes are those the whole
+report in memory gives (:func:`projections.report.build.build_report`, the same
+parts). Every byte of the log is checked before the first byte of the report is
+written, so a bad event still prints nothing.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import contextlib
+import tempfile
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import IO
 
-from ledger.app.snapshot import read_state
+import msgspec
+
+from ledger.app.snapshot import read_state, run_snapshots
+from ledger.errors import UsageError
 from ledger.store import Ledger
 from ledger.stores import Location
-from projections.report import build_report, render
+from projections.caseruns import BankInfo
+from projections.report import render
+from projections.report import schema as S
+from projections.report.build import (
+    RunPart,
+    assemble,
+    caserun_json,
+    run_part,
+    splice_caseruns,
+    unknown_error,
+    withdrawn_error,
+    withdrawn_run,
+)
 
-__all__ = ["report_bytes"]
+__all__ = ["report_bytes", "report_chunks"]
+
+#: Bytes copied from the spool at a time.
+_CHUNK = 1 << 20
 
 
 def report_bytes(
@@ -28,14 +62,155 @@ def report_bytes(
     event the report is built from is checked against its leaf hash and the chain
     while it is read, and the root is the tree head of exactly those leaves.
     """
-    with Ledger.open(ledger_path, readonly=True) as ledger:
-        snap = read_state(ledger, at_size=at_size, runs=runs or None)
-    report = build_report(
-        snap.state,
-        root_hash=snap.root,
+    with report_chunks(
+        ledger_path,
+        fmt=fmt,
+        at_size=at_size,
+        runs=runs,
         scorer=scorer,
-        runs=runs or None,
         with_gold=with_gold,
         include_withdrawn=include_withdrawn,
-    )
-    return render(report, fmt), snap.size, snap.root
+    ) as (chunks, size, root):
+        return b"".join(chunks), size, root
+
+
+@dataclass
+class _Spool:
+    """Each run's CaseRuns as canonical JSON joined by commas, in a temporary file."""
+
+    file: IO[bytes]
+    #: run id -> (offset, length) of its CaseRuns in the file.
+    where: dict[str, tuple[int, int]] = field(default_factory=dict)
+
+    def put(self, part: RunPart) -> None:
+        """Write the part's CaseRuns out and empty its list."""
+        if not part.caseruns:
+            return
+        start = self.file.tell()
+        for i, caserun in enumerate(part.caseruns):
+            if i:
+                self.file.write(b",")
+            self.file.write(caserun_json(caserun))
+        self.where[part.run] = (start, self.file.tell() - start)
+        part.caseruns = []
+
+    def chunks(self, runs: Iterable[str]) -> Iterator[bytes]:
+        """The CaseRuns of ``runs`` in that order, joined by commas, in pieces."""
+        first = True
+        for run in runs:
+            found = self.where.get(run)
+            if found is None:
+                continue
+            if not first:
+                yield b","
+            first = False
+            offset, left = found
+            self.file.seek(offset)
+            while left:
+                piece = self.file.read(min(left, _CHUNK))
+                if not piece:
+                    raise OSError("the report's spool file ended early")
+                left -= len(piece)
+                yield piece
+
+    def caseruns(self, runs: Iterable[str]) -> list[S.CaseRun]:
+        """The CaseRuns of ``runs`` read back into the schema (for Markdown and HTML)."""
+        data = b"[" + b"".join(self.chunks(runs)) + b"]"
+        return msgspec.json.decode(data, type=list[S.CaseRun])
+
+
+def _runs_in_order(section: S.Section) -> list[str]:
+    """The runs of a section in the order its CaseRuns are listed (run id)."""
+    return sorted(e.run for e in section.runs)
+
+
+@contextlib.contextmanager
+def report_chunks(
+    ledger_path: Location,
+    *,
+    fmt: str,
+    at_size: int | None = None,
+    runs: Sequence[str] | None = None,
+    scorer: str | None = None,
+    with_gold: bool = False,
+    include_withdrawn: bool = False,
+) -> Iterator[tuple[Iterator[bytes], int, bytes]]:
+    """The report's bytes as an iterator of pieces, the tree size and the root hash.
+
+    Every run is folded, checked and summarised before this yields, so an error
+    (a bad byte, an unknown or withdrawn run) is raised before any byte is given;
+    the pieces are read from a temporary spool that lives until the block ends.
+    Options as :func:`report_bytes`.
+    """
+    wanted = None if runs is None else sorted(set(runs))
+    with Ledger.open(ledger_path, readonly=True) as ledger, tempfile.TemporaryFile() as f:
+        spool = _Spool(f)
+        parts: list[RunPart] = []
+        banks: dict[str, BankInfo] = {}
+        seen: list[str] = []
+        listed: list[S.WithdrawnRun] = []
+        size: int | None = None
+        root = b""
+        pending: UsageError | None = None
+        for snap in run_snapshots(ledger, at_size=at_size, runs=wanted):
+            size, root, state = snap.size, snap.root, snap.state
+            banks.update(state.banks)
+            for run_id in sorted(state.runs):
+                if wanted is not None and run_id not in wanted:
+                    continue
+                seen.append(run_id)
+                info = state.runs[run_id]
+                gone = withdrawn_run(info, include_withdrawn)
+                if gone is not None:
+                    listed.append(gone)
+                    if not include_withdrawn:
+                        continue
+                if pending is not None:
+                    continue
+                try:
+                    part = run_part(state, run_id, scorer)
+                except UsageError as exc:  # raised after the checks a report makes first
+                    pending = exc
+                    continue
+                spool.put(part)
+                parts.append(part)
+            del state, snap
+        if size is None:  # no run at this size: the tree head of the banks' fold
+            snap = read_state(ledger, at_size=at_size, runs=())
+            size, root = snap.size, snap.root
+            banks.update(snap.state.banks)
+        chosen = sorted(seen)
+        listed.sort(key=lambda w: w.run)
+        if wanted is not None:
+            unknown = sorted(set(wanted) - set(seen))
+            if unknown:
+                raise unknown_error(unknown, size)
+            if listed and not include_withdrawn:
+                raise withdrawn_error(listed)
+        if pending is not None:
+            raise pending
+        if not include_withdrawn:
+            chosen = [r for r in chosen if r not in {w.run for w in listed}]
+        skeleton = assemble(
+            parts,
+            banks,
+            size=size,
+            root_hash=root,
+            scorer=scorer,
+            selection=None if wanted is None else chosen,
+            with_gold=with_gold,
+            withdrawn=listed,
+        )
+        del parts
+        if fmt == "json":
+            sources = [spool.chunks(_runs_in_order(s)) for s in skeleton.sections]
+            yield splice_caseruns(skeleton, sources), size, root
+            return
+        whole = msgspec.structs.replace(
+            skeleton,
+            sections=[
+                msgspec.structs.replace(s, caseruns=spool.caseruns(_runs_in_order(s)))
+                for s in skeleton.sections
+            ],
+        )
+        yield iter([render(whole, fmt)]), size, root

@@ -273,25 +273,48 @@ def _read_indexed(
     return _fold_runs(ledger, _indexed(ledger, index, stop), wanted)
 
 
-def run_snapshots(ledger: Ledger) -> Iterator[Snapshot]:
-    """One snapshot per run at the whole log, in run id order, each holding the banks
-    and that run only: what ``caseledger runs`` folds, one run in memory at a time.
+def run_snapshots(
+    ledger: Ledger, *, at_size: int | None = None, runs: Iterable[str] | None = None
+) -> Iterator[Snapshot]:
+    """One snapshot per run at tree size ``at_size`` (default: the whole log), in run id
+    order, each holding the banks and that run only: what ``caseledger runs`` and a
+    streamed report fold, one run in memory at a time. ``runs`` keeps only those runs
+    (a name that is no run is simply not yielded).
 
     Read through the tree index when there is one (the rows after it read once);
-    without one, the whole log is read into one snapshot, as before.
+    without one, the whole log is read into one snapshot, as before (it may then hold
+    every run).
+
+    Raises:
+        UsageError: ``at_size`` beyond the log (exit 2).
     """
+    size = ledger.size()
+    stop = size if at_size is None else at_size
+    if stop < 0 or stop > size:
+        raise UsageError(
+            f"--at-size {stop} is out of range: the ledger has {size} events",
+            hint=f"use a tree size from 0 to {size}",
+        )
+    wanted = None if runs is None else frozenset(runs)
     index = tree_index.open_index(ledger)
     for again in (False, True):
         if index is None:
             break
         try:
-            shared = _indexed(ledger, index, ledger.size())
+            shared = _indexed(ledger, index, stop)
             streams = set(index.heads) | set(shared.tail)
-            runs = sorted(s for s in streams if _is_run(ledger, index, shared, s))
-            return _each_run(ledger, shared, runs)
+            if wanted is not None:
+                for stream in wanted - streams - {LEDGER_STREAM}:
+                    # A run asked for that the index does not list must have no rows
+                    # below it either (else the index lost it: rebuild).
+                    if next(iter(ledger.indexed_stream(stream, index.size)), None) is not None:
+                        raise tree_index.IndexMismatch(f"stream {stream}: not in the index")
+                streams &= wanted
+            found = sorted(s for s in streams if _is_run(ledger, index, shared, s))
+            return _each_run(ledger, shared, found)
         except tree_index.IndexMismatch:
             index = None if again else tree_index.rebuild(ledger)
-    return iter([_read_all(ledger, ledger.size(), None)])
+    return iter([_read_all(ledger, stop, wanted)])
 
 
 def _each_run(ledger: Ledger, shared: _Indexed, runs: list[str]) -> Iterator[Snapshot]:
@@ -307,7 +330,8 @@ def _each_run(ledger: Ledger, shared: _Indexed, runs: list[str]) -> Iterator[Sna
             index = tree_index.open_index(ledger)
             if index is not None:
                 shared = _indexed(ledger, index, shared.stop)
-        yield snap
+        if snap.state.runs:  # a stream that starts after the tree size asked for is no run yet
+            yield snap
 
 
 def _again(ledger: Ledger, stop: int, wanted: frozenset[str]) -> Snapshot:

@@ -11,6 +11,7 @@ import contextlib
 import os
 import shlex
 import shutil
+from collections.abc import Iterable
 from pathlib import Path
 from typing import NoReturn
 
@@ -27,6 +28,7 @@ __all__ = [
     "pass_ctx",
     "program_name",
     "write_atomic",
+    "write_atomic_chunks",
 ]
 
 DEFAULT_HOME = Path(".caseledger")
@@ -90,9 +92,17 @@ def write_atomic(path: Path, data: bytes) -> None:
     Ctrl-C or a full disk leaves either the old file or the whole new one, never a
     half-written one. An error names ``path`` (not the temporary file).
     """
+    write_atomic_chunks(path, [data])
+
+
+def write_atomic_chunks(path: Path, chunks: Iterable[bytes]) -> None:
+    """:func:`write_atomic` of the bytes ``chunks`` give, one piece at a time (a report
+    too large to hold in memory)."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
-        tmp.write_bytes(data)
+        with tmp.open("wb") as f:
+            for piece in chunks:
+                f.write(piece)
         os.replace(tmp, path)
     except OSError as exc:
         with contextlib.suppress(OSError):

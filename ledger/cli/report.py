@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
+import sys
 from pathlib import Path
 
 import click
 
-from ledger.app.reporting import report_bytes
+from ledger.app.reporting import report_chunks
 from ledger.app.rescore import rescore
 from ledger.app.snapshot import read_state, run_snapshots
-from ledger.cli.common import Context, pass_ctx, write_atomic
+from ledger.cli.common import Context, pass_ctx, write_atomic_chunks
 from ledger.cli.withdraw import withdraw_cmd, withdrawn_note
 from ledger.codec import format_time
 from ledger.keys import load_default_signer
@@ -47,7 +48,7 @@ def report(
     include_withdrawn: bool,
 ) -> None:
     """Build a report: the same tree size and options always give the same bytes."""
-    data, size, root = report_bytes(
+    with report_chunks(
         ctx.ledger,
         fmt=fmt,
         at_size=at_size,
@@ -55,12 +56,16 @@ def report(
         scorer=scorer,
         with_gold=with_gold,
         include_withdrawn=include_withdrawn,
-    )
-    click.echo(f"report built at tree size {size}, root sha256:{root.hex()}", err=True)
-    if output is None:
-        click.echo(data.decode("utf-8"), nl=False)
-    else:
-        write_atomic(output, data)
+    ) as (chunks, size, root):
+        # Every event is checked before the first piece: a bad byte writes nothing.
+        click.echo(f"report built at tree size {size}, root sha256:{root.hex()}", err=True)
+        if output is None:
+            sys.stdout.flush()
+            for piece in chunks:
+                sys.stdout.buffer.write(piece)
+            sys.stdout.buffer.flush()
+        else:
+            write_atomic_chunks(output, chunks)
 
 
 # The header line of `caseledger runs` (docs/cli.md); the columns are aligned under it.

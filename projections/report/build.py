@@ -11,7 +11,8 @@ docs/reports.md describes every field; docs/report.schema.json is generated.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, Literal, TypeVar
 
@@ -31,7 +32,7 @@ from projections import (
     slices,
     variants,
 )
-from projections.caseruns import Attempt, RunInfo, State, attempts_of_run, type_name
+from projections.caseruns import Attempt, BankInfo, RunInfo, State, attempts_of_run, type_name
 from projections.report import schema as S
 from projections.report.schema import CONTRACT
 
@@ -39,13 +40,21 @@ __all__ = [
     "CONTRACT",
     "HOW_TO_READ",
     "KIND_ORDER",
+    "RunPart",
+    "assemble",
     "build_report",
+    "caserun_json",
     "from_json",
     "from_plain",
     "run_overview",
+    "run_part",
     "scorer_major",
+    "splice_caseruns",
     "to_json",
     "to_plain",
+    "unknown_error",
+    "withdrawn_error",
+    "withdrawn_run",
 ]
 
 SectionKind = Literal["models", "self_test", "calibration"]
@@ -209,13 +218,8 @@ def _withdrawal(info: RunInfo) -> S.Withdrawal | msgspec.UnsetType:
 
 def _withdrawn_runs(state: State, chosen: Sequence[str], shown: bool) -> list[S.WithdrawnRun]:
     """The withdrawn runs among ``chosen``, in run id order."""
-    out = []
-    for run_id in chosen:
-        info = state.runs[run_id]
-        w, seq = info.withdrawn, info.withdrawn_seq
-        if w is not None and seq is not None:
-            out.append(S.WithdrawnRun(run=run_id, reason=w.reason, seq=seq, at=w.at, shown=shown))
-    return out
+    found = (withdrawn_run(state.runs[run_id], shown) for run_id in chosen)
+    return [w for w in found if w is not None]
 
 
 def _signer(info: RunInfo) -> dict[str, S.RunSigner]:
@@ -405,29 +409,63 @@ def _ranked(entries: list[S.RunEntry]) -> list[S.RunEntry]:
     return out
 
 
+@dataclass
+class RunPart:
+    """One run's share of a report, built from a fold that holds that run: its section
+    key (kind, bank hash, scorer major), the scorer version it is viewed under, its run
+    entry, its CaseRuns (in attempt order; a streamed report writes them out and empties
+    the list) and, for a model run, what the section's fairness block reads of it."""
+
+    run: str
+    key: tuple[SectionKind, str, str]
+    version: str
+    entry: S.AnyRunEntry
+    caseruns: list[S.CaseRun]
+    fair: fairness.RunInvocations | None
+
+
+def run_part(state: State, run_id: str, scorer: str | None) -> RunPart:
+    """The :class:`RunPart` of run ``run_id`` of ``state`` (which must hold its bank).
+
+    Raises:
+        UsageError: the run's bank is not published at this tree size.
+    """
+    info = state.runs[run_id]
+    started = info.started
+    kind = _KIND_OF_RUN.get(started.run_kind, "calibration")
+    # A calibration's verdicts were made by the scorer it recorded; --scorer views scores.
+    version = started.versions.scorer if kind == "calibration" else None
+    version = version or scorer or started.versions.scorer
+    key = (kind, started.bank_hash, scorer_major(version))
+    cases = _bank_cases(state, started)  # raises when the bank is unknown
+    if kind == "calibration":
+        # No attempts and no score: the oracle's verdicts on mutants and controls.
+        return RunPart(run_id, key, version, _calibration_entry(state, info), [], None)
+    attempts = attempts_of_run(state, run_id, version)
+    bank = state.banks[started.bank_hash].event
+    return RunPart(
+        run=run_id,
+        key=key,
+        version=version,
+        entry=_run_entry(info, version, cases, attempts, bank),
+        caseruns=[_caserun(a) for a in attempts],
+        fair=fairness.run_invocations(attempts) if kind == "models" else None,
+    )
+
+
 def _section(
-    state: State,
-    kind: Literal["models", "self_test", "calibration"],
-    bank_hash: str,
-    major: str,
-    runs: list[tuple[RunInfo, str]],
+    banks: Mapping[str, BankInfo],
+    key: tuple[SectionKind, str, str],
+    parts: list[RunPart],
     with_gold: bool,
 ) -> S.Section:
-    bank = state.banks[bank_hash].event
-    entries: list[S.AnyRunEntry] = []
-    details: list[S.CaseRun] = []
-    fair_input: list[tuple[str, Sequence[Attempt]]] = []
-    for info, version in sorted(runs, key=lambda r: r[0].started.run_id):
-        if kind == "calibration":
-            # No attempts and no score: the oracle's verdicts on mutants and controls.
-            entries.append(_calibration_entry(state, info))
-            continue
-        cases = _bank_cases(state, info.started)
-        attempts = attempts_of_run(state, info.started.run_id, version)
-        entries.append(_run_entry(info, version, cases, attempts, bank))
-        details.extend(_caserun(a) for a in attempts)
-        fair_input.append((info.started.run_id, attempts))
+    kind, bank_hash, major = key
+    bank = banks[bank_hash].event
+    parts = sorted(parts, key=lambda p: p.run)
+    entries: list[S.AnyRunEntry] = [p.entry for p in parts]
+    details = [c for p in parts for c in p.caseruns]
     ranked = kind == "models"
+    fair_input = [(p.run, p.fair) for p in parts if p.fair is not None]
     if ranked:
         entries = list(_ranked([e for e in entries if isinstance(e, S.RunEntry)]))
     else:
@@ -440,12 +478,12 @@ def _section(
             id=bank.bank_id,
             version=bank.version,
             hash=bank_hash,
-            published_seq=state.banks[bank_hash].seq,
+            published_seq=banks[bank_hash].seq,
             gold_digest=bank.gold_digest,
             engine=_engine(bank),
         ),
         scorer_major=major,
-        scorer_versions=sorted({v for _, v in runs}),
+        scorer_versions=sorted({p.version for p in parts}),
         fairness=_typed(fairness.classify(fair_input), S.Fairness) if ranked else None,
         cases=[
             S.SectionCase(
@@ -518,45 +556,81 @@ def build_report(
     chosen = sorted(state.runs) if runs is None else sorted(set(runs))
     unknown = [r for r in chosen if r not in state.runs]
     if unknown:
-        raise UsageError(
-            f"no run {', '.join(unknown)} in the first {state.size} events",
-            hint="list runs with `caseledger runs`",
-        )
+        raise unknown_error(unknown, state.size)
     listed = _withdrawn_runs(state, chosen, include_withdrawn)
     if runs is not None and listed and not include_withdrawn:
-        raise UsageError(
-            "; ".join(f"run {w.run} is withdrawn (reason: {w.reason})" for w in listed),
-            hint="report, runs and gate show it with --include-withdrawn, marked as withdrawn; "
-            "a withdrawn run is never frozen as a baseline",
-        )
+        raise withdrawn_error(listed)
     if not include_withdrawn:
         chosen = [r for r in chosen if state.runs[r].withdrawn is None]
-    groups: dict[tuple[SectionKind, str, str], list[tuple[RunInfo, str]]] = {}
-    for run_id in chosen:
-        info = state.runs[run_id]
-        kind = _KIND_OF_RUN.get(info.started.run_kind, "calibration")
-        # A calibration's verdicts were made by the scorer it recorded; --scorer views scores.
-        version = info.started.versions.scorer if kind == "calibration" else None
-        version = version or scorer or info.started.versions.scorer
-        key = (kind, info.started.bank_hash, scorer_major(version))
-        groups.setdefault(key, []).append((info, version))
+    parts = [run_part(state, run_id, scorer) for run_id in chosen]
+    return assemble(
+        parts,
+        state.banks,
+        size=state.size,
+        root_hash=root_hash,
+        scorer=scorer,
+        selection=None if runs is None else chosen,
+        with_gold=with_gold,
+        withdrawn=listed,
+    )
+
+
+def unknown_error(unknown: Sequence[str], size: int) -> UsageError:
+    """The error of a report that names runs the first ``size`` events do not have."""
+    return UsageError(
+        f"no run {', '.join(unknown)} in the first {size} events",
+        hint="list runs with `caseledger runs`",
+    )
+
+
+def withdrawn_error(listed: Sequence[S.WithdrawnRun]) -> UsageError:
+    """The error of a report that names withdrawn runs without ``--include-withdrawn``."""
+    return UsageError(
+        "; ".join(f"run {w.run} is withdrawn (reason: {w.reason})" for w in listed),
+        hint="report, runs and gate show it with --include-withdrawn, marked as withdrawn; "
+        "a withdrawn run is never frozen as a baseline",
+    )
+
+
+def withdrawn_run(info: RunInfo, shown: bool) -> S.WithdrawnRun | None:
+    """The ``withdrawn`` list entry of a withdrawn run; None for a run not withdrawn."""
+    w, seq = info.withdrawn, info.withdrawn_seq
+    if w is None or seq is None:
+        return None
+    return S.WithdrawnRun(run=info.started.run_id, reason=w.reason, seq=seq, at=w.at, shown=shown)
+
+
+def assemble(
+    parts: Iterable[RunPart],
+    banks: Mapping[str, BankInfo],
+    *,
+    size: int,
+    root_hash: bytes,
+    scorer: str | None,
+    selection: list[str] | None,
+    with_gold: bool,
+    withdrawn: list[S.WithdrawnRun],
+) -> S.Report:
+    """The report of the runs' parts (any order): sections by kind, bank and scorer major.
+
+    A part whose CaseRuns were written out elsewhere gives a section with fewer (or
+    no) CaseRuns; :func:`splice_caseruns` puts them back into the bytes.
+    """
+    groups: dict[tuple[SectionKind, str, str], list[RunPart]] = {}
+    for part in parts:
+        groups.setdefault(part.key, []).append(part)
 
     def order(key: tuple[SectionKind, str, str]) -> tuple[Any, ...]:
         kind, bank_hash, major = key
-        bank = state.banks.get(bank_hash)
+        bank = banks.get(bank_hash)
         ident = (bank.event.bank_id, bank.event.version) if bank else ("", "")
         return (KIND_ORDER.index(kind), *ident, bank_hash, major)
 
-    sections = []
-    for key in sorted(groups, key=order):
-        kind, bank_hash, major = key
-        for info, _ in groups[key]:
-            _bank_cases(state, info.started)  # raises when the bank is unknown
-        sections.append(_section(state, kind, bank_hash, major, groups[key], with_gold))
+    sections = [_section(banks, key, groups[key], with_gold) for key in sorted(groups, key=order)]
     return S.Report(
-        **({"withdrawn": listed} if listed else {}),
+        **({"withdrawn": withdrawn} if withdrawn else {}),
         contract=CONTRACT,
-        checkpoint=S.Checkpoint(tree_size=state.size, root_hash="sha256:" + root_hash.hex()),
+        checkpoint=S.Checkpoint(tree_size=size, root_hash="sha256:" + root_hash.hex()),
         view="internal-with-gold" if with_gold else "public",
         notice=(
             "INTERNAL VIEW: contains gold rows. Do not publish."
@@ -564,10 +638,40 @@ def build_report(
             else "Public view: no reference SQL and no gold rows."
         ),
         scorer=S.ScorerView(requested=scorer),
-        selection=S.Selection(runs=None if runs is None else chosen),
+        selection=S.Selection(runs=selection),
         sections=sections,
         how_to_read=list(HOW_TO_READ),
     )
+
+
+def caserun_json(caserun: S.CaseRun) -> bytes:
+    """The canonical bytes of one CaseRun as it appears in a report's ``caseruns`` list."""
+    return canonical_json(caserun)
+
+
+_EMPTY_CASERUNS = b'"caseruns":[]'
+
+
+def splice_caseruns(skeleton: S.Report, caseruns: Sequence[Iterable[bytes]]) -> Iterator[bytes]:
+    """The canonical bytes of ``skeleton`` (every section's ``caseruns`` empty) with
+    section i's CaseRuns taken from ``caseruns[i]`` (chunks of canonical CaseRun bytes
+    already joined by commas): the same bytes :func:`to_json` gives for the whole report.
+
+    Keys are sorted and strings escape every quote, so ``"caseruns":[]`` occurs in the
+    skeleton's bytes exactly once per section, in section order, and nowhere else.
+    """
+    data = to_json(skeleton)
+    if len(caseruns) != len(skeleton.sections):
+        raise InternalError(ValueError("one CaseRun source per section"), where="splice")
+    start = 0
+    for chunks in caseruns:
+        at = data.index(_EMPTY_CASERUNS, start)
+        yield data[start : at + len(_EMPTY_CASERUNS) - 1]
+        yield from chunks
+        start = at + len(_EMPTY_CASERUNS) - 1
+    if data.find(_EMPTY_CASERUNS, start) >= 0:
+        raise InternalError(ValueError("more sections than CaseRun sources"), where="splice")
+    yield data[start:]
 
 
 def to_json(report: S.Report) -> bytes:

@@ -1,0 +1,132 @@
+"""Issue 21: a report is built one run at a time and its CaseRuns spliced in from a spool.
+
+The streamed bytes (``ledger.app.reporting``) must equal the report built whole in
+memory from one fold of the log (``read_state`` + ``build_report`` + ``render``), for
+every format and option; the pinned demo baselines and the legacy fixture tests pin
+those bytes against earlier releases. Real ledger (real run, real signatures).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import msgspec
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from ledger.app.reporting import report_bytes, report_chunks
+from ledger.app.snapshot import read_state, run_snapshots
+from ledger.errors import UsageError
+from ledger.store import Ledger
+from projections.report import build_report, render
+from projections.report.build import splice_caseruns, to_json
+
+
+def _whole(path: Path, fmt: str, **options: object) -> bytes:
+    """The report as the builder before issue 21 made it: one fold, the whole report."""
+    at_size = options.pop("at_size", None)
+    runs = options.get("runs")
+    with Ledger.open(path, readonly=True) as ledger:
+        snap = read_state(ledger, at_size=at_size, runs=runs)  # type: ignore[arg-type]
+    report = build_report(snap.state, root_hash=snap.root, **options)  # type: ignore[arg-type]
+    return render(report, fmt)
+
+
+OPTIONS: list[dict[str, object]] = [
+    {},
+    {"runs": ["model-a"]},
+    {"runs": ["self-test", "model-a"], "with_gold": True},
+    {"scorer": "2.1.0"},
+    {"include_withdrawn": True},
+]
+
+
+@pytest.mark.parametrize("fmt", ["json", "md", "html"])
+@pytest.mark.parametrize("options", OPTIONS, ids=lambda o: ",".join(map(str, o)) or "all")
+def test_streamed_report_equals_the_whole_report(
+    real_ledger: Path, fmt: str, options: dict[str, object]
+) -> None:
+    streamed, size, _ = report_bytes(real_ledger, fmt=fmt, **options)  # type: ignore[arg-type]
+    assert streamed == _whole(real_ledger, fmt, **options)
+    with Ledger.open(real_ledger, readonly=True) as ledger:
+        assert size == ledger.size()
+
+
+def test_streamed_report_at_every_third_of_the_log(real_ledger: Path) -> None:
+    # Prefixes cut a run in the middle, before the second run starts, and at 0.
+    with Ledger.open(real_ledger, readonly=True) as ledger:
+        size = ledger.size()
+    for stop in (0, 1, size // 3, size // 2, 2 * size // 3, size - 1):
+        got, at, _ = report_bytes(real_ledger, fmt="json", at_size=stop)
+        assert at == stop
+        assert got == _whole(real_ledger, "json", at_size=stop)
+
+
+def test_the_two_sections_of_the_real_ledger_are_spliced(real_ledger: Path) -> None:
+    # model-a (7 cases x 3 attempts = 21 CaseRuns) and the self-test (7 x 1 = 7), each
+    # in its own section: the CaseRuns land in the section of their run.
+    data, _, _ = report_bytes(real_ledger, fmt="json")
+    doc = msgspec.json.decode(data)
+    got = [
+        (s["kind"], len(s["caseruns"]), {c["run"] for c in s["caseruns"]}) for s in doc["sections"]
+    ]
+    assert got == [("models", 21, {"model-a"}), ("self_test", 7, {"self-test"})]
+
+
+def test_one_run_per_snapshot(real_ledger: Path) -> None:
+    with Ledger.open(real_ledger, readonly=True) as ledger:
+        seen = [sorted(s.state.runs) for s in run_snapshots(ledger)]
+        assert seen == [["model-a"], ["self-test"]]
+        assert [sorted(s.state.runs) for s in run_snapshots(ledger, runs=["self-test", "x"])] == [
+            ["self-test"]
+        ]
+
+
+def test_errors_before_any_byte(real_ledger: Path) -> None:
+    asked = report_chunks(real_ledger, fmt="json", runs=["nope", "model-a"])
+    with pytest.raises(UsageError, match="no run nope in the first"), asked:
+        pytest.fail("nothing is given before the checks")
+    with pytest.raises(UsageError, match="out of range"):
+        report_bytes(real_ledger, fmt="json", at_size=10**9)
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    text=st.text(alphabet=st.sampled_from(list('"caseruns:[]{},\\ ')), max_size=40).map(
+        lambda t: t + '"caseruns":[]'
+    )
+)
+def test_splice_is_not_fooled_by_texts(real_ledger: Path, text: str) -> None:
+    # A question that spells the key is escaped in the bytes, so the splice still
+    # finds exactly one empty list per section: the same bytes as encoding it whole.
+    with Ledger.open(real_ledger, readonly=True) as ledger:
+        snap = read_state(ledger)
+    whole = build_report(snap.state, root_hash=snap.root)
+    sections = []
+    for s in whole.sections:
+        cases = [msgspec.structs.replace(c, question=text) for c in s.cases]
+        sections.append(msgspec.structs.replace(s, cases=cases))
+    whole = msgspec.structs.replace(whole, sections=sections)
+    skeleton = msgspec.structs.replace(
+        whole, sections=[msgspec.structs.replace(s, caseruns=[]) for s in whole.sections]
+    )
+    pieces = [[b",".join(to_json(c)[:-1] for c in s.caseruns)] for s in whole.sections]
+    assert b"".join(splice_caseruns(skeleton, pieces)) == to_json(whole)
+
+
+def test_cli_report_streams_to_a_file_and_stdout(real_ledger: Path, tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from ledger.cli import main
+
+    out = tmp_path / "r.json"
+    runner = CliRunner()
+    done = runner.invoke(main, ["--ledger", str(real_ledger), "report", "-o", str(out)])
+    assert done.exit_code == 0, done.output
+    assert out.read_bytes() == _whole(real_ledger, "json")
+    done = runner.invoke(main, ["--ledger", str(real_ledger), "report", "--format", "md"])
+    assert done.exit_code == 0
+    assert done.stdout_bytes == _whole(real_ledger, "md")
