@@ -26,8 +26,10 @@ import msgspec
 
 from ledger import __version__ as _APP_VERSION
 from ledger import events
+from ledger.adapters.pricing import PriceSnapshot, check_priced, load_snapshot
 from ledger.adapters.registry import BUILTIN_ADAPTERS, load_entry, lookup
-from ledger.errors import AdapterError, LedgerError, UsageError
+from ledger.codec import canonical_json
+from ledger.errors import AdapterError, LedgerError, UsageError, broken
 from ledger.secrets import SecretSet
 
 __all__ = [
@@ -383,6 +385,107 @@ def str_option(name: str, value: Any) -> str:
 def timeout_ms(value: Decimal) -> int:
     """Seconds (Decimal) to whole milliseconds, for Identity.timeout_ms."""
     return int(value * 1000)
+
+
+def timeout_option(given: Mapping[str, Any], default: Decimal) -> Decimal:
+    """The ``--timeout`` of an adapter's given options (positive seconds), else ``default``."""
+    if "timeout_s" not in given:
+        return default
+    return decimal_option("timeout_s", given["timeout_s"], positive=True)
+
+
+def generation_params(
+    given: Mapping[str, Any], read_effort: Callable[[Any], str]
+) -> events.GenerationParams:
+    """The explicit generation parameters of an adapter's given options.
+
+    ``--temperature`` and ``--max-tokens`` are read here, ``--reasoning-effort``
+    by the adapter's ``read_effort`` (each adapter checks it against what its
+    provider takes); in that order, so the first bad one is the one named. An
+    option not given stays None: it is never sent, so the provider's default
+    applies and the evidence says so.
+    """
+    return events.GenerationParams(
+        temperature=(
+            decimal_option("temperature", given["temperature"]) if "temperature" in given else None
+        ),
+        reasoning_effort=(
+            read_effort(given["reasoning_effort"]) if "reasoning_effort" in given else None
+        ),
+        max_tokens=(
+            int_option("max_tokens", given["max_tokens"]) if "max_tokens" in given else None
+        ),
+    )
+
+
+def price_snapshot_option(given: Mapping[str, Any], model: str | None) -> PriceSnapshot | None:
+    """The ``--price-snapshot`` of an adapter's given options, checked to price ``model``."""
+    if "price_snapshot" not in given:
+        return None
+    snapshot = load_snapshot(given["price_snapshot"])
+    check_priced(snapshot, model, str(given["price_snapshot"]))
+    return snapshot
+
+
+def explicit_parameters(params: events.GenerationParams) -> dict[str, Any]:
+    """The generation parameters the user gave, by their wire name, in a fixed order.
+
+    What an adapter puts into the provider request, and (as text) the
+    Invocation's ``parameters``: a parameter that is None is left out.
+
+    >>> explicit_parameters(events.GenerationParams(max_tokens=5, reasoning_effort="low"))
+    {'max_tokens': 5, 'reasoning_effort': 'low'}
+    """
+    given: dict[str, Any] = {}
+    if params.temperature is not None:
+        given["temperature"] = params.temperature
+    if params.max_tokens is not None:
+        given["max_tokens"] = params.max_tokens
+    if params.reasoning_effort is not None:
+        given["reasoning_effort"] = params.reasoning_effort
+    return given
+
+
+def invocation_parameters(params: events.GenerationParams) -> dict[str, str]:
+    """The Invocation's ``parameters``: each explicit generation parameter as text.
+
+    >>> invocation_parameters(events.GenerationParams(temperature=Decimal("0.2"), max_tokens=9))
+    {'temperature': '0.2', 'max_tokens': '9'}
+    """
+    return {k: str(v) for k, v in explicit_parameters(params).items()}
+
+
+def has_decimal(value: Any) -> bool:
+    """Whether a JSON value decoded with ``parse_float=Decimal`` holds a non-integer number."""
+    if isinstance(value, Decimal):
+        return True
+    if isinstance(value, dict):
+        return any(has_decimal(v) for v in value.values())
+    if isinstance(value, list):
+        return any(has_decimal(v) for v in value)
+    return False
+
+
+def usage_raw_json(
+    usage: dict[str, Any], received: Callable[[], bytes | None], secrets: SecretSet | None
+) -> tuple[dict[str, Any], str]:
+    """A provider's usage object scrubbed of ``secrets``, and the text kept as ``raw_json``.
+
+    ``raw_json`` is the canonical JSON of the object, except when it holds a
+    non-integer number (a billed or catalog ``cost``): canonical JSON would turn
+    that into a string, so the object's JSON text is kept exactly as received
+    (``received()``, called only then; None when that text is not at hand). An
+    object that held a secret is always kept as the canonical JSON of the
+    scrubbed object: the text as received held the secret.
+    """
+    clean = secrets.scrub_json(usage) if secrets else usage
+    if not isinstance(clean, dict):
+        raise broken("scrubbing a JSON object gave something else")
+    if clean == usage and has_decimal(usage):
+        text = received()
+        if text:
+            return clean, text.decode("utf-8")
+    return clean, canonical_json(clean).decode("utf-8")
 
 
 USAGE_FIELDS = ("input", "cache_read", "cache_write", "output", "reasoning_output")

@@ -27,8 +27,8 @@ import msgspec
 from ledger import events
 from ledger.adapters import base, pricing
 from ledger.adapters.base import Failure, Identity, Reply, Request
-from ledger.codec import canonical_json, sha256_hex
-from ledger.errors import UsageError, broken
+from ledger.codec import sha256_hex
+from ledger.errors import UsageError
 from ledger.secrets import SecretSet, env_secret
 
 __all__ = ["ADAPTER_VERSION", "OpenAIAdapter", "build", "status_kind"]
@@ -93,16 +93,6 @@ def _count(obj: Any, *keys: str) -> int | None:
     return obj if isinstance(obj, int) and not isinstance(obj, bool) and obj >= 0 else None
 
 
-def _has_decimal(value: Any) -> bool:
-    if isinstance(value, Decimal):
-        return True
-    if isinstance(value, dict):
-        return any(_has_decimal(v) for v in value.values())
-    if isinstance(value, list):
-        return any(_has_decimal(v) for v in value)
-    return False
-
-
 class _UsageOnly(msgspec.Struct):
     # The usage value's bytes exactly as received (msgspec.Raw does not re-encode).
     usage: msgspec.Raw = msgspec.Raw(b"null")
@@ -121,11 +111,12 @@ def usage_from_response(
     """
     if not isinstance(raw_usage, dict):
         return None
-    if secrets and (clean := secrets.scrub_json(raw_usage)) != raw_usage:
-        if not isinstance(clean, dict):
-            raise broken("scrubbing a JSON object gave something else")
-        raw_usage = clean
-        body = b""  # the text as received held the secret: never keep it
+
+    def received() -> bytes | None:
+        # The usage value's bytes in the body, only when a non-integer number needs them.
+        return bytes(msgspec.json.decode(body, type=_UsageOnly).usage) if body else None
+
+    raw_usage, raw_json = base.usage_raw_json(raw_usage, received, secrets)
     prompt = _count(raw_usage, "prompt_tokens")
     cached = _count(raw_usage, "prompt_tokens_details", "cached_tokens")
     cache_write = _count(raw_usage, "prompt_tokens_details", "cache_write_tokens")
@@ -133,10 +124,6 @@ def usage_from_response(
     if prompt is not None:
         # prompt_tokens already includes cached (and cache-write) tokens.
         uncached = max(prompt - (cached or 0) - (cache_write or 0), 0)
-    if _has_decimal(raw_usage) and body:
-        raw_json = bytes(msgspec.json.decode(body, type=_UsageOnly).usage).decode("utf-8")
-    else:
-        raw_json = canonical_json(raw_usage).decode("utf-8")
     return events.Usage(
         input=uncached,
         cache_read=cached,
@@ -176,13 +163,8 @@ class OpenAIAdapter:
         self._system_prompt = system_prompt
         self._snapshot = snapshot
         self._auth = auth
-        self._wire_params: dict[str, Any] = {}
-        if params.temperature is not None:
-            self._wire_params["temperature"] = params.temperature
-        if params.max_tokens is not None:
-            self._wire_params["max_tokens"] = params.max_tokens
-        if params.reasoning_effort is not None:
-            self._wire_params["reasoning_effort"] = params.reasoning_effort
+        self._params = params
+        self._wire_params = base.explicit_parameters(params)
         self._client = base.client_version(ADAPTER_VERSION, "adapter-openai")
         self.identity = Identity(
             adapter_kind="openai",
@@ -215,7 +197,7 @@ class OpenAIAdapter:
             client_version=self._client,
             prompt_contract_digest=prompt_contract_digest,
             retries=retries,
-            parameters={k: str(v) for k, v in self._wire_params.items()},
+            parameters=base.invocation_parameters(self._params),
         )
 
     def validate_cases(self, case_ids: Iterable[str]) -> None:
@@ -436,30 +418,9 @@ def build(options: dict[str, Any], ctx: base.BuildContext) -> OpenAIAdapter:
         raise UsageError(f"--auth {auth} needs --api-key-env naming the variable holding the key")
     # Refused without echoing a value that is not a variable name (a key given by mistake).
     secret = env_secret(env_name, ctx.environ) if env_name is not None else None
-    params = events.GenerationParams(
-        temperature=(
-            base.decimal_option("temperature", given["temperature"])
-            if "temperature" in given
-            else None
-        ),
-        reasoning_effort=(
-            base.str_option("reasoning_effort", given["reasoning_effort"])
-            if "reasoning_effort" in given
-            else None
-        ),
-        max_tokens=(
-            base.int_option("max_tokens", given["max_tokens"]) if "max_tokens" in given else None
-        ),
-    )
-    timeout_s = (
-        base.decimal_option("timeout_s", given["timeout_s"], positive=True)
-        if "timeout_s" in given
-        else DEFAULT_TIMEOUT_S
-    )
-    snapshot = None
-    if "price_snapshot" in given:
-        snapshot = pricing.load_snapshot(given["price_snapshot"])
-        pricing.check_priced(snapshot, model, str(given["price_snapshot"]))
+    params = base.generation_params(given, lambda v: base.str_option("reasoning_effort", v))
+    timeout_s = base.timeout_option(given, DEFAULT_TIMEOUT_S)
+    snapshot = base.price_snapshot_option(given, model)
     system_prompt = given.get("system_prompt")
     if system_prompt is not None and not isinstance(system_prompt, str):
         raise UsageError("--system-prompt must be a string")

@@ -57,7 +57,7 @@ from ledger.adapters.command import (
     child_environment,
 )
 from ledger.adapters.openai import status_kind
-from ledger.codec import canonical_json, sha256_hex
+from ledger.codec import sha256_hex
 from ledger.errors import AdapterError, UsageError
 from ledger.secrets import SecretSet, env_secret
 
@@ -311,16 +311,6 @@ def _count(obj: Mapping[str, Any], key: str) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
 
 
-def _has_decimal(value: Any) -> bool:
-    if isinstance(value, Decimal):
-        return True
-    if isinstance(value, dict):
-        return any(_has_decimal(v) for v in value.values())
-    if isinstance(value, list):
-        return any(_has_decimal(v) for v in value)
-    return False
-
-
 def _usage(message: Mapping[str, Any], raw: bytes, secrets: SecretSet) -> events.Usage | None:
     """pi's usage object: input (already without cached tokens), cacheRead, cacheWrite, output.
 
@@ -331,11 +321,7 @@ def _usage(message: Mapping[str, Any], raw: bytes, secrets: SecretSet) -> events
     usage = message.get("usage")
     if not isinstance(usage, dict):
         return None
-    clean = secrets.scrub_json(usage) if secrets else usage
-    if clean != usage or not _has_decimal(usage):
-        raw_json = canonical_json(clean).decode("utf-8")
-    else:
-        raw_json = raw.decode("utf-8")
+    _, raw_json = base.usage_raw_json(usage, lambda: raw, secrets)
     return events.Usage(
         input=_count(usage, "input"),
         cache_read=_count(usage, "cacheRead"),
@@ -447,13 +433,6 @@ class PiAdapter:
 
     def invocation(self, prompt_contract_digest: str, retries: int) -> events.Invocation:
         """Single turn, text, tools off, and exactly the explicit parameters the bridge sets."""
-        parameters: dict[str, str] = {}
-        if self._params.temperature is not None:
-            parameters["temperature"] = str(self._params.temperature)
-        if self._params.max_tokens is not None:
-            parameters["max_tokens"] = str(self._params.max_tokens)
-        if self._params.reasoning_effort is not None:
-            parameters["reasoning_effort"] = self._params.reasoning_effort
         return base.text_invocation(
             self.identity,
             tools="off",
@@ -461,7 +440,7 @@ class PiAdapter:
             client_version=self._client,
             prompt_contract_digest=prompt_contract_digest,
             retries=retries,
-            parameters=parameters,
+            parameters=base.invocation_parameters(self._params),
         )
 
     def validate_cases(self, case_ids: Iterable[str]) -> None:
@@ -801,29 +780,12 @@ def build(options: dict[str, Any], ctx: base.BuildContext) -> PiAdapter:
         )
     if "max_tokens" in given and provider in NO_MAX_TOKENS:
         raise UsageError(f"--max-tokens is not accepted for {provider}: the provider sets it")
-    params = events.GenerationParams(
-        temperature=(
-            base.decimal_option("temperature", given["temperature"])
-            if "temperature" in given
-            else None
-        ),
-        reasoning_effort=effort,
-        max_tokens=(
-            base.int_option("max_tokens", given["max_tokens"]) if "max_tokens" in given else None
-        ),
-    )
-    timeout_s = (
-        base.decimal_option("timeout_s", given["timeout_s"], positive=True)
-        if "timeout_s" in given
-        else DEFAULT_TIMEOUT_S
-    )
+    params = base.generation_params(given, str)  # a thinking level, checked above
+    timeout_s = base.timeout_option(given, DEFAULT_TIMEOUT_S)
     system_prompt = given.get("system_prompt", DEFAULT_SYSTEM_PROMPT)
     if not isinstance(system_prompt, str) or not system_prompt:
         raise UsageError("--system-prompt must be a non-empty string for pi")
-    snapshot = None
-    if "price_snapshot" in given:
-        snapshot = pricing.load_snapshot(given["price_snapshot"])
-        pricing.check_priced(snapshot, model, str(given["price_snapshot"]))
+    snapshot = base.price_snapshot_option(given, model)
     models_doc = _models_json(given, provider, env_name)
     auth_file = _auth_file(given, ctx.environ) if auth == "oauth" else None
 
