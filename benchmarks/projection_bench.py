@@ -52,6 +52,15 @@ which separates interpreter start-up and imports from the report itself. The tab
 gives the median and range (min-max) of the rounds and new/old of the medians
 (target <= 1.5x); "same bytes" says whether old and new report bytes are equal.
 The machine may be shared: the rounds are interleaved so load hits both sides.
+
+4. Scale (issue 21), ``--scale [--scale-sizes 10000,100000,1000000] [--scale-modes
+json,html,rescore] [--scale-ledgers DIR] [--before DIR]``: on the growth ledgers of
+section 3 (built by ``--growth``; read from ``DIR/ledger-<size>/``, copied first), each in
+its own child: decoding every body once (the floor), ``caseledger report --format json``
+and ``--format html`` of every run written to a file, and ``caseledger rescore`` of every
+run under a fresh scorer version (on a fresh copy each time). Wall time, peak RSS
+(VmHWM), the multiple of decode-only and bytes per CaseRun, old (``--before``, e.g.
+``git worktree add --detach /tmp/cl-before-21 <rev>``) and new side by side.
 """
 
 from __future__ import annotations
@@ -545,6 +554,145 @@ def synthetic(new_root: Path, folder: Path, sizes: tuple[int, ...]) -> Path:
     return paths[0]
 
 
+# ----------------------------------------------------------------- scale (issue 21)
+
+#: The growth ledgers (issue 22): one real retail run of 1,440 CaseRuns and copies of it.
+SCALE_SIZES = (10_000, 100_000, 1_000_000)
+SCALE_MODES = ("json", "html", "rescore")
+
+
+def _scale_child(mode: str, path: Path, arg: str) -> dict[str, float]:
+    """One issue 21 measurement in this process: wall time, peak RSS, bytes written."""
+    import io
+
+    from ledger.cli import main as cli_main
+
+    out: dict[str, float] = {}
+    if mode == "decode":
+        # The floor of any report: every body read and decoded once, nothing kept.
+        from ledger import codec
+
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        t = time.perf_counter()
+        decode, n = codec.decode, 0
+        for (body,) in conn.execute("SELECT body FROM events ORDER BY seq"):
+            decode(body)
+            n += 1
+        out["seconds"] = time.perf_counter() - t
+        out["events"] = n
+        conn.close()
+        out["peak_mb"] = _peak_mb()
+        return out
+    if mode == "rescore":
+        from ledger.harness import score as score_mod
+
+        class _Bench(score_mod.Scorer):
+            version = arg
+
+        score_mod.SCORERS[arg] = _Bench()
+        argv = ["rescore", "--scorer", arg]
+        target = None
+    else:
+        target = Path(arg)
+        argv = ["report", "--format", mode, "-o", str(target)]
+    sink = io.StringIO()
+    t = time.perf_counter()
+    with contextlib.redirect_stdout(sink):
+        try:
+            cli_main.main(["--ledger", str(path), *argv], standalone_mode=False)
+        except SystemExit as exc:
+            if exc.code:
+                raise
+    out["seconds"] = time.perf_counter() - t
+    out["peak_mb"] = _peak_mb()
+    if target is not None:
+        out["bytes"] = target.stat().st_size
+        target.unlink()
+    else:
+        out["appended"] = float(sink.getvalue().split()[1])
+    return out
+
+
+def _scale_copy(source: Path, folder: Path) -> Path:
+    """A private copy of a ledger folder (ledger, keys, banks; no index): rescore appends."""
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    for name in ("keys", "banks"):
+        if (source.parent / name).exists():
+            shutil.copytree(source.parent / name, folder / name)
+    _snapshot_copy(source, folder / "ledger.db")
+    return folder / "ledger.db"
+
+
+def scale(
+    new_root: Path,
+    old_root: Path | None,
+    ledgers: Path,
+    sizes: tuple[int, ...],
+    modes: tuple[str, ...],
+    work: Path,
+) -> None:
+    """The issue 21 table: a report of every run (JSON, HTML) and a rescore of every run,
+    old and new side by side, each in its own child, against decoding every body."""
+    rows = []
+    for size in sizes:
+        source = ledgers / f"ledger-{size}" / "ledger.db"
+        if not source.exists():
+            raise SystemExit(f"{source} is missing: build it with --growth --sizes {size}")
+        path = _scale_copy(source, work / f"ledger-{size}")
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        caseruns = int(
+            conn.execute("SELECT COUNT(*) FROM events WHERE type = 'prompt.sent.v1'").fetchone()[0]
+        )
+        conn.close()
+        decoded = json.loads(_run_child(new_root, "scale", "decode", str(path), "-"))
+        row: dict[str, Any] = {"size": size, "caseruns": caseruns, "decode": decoded}
+        print(f"{size:,} decode: {decoded['seconds']:.2f} s, {decoded['peak_mb']:.0f} MB",
+              file=sys.stderr)  # fmt: skip
+        for mode in modes:
+            for who, root in (("old", old_root), ("new", new_root)):
+                if root is None:
+                    continue
+                if mode == "rescore":
+                    # On a fresh copy each time: the rescore appends a score per attempt.
+                    target = _scale_copy(source, work / f"rescore-{size}")
+                    arg = f"2.0.0-scale-{who}-{int(time.time())}"
+                else:
+                    target, arg = path, str(work / f"report-{size}.{mode}")
+                got = json.loads(_run_child(root, "scale", mode, str(target), arg))
+                row[f"{mode}/{who}"] = got
+                print(f"{size:,} {mode} {who}: {got['seconds']:.2f} s, {got['peak_mb']:.0f} MB",
+                      file=sys.stderr)  # fmt: skip
+                if mode == "rescore":
+                    shutil.rmtree(target.parent, ignore_errors=True)
+        rows.append(row)
+        shutil.rmtree(path.parent, ignore_errors=True)
+    head = ["ledger", "events", "CaseRuns", "decode only s (MB)"]
+    for mode in modes:
+        for who in ("old", "new"):
+            head.append(
+                f"{mode} {who}: s (MB), x decode" + (", B/CaseRun" if mode != "rescore" else "")
+            )
+    print("| " + " | ".join(head) + " |")
+    print("|" + "---|" * len(head))
+    for row in rows:
+        d = row["decode"]
+        cells = [f"{row['size']:,}", f"{int(d['events']):,}", f"{row['caseruns']:,}",
+                 f"{d['seconds']:.2f} ({d['peak_mb']:.0f})"]  # fmt: skip
+        for mode in modes:
+            for who in ("old", "new"):
+                got = row.get(f"{mode}/{who}")
+                if got is None:
+                    cells.append("-")
+                    continue
+                times = got["seconds"] / d["seconds"]
+                cell = f"{got['seconds']:.2f} ({got['peak_mb']:.0f}), {times:.1f}x"
+                if "bytes" in got:
+                    cell += f", {got['bytes'] / row['caseruns']:,.0f}"
+                cells.append(cell)
+        print("| " + " | ".join(cells) + " |")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--caseruns", type=int, help="large synthetic ledger (100,000)")
@@ -558,15 +706,33 @@ def main() -> None:
     parser.add_argument("--demo-by", choices=("new", "old"), default="new")
     parser.add_argument("--dir", type=Path, help="keep the synthetic ledgers here")
     parser.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
+    parser.add_argument("--scale", action="store_true", help="the issue 21 table")
+    parser.add_argument("--scale-sizes", default="10000,100000,1000000", help="--scale sizes")
+    parser.add_argument("--scale-modes", default=",".join(SCALE_MODES), help="--scale modes")
+    parser.add_argument(
+        "--scale-ledgers", type=Path, default=Path(tempfile.gettempdir()) / "caseledger-bench"
+    )
+    parser.add_argument("--before", type=Path, help="--scale: a checkout of the old code")
     args = parser.parse_args()
     if args.child:
         mode, *rest = args.child
         if mode == "serve":
             _serve()
+        elif mode == "scale":
+            print(json.dumps(_scale_child(rest[0], Path(rest[1]), rest[2])))
         elif mode == "build":
             build(Path(rest[0]), int(rest[1]))
         else:
             print(json.dumps(_child(mode, Path(rest[0]))))
+        return
+    if args.scale:
+        work = Path(tempfile.mkdtemp(prefix="scale-bench-"))
+        try:
+            sizes = tuple(int(x) for x in args.scale_sizes.split(","))
+            modes = tuple(args.scale_modes.split(","))
+            scale(REPO, args.before, args.scale_ledgers, sizes, modes, work)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
         return
     small = args.small or (1_000 if args.quick else 10_000)
     large = args.caseruns or (2_000 if args.quick else 100_000)

@@ -50,6 +50,9 @@ __all__ = ["BLOCK", "TreeIndex", "index_path", "open_index"]
 BLOCK_HEIGHT = 8
 BLOCK = 1 << BLOCK_HEIGHT
 _FORMAT = "caseledger-tree-index/1"
+#: Verified blocks of leaves kept in memory (a run's events lie in few, nearby blocks):
+#: 64 blocks of 256 leaves, about 1 MB, whatever the ledger's size.
+_CACHED_BLOCKS = 64
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS blocks (block INTEGER PRIMARY KEY, node BLOB, leaves BLOB NOT NULL);
@@ -107,6 +110,8 @@ class TreeIndex:
         if len(leaves) != BLOCK or perfect_root(leaves) != self.nodes[block]:
             raise IndexMismatch(f"block {block} does not hash to its verified root")
         self._blocks[block] = leaves
+        if len(self._blocks) > _CACHED_BLOCKS:  # the oldest out: memory stays flat (issue 21)
+            del self._blocks[next(iter(self._blocks))]
         return leaves
 
     def _read_block(self, block: int) -> bytes:
