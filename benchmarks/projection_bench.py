@@ -53,6 +53,54 @@ gives the median and range (min-max) of the rounds and new/old of the medians
 (target <= 1.5x); "same bytes" says whether old and new report bytes are equal.
 The machine may be shared: the rounds are interleaved so load hits both sides.
 
+3. Growth (issue 22), ``--growth [--sizes 10000,100000,1000000] [--modes
+report,runs,rescore,recompute] [--old-tree DIR]``: ledgers of about 10k, 100k and 1M
+events made of one real retail run (the reference adapter, 18 cases x 80 attempts =
+1,440 CaseRuns, 8,642 events) and copies of it re-streamed as run-0001, run-0002, ...
+(each copy's events re-signed by the operator; its RunFinished stores the automatic
+checkpoint, as a real run's). They are built once into ``$TMPDIR/caseledger-bench``
+(about 4.1 GB at 1M) by the old tree, so both trees read them, and reused. Each
+measurement runs in its own child (wall time in the child, peak RSS VmHWM), old
+(``--old-tree``, e.g. ``git worktree add --detach /tmp/cl-before <rev>``) and new
+side by side:
+
+- report: ``caseledger report --run run-0000 --format json`` (in-process ``main``);
+  the new code's first call after the ledger grew builds or extends the tree index
+  (its time is kept as ``report/new-cold``), the table shows the next call;
+- runs: ``caseledger runs --json``;
+- rescore: ``caseledger rescore --run run-0000 --scorer V`` with V a fresh scorer
+  version (the default rules under another name), so 1,440 scores are re-derived and
+  appended each time;
+- recompute: ``verify_ledger`` with ``recompute_hook(banks, reexecute=False)``: every
+  signature and every score re-derived from the evidence it names (re-running the SQL
+  costs the same per attempt at any size and is left out).
+
+Measured 2026-12-03 on the shared 2-core machine (other engineers' jobs running, so
+times are noisy; old = cf543bf, new = this tree at cc1e301), on ledgers of 8,644,
+103,706 and 1,002,474 events; seconds (peak MB):
+
+| command | 10k old | 10k new | 100k old | 100k new | 1M old | 1M new |
+|---|---|---|---|---|---|---|
+| report --run | 2.75 (301) | 1.93 (216) | 6.71 (274) | 2.04 (174) | 141 (274) | 1.79 (175) |
+| runs | 1.29 (173) | 1.42 (211) | 10.7 (686) | 5.12 (228) | 327 (5,824) | 130 (306) |
+| rescore --run | 3.60 (267) | 2.77 (278) | 7.40 (246) | 1.38 (225) | 135 (247) | 6.36 (230) |
+| recompute | 12.8 (109) | 28.0 (104) | 77.6 (192) | 163 (111) | not run | not run |
+
+- Bytes per attempt: 24.8 KB at every size, 65% of it the prompt (target 8 KB: missed;
+  storing each prompt once, issue 22 item 4, was not done).
+- report --run: 1M / 10k = 0.93x (target within 1.5x: met). The first report after the
+  index file is missing reads the log once to build it (42 s, 274 MB at 1M); each new
+  checkpoint then extends it by the rows since the previous one.
+- runs at 1M: 130 s, 306 MB (targets 2 s and 300 MB: missed). Memory is now one run's,
+  not the ledger's (5.8 GB before), but every run's bytes are still read and hashed.
+- rescore of one run at 1M: 230 MB (target < 300 MB: met); 6.4 s vs 2.8 s at 10k (2.3x,
+  target 2x: missed by this figure; 1.4 s at 100k; the 1M one ran beside another
+  engineer's benchmark).
+- recompute (no re-execution): memory flat (104 -> 111 MB from 10k to 100k; old 109 ->
+  192 MB); time not better: by then these ledgers carried 4 (100k) to 8 (10k) rescores
+  of run-0000 (from earlier rescore rows), whose scores name evidence far back, each
+  found by leaf hash; 1M not run (about 30 minutes of signatures and scoring per side).
+
 4. Scale (issue 21), ``--scale [--scale-sizes 10000,100000,1000000] [--scale-modes
 json,html,rescore] [--scale-ledgers DIR] [--before DIR]``: on the growth ledgers of
 section 3 (built by ``--growth``; read from ``DIR/ledger-<size>/``, copied first), each in
@@ -554,6 +602,207 @@ def synthetic(new_root: Path, folder: Path, sizes: tuple[int, ...]) -> Path:
     return paths[0]
 
 
+# ----------------------------------------------------------------- growth (issue 22)
+
+GROWTH_CACHE = Path(tempfile.gettempdir()) / "caseledger-bench"
+GROWTH_SIZES = (10_000, 100_000, 1_000_000)
+#: The retail bank has 18 cases; 80 attempts each make the 1,440 CaseRuns of one run.
+GROWTH_ATTEMPTS = 80
+GROWTH_RUN = "run-0000"
+
+
+def _growth_template(home: Path) -> Path:
+    """One real retail run (reference adapter, 18 cases x 80 attempts) in a new ledger."""
+    from ledger.adapters.base import build_adapter
+    from ledger.app.evaluate import bank_context
+    from ledger.bank.publish import publish
+    from ledger.bank.registry import BUILTIN_DIR
+    from ledger.harness import runner
+    from ledger.keys import Signer
+    from ledger.store import Ledger
+
+    home.mkdir(parents=True, exist_ok=True)
+    signer = Signer.from_seed("bench-operator", bytes(range(32)), role="operator")
+    signer.save(home / "keys" / "operator.key")
+    path = home / "ledger.db"
+    with Ledger.create(path, signer, clock=_clock) as ledger:
+        published = publish(ledger, signer, BUILTIN_DIR / "retail", home, cwd=home)
+        bank = bank_context(published.published, path, home)
+        adapter = build_adapter("reference", {}, cases=bank.reference_sql)
+        try:
+            plan = runner.RunPlan(run_id=GROWTH_RUN, profile="bench", attempts=GROWTH_ATTEMPTS)
+            runner.run(ledger, signer, bank, adapter, plan, clock=_clock)
+        finally:
+            adapter.close()
+    return path
+
+
+def _growth_extend(path: Path, events: int) -> None:
+    """Append copies of run-0000 (re-streamed as run-0001, ...) while the ledger is
+    smaller than ``events``: each copy's events are the template's with the stream,
+    run id, stream links and evidence links of the copy, signed by the operator, in
+    batches of 5,000; its RunFinished stores the automatic checkpoint, as a real run's."""
+    import msgspec
+
+    from ledger import codec
+    from ledger.keys import Signer
+    from ledger.store import Ledger, link_of
+
+    signer = Signer.load(path.parent / "keys" / "operator.key")
+    with Ledger.open(path) as ledger:
+        template = [row.body for row in ledger.stream_events(GROWTH_RUN)]
+        per_run = len(template)
+        runs = max(1, round(events / per_run))
+        have = {s for s in ledger.streams() if s.startswith("run-")}
+        for r in range(len(have), runs):
+            run_id = f"run-{r:04d}"
+            links: dict[str, str] = {}
+            prev: str | None = None
+            batch: list[Any] = []
+            for body in template:
+                raw = msgspec.json.decode(body)
+                old_link = link_of(codec.leaf_hash(body))
+                raw["stream"], raw["stream_prev"] = run_id, prev
+                if "run_id" in raw:
+                    raw["run_id"] = run_id
+                if "evidence" in raw:
+                    raw["evidence"] = [links.get(h, h) for h in raw["evidence"]]
+                event = codec.decode(msgspec.json.encode(raw))
+                prev = links[old_link] = link_of(codec.leaf_hash(codec.encode(event)))
+                batch.append(event)
+                if len(batch) == 5000:
+                    ledger.append(batch, signer)
+                    batch = []
+            if batch:
+                ledger.append(batch, signer)
+            print(f"  {run_id}: size {ledger.size():,}", file=sys.stderr)
+
+
+def growth_build(size: int) -> Path:
+    """The growth ledger of about ``size`` events in the cache (built once, reused)."""
+    folder = GROWTH_CACHE / f"ledger-{size}"
+    path = folder / "ledger.db"
+    if (folder / "done").exists():
+        return path
+    template = GROWTH_CACHE / "template" / "ledger.db"
+    if not template.exists():
+        _growth_template(template.parent)
+    shutil.rmtree(folder, ignore_errors=True)
+    shutil.copytree(template.parent, folder)
+    for junk in folder.glob("ledger.index.db*"):
+        junk.unlink()
+    _growth_extend(path, size)
+    (folder / "done").write_text("built\n")
+    return path
+
+
+def _growth_child(mode: str, path: Path, arg: str) -> dict[str, float]:
+    """One measurement in this process: its wall time and peak RSS."""
+    from ledger.cli import main as cli_main
+    from ledger.harness import score as score_mod
+
+    out: dict[str, float] = {}
+    if mode == "rescore":
+
+        class _Bench(score_mod.Scorer):
+            version = arg
+
+        score_mod.SCORERS[arg] = _Bench()
+    if mode == "recompute":
+        # Re-derive every score from the evidence it names, without running the SQL
+        # again (re-execution costs the same per attempt at any size; what grows with
+        # the ledger is finding the evidence).
+        from ledger.app.rescore import recompute_hook
+        from ledger.verify import verify_ledger
+
+        _register_bench_scorers(path)
+        t = time.perf_counter()
+        hook = recompute_hook(path.parent / "banks", reexecute=False)
+        verify_ledger(path, recompute=hook)
+        out["seconds"] = time.perf_counter() - t
+        out["scores"] = hook.scores
+        out["peak_mb"] = _peak_mb()
+        return out
+    argv = {
+        "report": ["report", "--run", GROWTH_RUN, "--format", "json"],
+        "runs": ["runs", "--json"],
+        "rescore": ["rescore", "--run", GROWTH_RUN, "--scorer", arg],
+    }[mode]
+    t = time.perf_counter()
+    with open(os.devnull, "w") as sink, contextlib.redirect_stdout(sink):
+        try:
+            cli_main.main(["--ledger", str(path), *argv], standalone_mode=False)
+        except SystemExit as exc:
+            if exc.code:
+                raise
+    out["seconds"] = time.perf_counter() - t
+    out["peak_mb"] = _peak_mb()
+    return out
+
+
+def _register_bench_scorers(path: Path) -> None:
+    """Scorer versions earlier rescore measurements recorded (the default scorer's rules)."""
+    from ledger.harness import score as score_mod
+
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    found = conn.execute(
+        "SELECT DISTINCT json_extract(body, '$.scorer_version') FROM events "
+        "WHERE type = 'score.computed.v1'"
+    ).fetchall()
+    conn.close()
+    for (version,) in found:
+        if version not in score_mod.SCORERS:
+            score_mod.SCORERS[version] = type("_Bench", (score_mod.Scorer,), {"version": version})()
+
+
+def _growth_measure(root: Path, mode: str, path: Path, arg: str = "-") -> dict[str, float]:
+    return json.loads(_run_child(root, "growth", mode, str(path), arg))
+
+
+def growth(new_root: Path, old_root: Path | None, sizes: tuple[int, ...], modes: list[str]) -> None:
+    """The issue 22 table: each measurement in its own child, old and new side by side."""
+    import sqlite3 as _sq
+
+    rows = []
+    for size in sizes:
+        path = growth_build(size)
+        conn = _sq.connect(f"file:{path}?mode=ro", uri=True)
+        n = int(conn.execute("SELECT COUNT(*) FROM events").fetchone()[0])
+        attempts = int(
+            conn.execute("SELECT COUNT(*) FROM events WHERE type = 'prompt.sent.v1'").fetchone()[0]
+        )
+        conn.close()
+        row: dict[str, Any] = {
+            "size": size,
+            "events": n,
+            "bytes_per_attempt": path.stat().st_size / attempts,
+        }
+        for mode in modes:
+            for who, root in (("old", old_root), ("new", new_root)):
+                if root is None:
+                    continue
+                arg = f"2.0.0-bench-{who}-{int(time.time())}" if mode == "rescore" else "-"
+                if mode == "report" and who == "new":
+                    # The first call after the ledger grew extends (or builds) the index.
+                    row["report/new-cold"] = _growth_measure(root, mode, path)
+                row[f"{mode}/{who}"] = _growth_measure(root, mode, path, arg)
+                got = row[f"{mode}/{who}"]
+                print(f"{size:,} {mode} {who}: {got['seconds']:.2f} s, {got['peak_mb']:.0f} MB",
+                      file=sys.stderr)  # fmt: skip
+        rows.append(row)
+    print("| ledger | events | bytes/attempt | " + " | ".join(
+        f"{m} old s (MB) | {m} new s (MB)" for m in modes) + " |")  # fmt: skip
+    print("|---|---|---|" + "---|---|" * len(modes))
+    for row in rows:
+        cells = []
+        for mode in modes:
+            for who in ("old", "new"):
+                got = row.get(f"{mode}/{who}")
+                cells.append("-" if got is None else f"{got['seconds']:.2f} ({got['peak_mb']:.0f})")
+        print(f"| {row['size']:,} | {row['events']:,} | {row['bytes_per_attempt']:,.0f} | "
+              + " | ".join(cells) + " |")  # fmt: skip
+
+
 # ----------------------------------------------------------------- scale (issue 21)
 
 #: The growth ledgers (issue 22): one real retail run of 1,440 CaseRuns and copies of it.
@@ -713,6 +962,10 @@ def main() -> None:
         "--scale-ledgers", type=Path, default=Path(tempfile.gettempdir()) / "caseledger-bench"
     )
     parser.add_argument("--before", type=Path, help="--scale: a checkout of the old code")
+    parser.add_argument("--growth", action="store_true", help="the issue 22 table")
+    parser.add_argument("--sizes", default="10000,100000,1000000", help="--growth sizes")
+    parser.add_argument("--modes", default="report,runs,rescore,recompute", help="--growth")
+    parser.add_argument("--old-tree", type=Path, help="--growth: a checkout of the old code")
     args = parser.parse_args()
     if args.child:
         mode, *rest = args.child
@@ -720,10 +973,20 @@ def main() -> None:
             _serve()
         elif mode == "scale":
             print(json.dumps(_scale_child(rest[0], Path(rest[1]), rest[2])))
+        elif mode == "growth":
+            print(json.dumps(_growth_child(rest[0], Path(rest[1]), rest[2])))
+        elif mode == "growth-build":
+            growth_build(int(rest[0]))
         elif mode == "build":
             build(Path(rest[0]), int(rest[1]))
         else:
             print(json.dumps(_child(mode, Path(rest[0]))))
+        return
+    if args.growth:
+        sizes = tuple(int(x) for x in args.sizes.split(","))
+        for size in sizes:  # built by the old tree, so both trees can read them
+            _run_child(args.old_tree or REPO, "growth-build", str(size))
+        growth(REPO, args.old_tree, sizes, args.modes.split(","))
         return
     if args.scale:
         work = Path(tempfile.mkdtemp(prefix="scale-bench-"))
