@@ -15,17 +15,11 @@ stays in its environment) is scrubbed in every form from all it returns
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import shlex
 import shutil
-import signal
-import subprocess
-import sys
 import tempfile
-import threading
-import time
 from collections.abc import Iterable, Mapping, Sequence
 from decimal import Decimal
 from pathlib import Path
@@ -34,6 +28,7 @@ from typing import Any
 from ledger import events
 from ledger.adapters import base, pricing
 from ledger.adapters.base import Failure, Identity, Reply, Request
+from ledger.adapters.process import CannotStart, ProcessGroups, sweep_stale_children
 from ledger.codec import canonical_json
 from ledger.errors import UsageError, broken
 from ledger.secrets import SecretSet, env_secret
@@ -86,111 +81,6 @@ def child_environment(environ: Mapping[str, str], hidden_paths: Sequence[str]) -
     }
 
 
-# The supervisor every model program runs under (``python -I -S -c``, argv: the
-# harness pid, then the program's argv). It leads the program's process group and
-# asks Linux for a signal when the harness dies (PR_SET_PDEATHSIG), even by
-# SIGKILL; on it, it kills the whole group (itself, the program, its children).
-# It forks the program rather than exec'ing it so that grandchildren die too, and
-# relays the program's exit status or signal. A tiny separate process instead of
-# a preexec_fn: preexec_fn is unsafe in a process with threads, as the runner is.
-_SUPERVISOR = r"""
-import os, signal, sys
-def die(*_):
-    os.killpg(0, signal.SIGKILL)
-signal.signal(signal.SIGTERM, die)
-try:
-    import ctypes
-    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM, 0, 0, 0)
-except (ImportError, OSError, AttributeError):
-    pass
-if os.getppid() != int(sys.argv[1]):
-    die()
-pid = os.fork()
-if pid == 0:
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    try:
-        os.execvp(sys.argv[2], sys.argv[2:])
-    except OSError as exc:
-        os.write(2, ("cannot start the command: %s" % exc).encode())
-    os._exit(127)
-null = os.open(os.devnull, os.O_RDWR)
-for fd in (0, 1, 2):
-    os.dup2(null, fd)
-status = os.waitpid(pid, 0)[1]
-if os.WIFSIGNALED(status):
-    signal.signal(os.WTERMSIG(status), signal.SIG_DFL)
-    os.kill(os.getpid(), os.WTERMSIG(status))
-os._exit(os.WEXITSTATUS(status) if os.WIFEXITED(status) else 1)
-"""
-
-
-def _proc_stat(pid: int) -> tuple[int, int] | None:
-    """(process group, start time in clock ticks since boot) of a live process, else None."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except (OSError, ValueError):
-        return None
-    fields = stat.rsplit(")", 1)[1].split()
-    if fields[0] in ("Z", "X"):  # a zombie runs nothing
-        return None
-    return int(fields[2]), int(fields[19])
-
-
-class _ChildRecord:
-    """``<folder>/<pgid>``: one running model's group, so a later run can sweep it.
-
-    The file holds the harness pid and start time and the group leader's pid and
-    start time. A pid is only trusted with its start time, so a recycled pid is
-    never killed.
-    """
-
-    def __init__(self, folder: Path, pgid: int) -> None:
-        self.path = folder / str(pgid)
-        me, leader = _proc_stat(os.getpid()), _proc_stat(pgid)
-        if me is None or leader is None:
-            self.path = None  # type: ignore[assignment]
-            return
-        folder.mkdir(parents=True, exist_ok=True)
-        self.path.write_text(f"{os.getpid()} {me[1]} {pgid} {leader[1]}\n", "ascii")
-
-    def remove(self) -> None:
-        if self.path is not None:
-            self.path.unlink(missing_ok=True)
-
-
-def sweep_stale_children(folder: Path) -> int:
-    """Kill the model process groups a dead caseledger left behind; returns how many.
-
-    A record is stale when its harness process is gone (or is another process
-    with a recycled pid). Its group is killed only when the group leader still
-    runs with the recorded start time. Records of live harnesses are left alone.
-    """
-    if not folder.is_dir():
-        return 0
-    killed = 0
-    for path in sorted(folder.iterdir()):
-        try:
-            harness, harness_start, pgid, leader_start = map(int, path.read_text("ascii").split())
-        except (OSError, ValueError):
-            path.unlink(missing_ok=True)  # not one of ours, or half-written: nothing to trust
-            continue
-        alive = _proc_stat(harness)
-        if alive is not None and alive[1] == harness_start:
-            continue  # a run in progress
-        leader = _proc_stat(pgid)
-        if leader is not None and leader == (pgid, leader_start):
-            _kill_group(pgid)
-            killed += 1
-        path.unlink(missing_ok=True)
-    return killed
-
-
-def _kill_group(pgid: int) -> None:
-    # ProcessLookupError: the group is already gone.
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, signal.SIGKILL)
-
-
 def _tail(data: bytes, secrets: SecretSet) -> str:
     # Scrubbed before the cut, so no part of a key survives at its edge.
     text = data.decode("utf-8", errors="replace").strip()
@@ -223,9 +113,7 @@ class CommandAdapter:
         self._client = base.client_version(ADAPTER_VERSION, "adapter-command")
         # Process groups of running calls: close() kills them, so a model started
         # by an interrupted run never outlives caseledger.
-        self._live: set[int] = set()
-        self._children_dir: Path | None = None
-        self._live_lock = threading.Lock()
+        self._groups = ProcessGroups()
         self.identity = Identity(
             adapter_kind="command",
             run_kind="model",
@@ -259,14 +147,11 @@ class CommandAdapter:
 
     def track_children(self, folder: Path) -> None:
         """Record each running program's group under ``folder`` for :func:`sweep_stale_children`."""
-        self._children_dir = folder
+        self._groups.track_children(folder)
 
     def close(self) -> None:
         """Kill the process group of every call still running (idempotent)."""
-        with self._live_lock:
-            live, self._live = self._live, set()
-        for pgid in live:
-            _kill_group(pgid)
+        self._groups.kill_all()
 
     def call(self, request: Request) -> Reply | Failure:
         """Run the program once on the prompt; map its exit, output and usage file."""
@@ -283,49 +168,27 @@ class CommandAdapter:
     def _run(
         self, prompt: bytes, work: str, env: dict[str, str], usage_path: str
     ) -> Reply | Failure:
-        start = time.perf_counter_ns()
         try:
             # Running the user's configured model program is this adapter's job: an
-            # argument list (no shell), through our supervisor (docs/adapters.md).
-            proc = subprocess.Popen(  # noqa: S603
-                [sys.executable, "-I", "-S", "-c", _SUPERVISOR, str(os.getpid()), *self._argv],
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                cwd=work,
-                env=env,
-                start_new_session=True,  # own process group: a timeout kills all of it
+            # argument list (no shell), through the supervisor (ledger.adapters.process).
+            proc = self._groups.run(
+                self._argv, cwd=work, env=env, timeout_s=self._timeout_s, stdin=prompt
             )
-        except OSError as exc:
+        except CannotStart as exc:
             return Failure(
                 kind="command_failed",
                 message=self.secrets.scrub(f"cannot start the command: {exc}"),
             )
-        with self._live_lock:
-            self._live.add(proc.pid)
-        record = _ChildRecord(self._children_dir, proc.pid) if self._children_dir else None
-        timed_out = False
-        try:
-            out, err = proc.communicate(prompt, timeout=self._timeout_s)
-        except subprocess.TimeoutExpired:
-            timed_out = True
-            _kill_group(proc.pid)
-            out, err = _drain(proc)
-        finally:
-            # A finished program may leave children behind; none outlives its job.
-            _kill_group(proc.pid)
-            with self._live_lock:
-                self._live.discard(proc.pid)
-            if record is not None:
-                record.remove()
-        generation_us = (time.perf_counter_ns() - start) // 1000
+        if proc is None:
+            raise broken("the command adapter's process groups were closed")
+        out, err, generation_us = proc.out, proc.err, proc.wall_us
         text: str | None = None
         bad_utf8 = ""
         try:
             text = self.secrets.scrub(out.decode("utf-8"))
         except UnicodeDecodeError as exc:
             bad_utf8 = f"stdout is not valid UTF-8 at byte offset {exc.start}"
-        if timed_out:
+        if proc.timed_out:
             return Failure(
                 kind="timeout",
                 message=f"command did not finish within {self._timeout_text} s; "
@@ -373,20 +236,6 @@ class CommandAdapter:
             estimated_cost=price.estimated_cost,
             generation_us=generation_us,
         )
-
-
-def _drain(proc: subprocess.Popen[bytes]) -> tuple[bytes, bytes]:
-    # After the group was killed; a grandchild that left the group could still
-    # hold the pipes open, so do not wait for it forever.
-    try:
-        return proc.communicate(timeout=5)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        for pipe in (proc.stdout, proc.stderr):
-            if pipe is not None:
-                pipe.close()
-        proc.wait()
-        return b"", b""
 
 
 def _reject_constant(name: str) -> Any:
@@ -475,15 +324,8 @@ def build(options: dict[str, Any], ctx: base.BuildContext) -> CommandAdapter:
     if tools not in _TOOLS:
         raise UsageError(f"--tools must be one of {', '.join(_TOOLS)}, got {tools!r}")
     model = base.str_option("model", given["model"]) if "model" in given else None
-    snapshot = None
-    if "price_snapshot" in given:
-        snapshot = pricing.load_snapshot(given["price_snapshot"])
-        pricing.check_priced(snapshot, model, str(given["price_snapshot"]))
-    timeout_s = (
-        base.decimal_option("timeout_s", given["timeout_s"], positive=True)
-        if "timeout_s" in given
-        else DEFAULT_TIMEOUT_S
-    )
+    snapshot = base.price_snapshot_option(given, model)
+    timeout_s = base.timeout_option(given, DEFAULT_TIMEOUT_S)
     # The key the program uses: it stays in the program's environment, and is
     # scrubbed from everything the program returns.
     env_name = given.get("api_key_env")

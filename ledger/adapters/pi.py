@@ -35,10 +35,7 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 import tempfile
-import threading
-import time
 from collections.abc import Iterable, Mapping
 from decimal import Decimal
 from pathlib import Path
@@ -49,14 +46,9 @@ import msgspec
 from ledger import events
 from ledger.adapters import base, pricing
 from ledger.adapters.base import Failure, Identity, Reply, Request
-from ledger.adapters.command import (
-    _SUPERVISOR,
-    _ChildRecord,
-    _drain,
-    _kill_group,
-    child_environment,
-)
+from ledger.adapters.command import child_environment
 from ledger.adapters.openai import status_kind
+from ledger.adapters.process import Finished, ProcessGroups
 from ledger.codec import sha256_hex
 from ledger.errors import AdapterError, UsageError
 from ledger.secrets import SecretSet, env_secret
@@ -348,14 +340,6 @@ def _evidence(path: Path) -> list[dict[str, Any]]:
     return entries
 
 
-class _Process(msgspec.Struct):
-    returncode: int
-    out: bytes
-    err: bytes
-    timed_out: bool
-    wall_us: int
-
-
 class PiAdapter:
     """Runs ``pi`` once per attempt; see the module docstring for the policy."""
 
@@ -409,10 +393,9 @@ class PiAdapter:
         if params.reasoning_effort is not None:
             self._argv += ["--thinking", params.reasoning_effort]
         self._argv.append(PLACEHOLDER)
-        self._live: set[int] = set()
-        self._live_lock = threading.Lock()
-        self._children_dir: Path | None = None
-        self._closed = False
+        # pi runs as the command adapter's programs do (ledger.adapters.process): in its own
+        # process group, killed whole on a timeout and when caseledger dies (docs/adapters.md).
+        self._groups = ProcessGroups()
         self.identity = Identity(
             adapter_kind="pi",
             run_kind="model",
@@ -448,15 +431,11 @@ class PiAdapter:
 
     def track_children(self, folder: Path) -> None:
         """Record each running pi's process group under ``folder`` (see command adapter)."""
-        self._children_dir = folder
+        self._groups.track_children(folder)
 
     def close(self) -> None:
         """Kill every pi still running and remove the run's pi folders (idempotent)."""
-        with self._live_lock:
-            live, self._live = self._live, set()
-            self._closed = True
-        for pgid in live:
-            _kill_group(pgid)
+        self._groups.close()
         shutil.rmtree(self._root, ignore_errors=True)
 
     # ------------------------------------------------------------ one attempt
@@ -475,7 +454,9 @@ class PiAdapter:
                 "HOME": str(attempt / "home"),
                 "CASELEDGER_PI_ATTEMPT_DIR": str(attempt),
             }
-            proc = self._run(env, attempt / "work")
+            proc = self._groups.run(
+                self._argv, cwd=attempt / "work", env=env, timeout_s=self._timeout_s
+            )
             if proc is None:
                 return Failure(kind="command_failed", message="the run is closing; pi not started")
             try:
@@ -489,48 +470,12 @@ class PiAdapter:
         finally:
             shutil.rmtree(attempt, ignore_errors=True)
 
-    def _run(self, env: dict[str, str], cwd: Path) -> _Process | None:
-        start = time.perf_counter_ns()
-        with self._live_lock:
-            if self._closed:
-                return None
-            # pi runs under the command adapter's supervisor: its own process group,
-            # killed whole on a timeout and when caseledger dies (docs/adapters.md).
-            proc = subprocess.Popen(  # noqa: S603 - an argument list, no shell
-                [sys.executable, "-I", "-S", "-c", _SUPERVISOR, str(os.getpid()), *self._argv],
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                cwd=cwd,
-                env=env,
-                start_new_session=True,
-            )
-            self._live.add(proc.pid)
-        record = _ChildRecord(self._children_dir, proc.pid) if self._children_dir else None
-        timed_out = False
-        try:
-            out, err = proc.communicate(timeout=self._timeout_s)
-        except subprocess.TimeoutExpired:
-            timed_out = True
-            _kill_group(proc.pid)
-            out, err = _drain(proc)
-        finally:
-            _kill_group(proc.pid)
-            with self._live_lock:
-                self._live.discard(proc.pid)
-            if record is not None:
-                record.remove()
-        wall_us = (time.perf_counter_ns() - start) // 1000
-        return _Process(
-            returncode=proc.returncode, out=out, err=err, timed_out=timed_out, wall_us=wall_us
-        )
-
     def _stderr(self, err: bytes) -> str:
         text = err.decode("utf-8", errors="replace").strip()
         return self.secrets.tail(text, STDERR_TAIL)
 
     def _outcome(
-        self, prompt: str, proc: _Process, evidence: list[dict[str, Any]]
+        self, prompt: str, proc: Finished, evidence: list[dict[str, Any]]
     ) -> Reply | Failure:
         if proc.timed_out:
             return Failure(
