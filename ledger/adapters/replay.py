@@ -238,7 +238,53 @@ def parse_replay(data: bytes, name: str) -> dict[tuple[str, int], Recording]:
     return recordings
 
 
-class ReplayAdapter:
+class _FileReplay:
+    """What both replays share: the identity of a file read (no model called) and its
+    Invocation, which says what the replay did (read the file), nothing about the
+    recorded calls."""
+
+    def __init__(
+        self,
+        *,
+        name: str,
+        file_sha256: str,
+        model: str | None,
+        tools: str,
+        wire_protocol: str,
+        default_attempts: int,
+        snapshot: pricing.PriceSnapshot | None = None,
+    ) -> None:
+        self._name = name
+        self._tools = tools
+        self._wire_protocol = wire_protocol
+        self._client = base.client_version(ADAPTER_VERSION, "adapter-replay")
+        self.identity = Identity(
+            adapter_kind="replay",
+            run_kind="model",
+            harness_kind=HARNESS_KIND,
+            requested_model=model,
+            price_snapshot_digest=snapshot.digest if snapshot else None,
+            replay_file_sha256=file_sha256,
+            default_attempts=default_attempts,
+        )
+
+    def invocation(self, prompt_contract_digest: str, retries: int) -> events.Invocation:
+        """A read of the file: wire protocol ``replay`` (JSON Lines), ``replay-bird`` or
+        ``replay-spider`` (a benchmark's prediction file)."""
+        return base.text_invocation(
+            self.identity,
+            tools=self._tools,
+            wire_protocol=self._wire_protocol,
+            client_version=self._client,
+            prompt_contract_digest=prompt_contract_digest,
+            retries=retries,
+        )
+
+    def close(self) -> None:
+        """Nothing to release: the file was read whole at construction."""
+
+
+class ReplayAdapter(_FileReplay):
     """Answers each planned attempt with its recorded line, or MissingRecording."""
 
     def __init__(
@@ -251,31 +297,17 @@ class ReplayAdapter:
         snapshot: pricing.PriceSnapshot | None,
         tools: str = "unknown",
     ) -> None:
-        self._recordings = recordings
-        self._tools = tools
-        self._name = name
-        self._snapshot = snapshot
-        self._client = base.client_version(ADAPTER_VERSION, "adapter-replay")
-        self.identity = Identity(
-            adapter_kind="replay",
-            run_kind="model",
-            harness_kind=HARNESS_KIND,
-            requested_model=model,
-            price_snapshot_digest=snapshot.digest if snapshot else None,
-            replay_file_sha256=file_sha256,
-            default_attempts=max(attempt for _, attempt in recordings),
-        )
-
-    def invocation(self, prompt_contract_digest: str, retries: int) -> events.Invocation:
-        """What this replay did: read a line. It says nothing about the recorded call."""
-        return base.text_invocation(
-            self.identity,
-            tools=self._tools,
+        super().__init__(
+            name=name,
+            file_sha256=file_sha256,
+            model=model,
+            tools=tools,
             wire_protocol=WIRE_PROTOCOL,
-            client_version=self._client,
-            prompt_contract_digest=prompt_contract_digest,
-            retries=retries,
+            default_attempts=max(attempt for _, attempt in recordings),
+            snapshot=snapshot,
         )
+        self._recordings = recordings
+        self._snapshot = snapshot
 
     def validate_cases(self, case_ids: Iterable[str]) -> None:
         """Refuse a file that names a case the bank does not have (first such line)."""
@@ -288,9 +320,6 @@ class ReplayAdapter:
                 "(not in the bank)",
                 hint="check the bank and version given with --bank",
             )
-
-    def close(self) -> None:
-        """Nothing to release: the file was read whole at construction."""
 
     def call(self, request: Request) -> Reply | Failure | MissingRecording:
         """The recording of (case, attempt) as a Reply or Failure; MissingRecording if none."""
@@ -331,7 +360,7 @@ class ReplayAdapter:
         )
 
 
-class PredictionReplay:
+class PredictionReplay(_FileReplay):
     """A benchmark's prediction file (``--replay-format bird|spider``): attempt 1 of each
     case answered with its prediction, marked ``imported`` (parsed as plain SQL)."""
 
@@ -346,31 +375,17 @@ class PredictionReplay:
         model: str | None,
         tools: str = "unknown",
     ) -> None:
+        super().__init__(
+            name=name,
+            file_sha256=file_sha256,
+            model=model,
+            tools=tools,
+            wire_protocol=f"{WIRE_PROTOCOL}-{kind}",
+            default_attempts=1,
+        )
         self.kind = kind
         self.missing = missing
         self._answers = answers
-        self._tools = tools
-        self._name = name
-        self._client = base.client_version(ADAPTER_VERSION, "adapter-replay")
-        self.identity = Identity(
-            adapter_kind="replay",
-            run_kind="model",
-            harness_kind=HARNESS_KIND,
-            requested_model=model,
-            replay_file_sha256=file_sha256,
-            default_attempts=1,
-        )
-
-    def invocation(self, prompt_contract_digest: str, retries: int) -> events.Invocation:
-        """A read of the benchmark's file: wire protocol ``replay-bird`` or ``replay-spider``."""
-        return base.text_invocation(
-            self.identity,
-            tools=self._tools,
-            wire_protocol=f"{WIRE_PROTOCOL}-{self.kind}",
-            client_version=self._client,
-            prompt_contract_digest=prompt_contract_digest,
-            retries=retries,
-        )
 
     def validate_cases(self, case_ids: Iterable[str]) -> None:
         """Refuse a run on another bank than the one the file was mapped to."""
@@ -381,9 +396,6 @@ class PredictionReplay:
                 f"(no case {other[0]!r})",
                 hint="build the adapter with the bank the run is on",
             )
-
-    def close(self) -> None:
-        """Nothing to release: the file was read whole at construction."""
 
     def call(self, request: Request) -> Reply | Failure | MissingRecording:
         """The case's prediction as an imported Reply; attempt 2 and later have none."""
@@ -461,10 +473,7 @@ def build(options: dict[str, Any], ctx: base.BuildContext) -> ReplayAdapter | Pr
     name, data = _read(given)
     recordings = parse_replay(data, name)
     model = base.str_option("model", given["model"]) if "model" in given else None
-    snapshot = None
-    if "price_snapshot" in given:
-        snapshot = pricing.load_snapshot(given["price_snapshot"])
-        pricing.check_priced(snapshot, model, str(given["price_snapshot"]))
+    snapshot = base.price_snapshot_option(given, model)
     tools = _tools(given)
     return ReplayAdapter(
         recordings=recordings,
