@@ -63,7 +63,14 @@ from ledger.engines.base import EngineQueryError
 from ledger.errors import BankError, SandboxError, UsageError
 from ledger.events import Column, TableSchema
 from ledger.harness import cells
-from ledger.harness.functions import Catalog, DenyRule, FunctionEntry, fold, matches
+from ledger.harness.functions import (
+    Catalog,
+    DenyRule,
+    FunctionEntry,
+    denied_by,
+    fold,
+    name_denial,
+)
 from ledger.harness.worker import ExecResult, Reply, Request, Watchdog, failure, serve
 
 if TYPE_CHECKING:
@@ -502,22 +509,15 @@ def judge_function(name: str, function_type: str, *, internal: bool = False) -> 
     >>> judge_function("regexp_matches", "table").rule
     '(set-returning)'
     """
-    folded = fold(name)
-    for rule in DENY_RULES:
-        if matches(rule, folded):
-            return FunctionEntry(
-                name=name, type=function_type, allowed=False, category=rule.category,
-                rule=rule.pattern,
-            )  # fmt: skip
-    for applies, rule in (
-        (internal, _INTERNAL),
-        (function_type == "table" and folded not in ALLOWED_FROM, _SET_RETURNING),
-    ):
-        if applies:
-            return FunctionEntry(
-                name=name, type=function_type, allowed=False, category=rule.category,
-                rule=rule.pattern,
-            )  # fmt: skip
+    denied = name_denial(DENY_RULES, name, function_type)
+    if denied is not None:
+        return denied
+    # PostgreSQL: rules on the pg_proc row, each named in the data file (unlike DuckDB's
+    # and SQLite's type rules, which carry no rule pattern).
+    if internal:
+        return denied_by(_INTERNAL, name, function_type)
+    if function_type == "table" and fold(name) not in ALLOWED_FROM:
+        return denied_by(_SET_RETURNING, name, function_type)
     return FunctionEntry(name=name, type=function_type, allowed=True)
 
 

@@ -36,7 +36,7 @@ from typing import Any
 import msgspec
 from sqlglot import exp
 
-from ledger.harness.functions import Catalog, DenyRule, FunctionEntry, fold, matches
+from ledger.harness.functions import Catalog, DenyRule, FunctionEntry, fold, name_denial
 
 __all__ = [
     "DATA_FILE",
@@ -119,13 +119,11 @@ def judge_entry(name: str, function_type: str) -> FunctionEntry:
     >>> judge_entry("instr", "scalar").allowed, judge_entry("json_each", "table").allowed
     (True, False)
     """
-    folded = fold(name)
-    for rule in DENY_RULES:
-        if matches(rule, folded):
-            return FunctionEntry(
-                name=name, type=function_type, allowed=False, category=rule.category,
-                rule=rule.pattern,
-            )  # fmt: skip
+    denied = name_denial(DENY_RULES, name, function_type)
+    if denied is not None:
+        return denied
+    # SQLite: every table-valued function is denied (see the module docstring), so,
+    # unlike DuckDB's list, none is allowed in FROM and there is no pragma type.
     if function_type == "table":
         return FunctionEntry(
             name=name, type=function_type, allowed=False, category="table_function"

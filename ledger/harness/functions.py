@@ -45,11 +45,13 @@ __all__ = [
     "FunctionEntry",
     "build_entries",
     "catalog",
+    "denied_by",
     "document",
     "engine_rules",
     "fold",
     "judge_entry",
     "matches",
+    "name_denial",
     "render",
     "sqlglot_call_refusal",
     "sqlglot_names",
@@ -211,8 +213,34 @@ def matches(rule: DenyRule, name: str) -> bool:
     return name == rule.pattern
 
 
+def denied_by(rule: DenyRule, name: str, function_type: str) -> FunctionEntry:
+    """The entry (name, type) denied by ``rule``: its category, its pattern as the rule."""
+    return FunctionEntry(
+        name=name, type=function_type, allowed=False, category=rule.category, rule=rule.pattern
+    )
+
+
+def name_denial(rules: Iterable[DenyRule], name: str, function_type: str) -> FunctionEntry | None:
+    """The entry denied by the first of ``rules`` that covers ``name`` (folded), else None.
+
+    Every engine's allow-list judges a name this way first (DuckDB, SQLite,
+    PostgreSQL); what happens to a name no rule denies depends on the engine's
+    function types, so each engine's judge goes on with its own type rules.
+
+    >>> name_denial(DENY_RULES, "Current_Setting", "scalar").rule
+    'current_setting'
+    >>> name_denial(DENY_RULES, "lower", "scalar") is None
+    True
+    """
+    folded = fold(name)
+    for rule in rules:
+        if matches(rule, folded):
+            return denied_by(rule, name, function_type)
+    return None
+
+
 def judge_entry(name: str, function_type: str) -> FunctionEntry:
-    """The verdict on one catalog entry: the first deny rule, else the type's rule.
+    """The verdict on one DuckDB catalog entry: the first deny rule, else the type's rule.
 
     >>> judge_entry("current_setting", "scalar").category
     'settings'
@@ -221,13 +249,11 @@ def judge_entry(name: str, function_type: str) -> FunctionEntry:
     >>> judge_entry("json_each", "table").category
     'table_function'
     """
+    denied = name_denial(DENY_RULES, name, function_type)
+    if denied is not None:
+        return denied
     folded = fold(name)
-    for rule in DENY_RULES:
-        if matches(rule, folded):
-            return FunctionEntry(
-                name=name, type=function_type, allowed=False, category=rule.category,
-                rule=rule.pattern,
-            )  # fmt: skip
+    # DuckDB: a pragma is never a query function; a table function only when allowed in FROM.
     if function_type == "pragma":
         return FunctionEntry(name=name, type=function_type, allowed=False, category="pragma")
     if function_type in ("table", "table_macro") and folded not in ALLOWED_FROM:
