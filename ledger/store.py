@@ -385,16 +385,6 @@ class Ledger:
         stream's chain (``ledger.app.tree_index`` does, against a verified tree)."""
         return self._db.stream_rows(stream, stop)
 
-    def find(self, leaf_hash: bytes) -> tuple[int, bytes] | None:
-        """(seq, body) of the row stored under ``leaf_hash`` (the unique event id), its
-        body checked against it (one indexed read); None when there is none."""
-        row = self._db.body_of(leaf_hash)
-        if row is None:
-            return None
-        seq, body = row
-        _check_leaf(seq, body, leaf_hash)
-        return seq, body
-
     def events_of_type(self, *classes: type[EventBase]) -> Iterator[StoredEvent]:
         """Rows whose body is one of these event classes, in order, read by :meth:`scan`."""
         tags = frozenset(tag_of(c) for c in classes)

@@ -24,7 +24,6 @@ from typing import Any
 
 import msgspec
 
-from ledger import codec
 from ledger.app.audit import published_bank
 from ledger.app.snapshot import run_snapshots
 from ledger.bank.build import build_database, freeze_gold_at, gold_digest
@@ -56,7 +55,6 @@ from ledger.harness import score as score_mod
 from ledger.harness.attempt import Stream
 from ledger.harness.limits import DEFAULT_LIMITS
 from ledger.keys import Signer
-from ledger.merkle import HASH_SIZE
 from ledger.store import Ledger, StoredEvent, envelope_of, link_of
 from projections.caseruns import CaseRun, State
 from projections.outcome import terminal as outcome_of
@@ -406,6 +404,8 @@ class _Walk:
         #: kept (a score names those of its own batch, just before it; older ones, as
         #: a rescore's score names, are found by leaf hash), so memory stays flat.
         self.window = _WINDOW if owner.ledger is not None else None
+        #: (stream, leaf hash -> seq) of the stream whose older evidence was last sought.
+        self.stream_leaves: tuple[str, dict[bytes, int]] | None = None
 
     def close(self) -> None:
         for pool in self.pools.values():
@@ -431,12 +431,15 @@ class _Walk:
         elif isinstance(event, ScoreComputed):
             self.check_score(row.seq, event)
 
-    def named(self, link: str, before: int) -> tuple[int, EventBase] | None:
+    def named(self, link: str, before: int, stream: str) -> tuple[int, EventBase] | None:
         """(seq, event) of the evidence event ``link`` names, stored before ``before``.
 
-        Looked up by leaf hash in the verified ledger (each body hashed to its leaf
-        again), so memory does not grow with the ledger; an event that is not one of
-        the evidence kinds, or comes after the score, is not evidence (as before).
+        The newest evidence events are kept as the walk passes them; an older one (a
+        rescore's score names evidence far back) is looked up among the rows of the
+        score's own stream (evidence of another stream is refused anyway), read once
+        per stream by the stream index, and its body hashed to the leaf again. So
+        memory does not grow with the ledger, and no lookup scans it (a ledger file
+        may have no index on the leaf hash: docs/stores.md).
         """
         kept = self.evidence.get(link)
         ledger = self.owner.ledger
@@ -446,11 +449,19 @@ class _Walk:
             leaf = bytes.fromhex(link.removeprefix("sha256:"))
         except ValueError:
             return None
-        row = ledger.find(leaf) if len(leaf) == HASH_SIZE else None
-        if row is None or row[0] >= before:
+        if self.stream_leaves is None or self.stream_leaves[0] != stream:
+            leaves = {
+                bytes(found): seq for seq, _, found in ledger.indexed_stream(stream, ledger.size())
+            }
+            self.stream_leaves = (stream, leaves)
+        seq = self.stream_leaves[1].get(leaf)
+        if seq is None or seq >= before:
             return None
-        event = codec.decode(row[1])
-        return (row[0], event) if isinstance(event, _EVIDENCE_TYPES) else None
+        row = ledger.get(seq)  # the body hashed to its stored leaf
+        if row is None or row.leaf_hash != leaf:
+            return None
+        event = row.event()
+        return (seq, event) if isinstance(event, _EVIDENCE_TYPES) else None
 
     def bank(self, bank_hash: str) -> Bank:
         if bank_hash not in self.loaded:
@@ -495,7 +506,7 @@ class _Walk:
         references = self.bank(bank_hash).references()
         named: list[tuple[str, int, EventBase]] = []
         for link in event.evidence:
-            found = self.named(link, seq)
+            found = self.named(link, seq, event.stream)
             if found is not None:
                 ev = found[1]
                 if ev.stream != event.stream or ev.case_id != event.case_id:  # type: ignore[attr-defined]
