@@ -4,55 +4,22 @@ from __future__ import annotations
 
 import itertools
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 from ledger_testkit import fixed_clock, operator, prompt
+from writer_kit import spawn, start_together
 
 from ledger.store import Ledger
 from ledger.verify import verify_ledger
-
-TESTKIT = Path(__file__).parent
-
-WRITER = """
-import sys
-sys.path.insert(0, {testkit!r})
-import time
-from pathlib import Path
-from ledger_testkit import operator, prompt
-from ledger.store import Ledger
-ledger = Ledger.open(Path({path!r}), busy_timeout_s=60)
-print("ready", flush=True)
-sys.stdin.readline()  # start together
-for i in range(0, {count}, {batch}):
-    ledger.append([prompt({run!r}, j) for j in range(i, i + {batch})], operator())
-    print("committed", i + {batch}, flush=True)
-    time.sleep(0.002)  # a real writer does other work between batches: let the other one in
-ledger.close()
-"""
-
-
-def spawn(path: Path, run: str, count: int, batch: int) -> subprocess.Popen[str]:
-    code = WRITER.format(testkit=str(TESTKIT), path=str(path), run=run, count=count, batch=batch)
-    return subprocess.Popen(
-        [sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
-    )
 
 
 def test_two_processes_append_1000_each_into_one_chain(tmp_path: Path) -> None:
     path = tmp_path / "ledger.db"
     Ledger.create(path, operator(), clock=fixed_clock).close()
-    writers = [spawn(path, run, 1000, 10) for run in ("run-a", "run-b")]
-    for w in writers:
-        assert w.stdout is not None
-        assert w.stdout.readline().strip() == "ready"
-    for w in writers:
-        assert w.stdin is not None
-        w.stdin.write("go\n")
-        w.stdin.flush()
+    writers = [spawn(path, run, 1000, 10, busy_timeout_s=60) for run in ("run-a", "run-b")]
+    start_together(writers)
     for w in writers:
         w.communicate(timeout=300)
         assert w.returncode == 0
@@ -75,12 +42,9 @@ def test_sigkill_mid_batch_leaves_a_verifying_ledger_without_partial_batch(
     path = tmp_path / "ledger.db"
     Ledger.create(path, operator(), clock=fixed_clock).close()
     batch = 5000
-    writer = spawn(path, "run-k", 10 * batch, batch)
+    writer = spawn(path, "run-k", 10 * batch, batch, busy_timeout_s=60)
+    start_together([writer])
     assert writer.stdout is not None
-    assert writer.stdin is not None
-    assert writer.stdout.readline().strip() == "ready"
-    writer.stdin.write("go\n")
-    writer.stdin.flush()
     assert writer.stdout.readline().split() == ["committed", str(batch)]
     time.sleep(delay)  # inside the next batch: signing 5,000 events takes longer than this
     writer.send_signal(signal.SIGKILL)

@@ -31,6 +31,7 @@ from hypothesis import HealthCheck, given, settings
 from ledger_testkit import adapter, fixed_clock, operator, prompt
 from pgcluster import PgCluster
 from store_kit import Store, drop_pg_store, fresh_pg_store
+from writer_kit import spawn, start_together
 
 from ledger.errors import (
     ChainBrokenError,
@@ -43,8 +44,6 @@ from ledger.errors import (
 from ledger.events import PromptSent, RunFinished, SignerRegistered
 from ledger.store import Draft, Ledger
 from ledger.verify import verify_ledger
-
-TESTKIT = Path(__file__).parent
 
 
 def sha256(data: bytes) -> bytes:
@@ -354,41 +353,6 @@ def test_postgres_triggers_refuse_the_owner_too(pg_cluster: PgCluster) -> None:
 
 
 # ----------------------------------------------------------------- many processes
-
-WRITER = """
-import sys, time
-sys.path.insert(0, {testkit!r})
-from ledger_testkit import operator, prompt
-from ledger.store import Ledger
-from ledger.stores import parse_location
-ledger = Ledger.open(parse_location({location!r}), busy_timeout_s=120)
-print("ready", flush=True)
-sys.stdin.readline()  # start together
-for i in range(0, {count}, {batch}):
-    ledger.append([prompt({run!r}, j) for j in range(i, i + {batch})], operator())
-    print("committed", i + {batch}, flush=True)
-    time.sleep(0.002)  # a real writer does other work between batches: let the others in
-ledger.close()
-"""
-
-
-def spawn(location: object, run: str, count: int, batch: int) -> subprocess.Popen[str]:
-    code = WRITER.format(
-        testkit=str(TESTKIT), location=str(location), run=run, count=count, batch=batch
-    )
-    return subprocess.Popen(
-        [sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
-    )
-
-
-def start_together(writers: list[subprocess.Popen[str]]) -> None:
-    for w in writers:
-        assert w.stdout is not None
-        assert w.stdout.readline().strip() == "ready"
-    for w in writers:
-        assert w.stdin is not None
-        w.stdin.write("go\n")
-        w.stdin.flush()
 
 
 def test_four_writer_processes_make_one_chain(store: Store) -> None:
