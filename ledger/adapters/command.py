@@ -197,14 +197,9 @@ class CommandAdapter:
                 generation_us=generation_us,
             )
         if proc.returncode != 0:
-            how = (
-                f"killed by signal {-proc.returncode}"
-                if proc.returncode < 0
-                else f"exit status {proc.returncode}"
-            )
             return Failure(
                 kind="command_failed",
-                message=f"command failed ({how}); stderr: {_tail(err, self.secrets)}",
+                message=f"command failed ({proc.how()}); stderr: {_tail(err, self.secrets)}",
                 raw_output=text or None,
                 generation_us=generation_us,
             )

@@ -485,14 +485,9 @@ class PiAdapter:
                 generation_us=proc.wall_us,
             )
         if proc.returncode != 0:
-            how = (
-                f"killed by signal {-proc.returncode}"
-                if proc.returncode < 0
-                else f"exit status {proc.returncode}"
-            )
             return Failure(
                 kind="command_failed",
-                message=f"pi failed ({how}); stderr: {self._stderr(proc.err)}",
+                message=f"pi failed ({proc.how()}); stderr: {self._stderr(proc.err)}",
                 generation_us=proc.wall_us,
             )
         messages, raws = _agent_end(proc.out)

@@ -88,6 +88,18 @@ class Finished(msgspec.Struct, frozen=True):
     timed_out: bool
     wall_us: int
 
+    def how(self) -> str:
+        """How the program ended, for a failure message.
+
+        >>> Finished(returncode=-9, out=b"", err=b"", timed_out=False, wall_us=1).how()
+        'killed by signal 9'
+        >>> Finished(returncode=3, out=b"", err=b"", timed_out=False, wall_us=1).how()
+        'exit status 3'
+        """
+        if self.returncode < 0:
+            return f"killed by signal {-self.returncode}"
+        return f"exit status {self.returncode}"
+
 
 def _proc_stat(pid: int) -> tuple[int, int] | None:
     """(process group, start time in clock ticks since boot) of a live process, else None."""
