@@ -35,7 +35,7 @@ from ledger.store import StoredEvent, link_of
 if TYPE_CHECKING:
     from ledger.engines.base import Executor
 
-__all__ = ["AttemptKey", "AttemptWriter", "BankContext", "Stream"]
+__all__ = ["AttemptKey", "AttemptWriter", "BankContext", "Prepared", "Stream"]
 
 E = TypeVar("E", bound=events.EventBase)
 
@@ -59,6 +59,23 @@ class BankContext:
     variant_check: Callable[[events.CaseSpec, str, events.SqlExecuted], dict[str, Any]] | None = (
         None
     )
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """One answer judged, before its events are made (``AttemptWriter.prepare``).
+
+    ``first``: the ModelResponded (or, ``failed``, ProviderFailed) fields but the
+    envelope and ids; ``parsed``: the OutputParsed fields (None after a failure);
+    ``judgement``: guard, executions and score (``pipeline.judge``).
+    """
+
+    key: AttemptKey
+    prompt: str
+    failed: bool
+    first: dict[str, Any]
+    parsed: dict[str, Any] | None
+    judgement: pipeline.Judgement
 
 
 class Stream:
@@ -123,7 +140,63 @@ class AttemptWriter:
         followed by VariantChecked when the bank has variants and the SQL executed.
 
         ``tries``: every try of the call when it was retried (empty after one try, so
-        the events keep the bytes they always had)."""
+        the events keep the bytes they always had). The same as
+        ``build(stream, prepare(key, prompt, answer, tries))``."""
+        return self.build(stream, self.prepare(key, prompt, answer, tries))
+
+    def prepare(
+        self,
+        key: AttemptKey,
+        prompt: str,
+        answer: Reply | Failure,
+        tries: tuple[events.CallTry, ...] = (),
+    ) -> Prepared:
+        """Judge one answer (read the output, guard, execute, score) without the stream.
+
+        Safe to call from several threads at once (the pool is): the runner judges the
+        next answers while the previous ones are executed and recorded. The CPU-time
+        judge budget counts the calling thread's time only.
+        """
+        case_id, attempt = key
+        ids: dict[str, Any] = {"case_id": case_id, "attempt": attempt}
+        parsed: events.OutputParsed | None = None
+        failed: events.ProviderFailed | None = None
+        first: dict[str, Any]
+        spent_ns = _no_cpu
+        retried: dict[str, Any] = {"tries": tries} if tries else {}
+        if isinstance(answer, Failure):
+            first = {**_struct_fields(answer), **retried}
+            if answer.raw_output is not None:
+                first.update(self._bounded(answer.raw_output))
+            first["invocation"] = self.invocation
+            failed = events.ProviderFailed(**pipeline.ENVELOPE, **ids, **first)
+            read: dict[str, Any] | None = None
+        else:
+            started = self.cpu_clock()
+
+            def spent_ns() -> int:
+                return self.cpu_clock() - started
+
+            stored, verdict_p = self._read_output(answer.raw_output, imported=answer.imported)
+            first = {**_struct_fields(answer), **stored, **retried}
+            del first["imported"]  # how to parse it, not a ModelResponded field
+            first["invocation"] = self.invocation
+            read = _struct_fields(verdict_p)
+            parsed = events.OutputParsed(**pipeline.ENVELOPE, **ids, **read)
+        judged = pipeline.judge(
+            self.bench(case_id),
+            parsed=parsed,
+            failure=failed,
+            pool=self.pool,
+            limits=self.limits,
+            version=self.version,
+            spent_ns=spent_ns,
+        )
+        return Prepared(key, prompt, failed is not None, first, read, judged)
+
+    def build(self, stream: Stream, prepared: Prepared) -> list[events.EventBase]:
+        """The attempt's events, linked on ``stream``, from its judgement (one thread)."""
+        key = prepared.key
         case_id, attempt = key
         case = self.cases[case_id]
         ids = {"case_id": case_id, "attempt": attempt}
@@ -136,36 +209,15 @@ class AttemptWriter:
             evidence.append(link)
             return event
 
+        prompt = prepared.prompt
         add(events.PromptSent, prompt=prompt, prompt_sha256=codec.sha256_hex(prompt.encode()))
         parsed: events.OutputParsed | None = None
-        failed: events.ProviderFailed | None = None
-        spent_ns = _no_cpu
-        retried: dict[str, Any] = {"tries": tries} if tries else {}
-        if isinstance(answer, Failure):
-            fields = {**_struct_fields(answer), **retried}
-            if answer.raw_output is not None:
-                fields.update(self._bounded(answer.raw_output))
-            failed = add(events.ProviderFailed, invocation=self.invocation, **fields)
+        if prepared.failed:
+            add(events.ProviderFailed, **prepared.first)
         else:
-            started = self.cpu_clock()
-
-            def spent_ns() -> int:
-                return self.cpu_clock() - started
-
-            stored, verdict_p = self._read_output(answer.raw_output, imported=answer.imported)
-            fields = {**_struct_fields(answer), **stored, **retried}
-            del fields["imported"]  # how to parse it, not a ModelResponded field
-            add(events.ModelResponded, invocation=self.invocation, **fields)
-            parsed = add(events.OutputParsed, **_struct_fields(verdict_p))
-        judged = pipeline.judge(
-            self.bench(case_id),
-            parsed=parsed,
-            failure=failed,
-            pool=self.pool,
-            limits=self.limits,
-            version=self.version,
-            spent_ns=spent_ns,
-        )
+            add(events.ModelResponded, **prepared.first)
+            parsed = add(events.OutputParsed, **(prepared.parsed or {}))
+        judged = prepared.judgement
         executed: events.SqlExecuted | None = None
         if judged.guard is not None:
             verdict = judged.guard

@@ -2,8 +2,8 @@
 
 Every path that turns an answer into a score goes through :func:`judge`:
 
-- ``AttemptWriter.events_for`` (the runner) judges a fresh answer and only turns
-  the :class:`Judgement` into events;
+- ``AttemptWriter.prepare`` (the runner, on its judge threads) judges a fresh
+  answer; ``AttemptWriter.build`` only turns the :class:`Judgement` into events;
 - ``rescore`` judges recorded evidence under another scorer version, re-executing
   the SQL when asked;
 - ``verify --recompute`` re-derives each recorded score from its recorded evidence
@@ -42,6 +42,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "COMPARED_FIELDS",
+    "ENVELOPE",
     "MACHINE_STOPS",
     "Bench",
     "Judgement",
@@ -50,8 +51,8 @@ __all__ = [
     "judge",
 ]
 
-# The envelope of evidence built only to be scored, never appended (the scorer reads none).
-_ENVELOPE: dict[str, Any] = {
+#: The envelope of evidence built only to be scored, never appended (the scorer reads none).
+ENVELOPE: dict[str, Any] = {
     "stream": "judge",
     "stream_seq": 0,
     "stream_prev": None,
@@ -200,7 +201,7 @@ def judge(
             engine=bench.engine,
         )
         guarded = events.SqlGuarded(
-            **_ENVELOPE,
+            **ENVELOPE,
             **ids,
             passed=verdict.passed,
             violations=verdict.violations,
@@ -214,7 +215,7 @@ def judge(
             runs.append(_execute(pool, sql, case.max_rows, limits))
             if runs[-1].error_kind == "worker_crash":
                 return Judgement(verdict, tuple(runs), None)
-        executed = events.SqlExecuted(**_ENVELOPE, **ids, **_fields(runs[-1]), worker_try=len(runs))
+        executed = events.SqlExecuted(**ENVELOPE, **ids, **_fields(runs[-1]), worker_try=len(runs))
     try:
         fields = score_mod.score_attempt(
             case=case,

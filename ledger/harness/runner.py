@@ -1,16 +1,25 @@
 """The runner: plan cases x attempts, drive one adapter, append every step as an event.
 
 For each planned (case, attempt) the runner appends, in the run's own stream and
-in ONE batch (so an attempt is either fully recorded or not at all):
+in ONE transaction (so an attempt is either fully recorded or not at all):
 
     PromptSent, ModelResponded | ProviderFailed, OutputParsed, SqlGuarded,
     SqlExecuted (twice after a worker crash), ScoreComputed | AttemptCancelled
 
-Only the model calls run concurrently (``concurrency`` daemon threads, so an
-interrupted run never waits for a slow model); parsing, guarding, execution,
-scoring and the single ledger writer stay on the calling thread. The runner
-builds complete event bodies itself (it owns its stream's head), so
-ScoreComputed can name the leaf hashes of the evidence it scored.
+The stages overlap (issue 21): the model calls run on ``concurrency`` daemon
+threads (so an interrupted run never waits for a slow model); each answer is
+judged (parsed, guarded, executed, scored: ``AttemptWriter.prepare``) on one of
+``workers`` judge threads, each statement on an idle one of ``workers`` SQL worker
+processes (one per core by default, started while the plan is prepared); the
+calling thread, the single ledger writer, turns the judgements into events in the
+order the answers arrived and appends them in group commits: several attempts in
+one durable transaction, so a crash leaves whole attempts only. For a live model
+at most ``concurrency`` answers are taken and not yet recorded (the group holds
+at most that many); for answers a resume gets again for free (a replay file, the
+reference SQL) a group holds up to GROUP_ATTEMPTS attempts. An open group is
+appended before waiting for the model and after GROUP_WAIT_S. The runner builds
+complete event bodies itself (it owns its stream's head), so ScoreComputed can
+name the leaf hashes of the evidence it scored.
 
 How a run ends (docs/running.md):
 
@@ -50,16 +59,20 @@ from __future__ import annotations
 import collections
 import contextlib
 import dataclasses
+import functools
 import importlib.metadata
+import os
 import queue
 import random
 import re
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import Any
+from types import TracebackType
+from typing import Any, NamedTuple
 
 import duckdb
 
@@ -69,12 +82,13 @@ from ledger.adapters.base import (
     Answer,
     Failure,
     MissingRecording,
+    Reply,
     Request,
     RetryPolicy,
     adapter_secrets,
     call_with_retries,
 )
-from ledger.engines import executor_for
+from ledger.engines import Executor, executor_for
 from ledger.errors import (
     BankError,
     InternalError,
@@ -84,9 +98,10 @@ from ledger.errors import (
     broken,
 )
 from ledger.harness import score
-from ledger.harness.attempt import AttemptKey, AttemptWriter, BankContext, Stream
+from ledger.harness.attempt import AttemptKey, AttemptWriter, BankContext, Prepared, Stream
 from ledger.harness.limits import DEFAULT_LIMITS, validate
 from ledger.harness.protocol import OUTPUT_CONTRACT
+from ledger.harness.worker import ExecResult
 from ledger.keys import Signer
 from ledger.store import Ledger, StoredEvent
 from projections.outcome import Terminal
@@ -116,6 +131,13 @@ TERMINAL = (events.ScoreComputed, events.AttemptCancelled)
 DEFAULT_MAX_CONSECUTIVE_FAILURES = 5
 #: ProviderFailed kinds that are the model's own answer, never a reason to stop a run.
 _MODEL_KINDS = frozenset({"policy_refusal", "tool_use"})
+#: Attempts appended in one durable transaction at most (a group commit) when the
+#: answers cost nothing to get again (a replay file, the bank's reference SQL).
+GROUP_ATTEMPTS = 64
+#: An open group is appended at the latest this many seconds after its first attempt.
+GROUP_WAIT_S = 0.5
+#: Adapters whose answers a resume gets again for free: their answers may wait in a group.
+_FREE_ANSWERS = frozenset({"replay", "reference"})
 # A run id is a stream name: short, printable, no spaces, never the log's own stream.
 RUN_ID_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,127}")
 
@@ -130,6 +152,7 @@ class RunPlan:
     failed the same provider or infrastructure way (0: never). ``backoff_s``: the
     first backoff step of a retry (``RetryPolicy.base_s``). ``interrupt_grace_s``:
     how long an interrupted run waits for the answers of calls under way.
+    ``workers``: SQL worker processes (and judge threads), None: one per core.
     None of these changes what an attempt is: none is part of RunStarted.
     """
 
@@ -143,6 +166,7 @@ class RunPlan:
     max_consecutive_failures: int = DEFAULT_MAX_CONSECUTIVE_FAILURES
     backoff_s: float = 1.0
     interrupt_grace_s: float = 3.0
+    workers: int | None = None
 
 
 @dataclass
@@ -581,10 +605,17 @@ class _Session:
         self.ledger, self.signer, self.run_id, self.clock = ledger, signer, run_id, clock
         self.stored: list[StoredEvent] = []
         self.stream = Stream(run_id, clock, None)
+        # The group commit: staged batches, each with the stream head after it.
+        self.group: list[tuple[list[events.EventBase], tuple[int, str | None]]] = []
+        self.group_head: tuple[int, str | None] = (-1, None)
         self.resync()
 
     def resync(self) -> None:
-        """Re-read the stream head from the log (after an interrupt it is the only truth)."""
+        """Re-read the stream head from the log (after an interrupt it is the only truth).
+
+        Attempts staged and not appended are dropped (the caller records them again).
+        """
+        self.group = []
         self.stored = self.ledger.stream_events(self.run_id)
         self.stream = Stream(self.run_id, self.clock, self.stored[-1] if self.stored else None)
 
@@ -598,6 +629,51 @@ class _Session:
             self.stream.rollback(seq, prev)
             raise
         return batch
+
+    def stage(self, build: Callable[[Stream], list[events.EventBase]]) -> list[events.EventBase]:
+        """Build one attempt's batch on the stream head into the open group (not yet appended).
+
+        The group is appended by :meth:`flush`; a batch that fails to build leaves the
+        stream head where it was.
+        """
+        seq, prev = self.stream.seq, self.stream.prev
+        try:
+            batch = build(self.stream)
+        except BaseException:
+            self.stream.rollback(seq, prev)
+            raise
+        if not self.group:
+            self.group_head = (seq, prev)
+        self.group.append((batch, (self.stream.seq, self.stream.prev)))
+        return batch
+
+    def flush(self) -> list[list[events.EventBase]]:
+        """Append the open group in ONE durable transaction (a group commit); returns its batches.
+
+        Every attempt of the group is recorded, or none is. When the store refuses the
+        group (a LedgerError, e.g. an event holding a secret), the attempts are appended
+        one by one instead, so those before the refused one are recorded and the error
+        names the refused one; the stream head then stays after the last recorded attempt.
+        """
+        group, self.group = self.group, []
+        if not group:
+            return []
+        seq, prev = self.group_head
+        try:
+            self.ledger.append([e for batch, _ in group for e in batch], self.signer)
+        except LedgerError:
+            self.stream.rollback(seq, prev)
+            for batch, head in group:  # the refused one raises; those before it stay
+                self.ledger.append(batch, self.signer)
+                self.stream.rollback(*head)
+        except BaseException:
+            self.stream.rollback(seq, prev)
+            raise
+        return [batch for batch, _ in group]
+
+    def unflushed(self) -> int:
+        """Attempts staged and not yet appended."""
+        return len(self.group)
 
     def one(self, cls: type[events.EventBase], **fields: Any) -> events.EventBase:
         """Append one event."""
@@ -673,6 +749,35 @@ def run(
     if started is not None:
         _check_resume(started, fresh)
     adapter.validate_cases(c.id for c in published.cases)
+    # The SQL workers start now, while the plan is prepared; a plan that stops here
+    # (a finished run, a leak) closes them unused.
+    workers = _Workers(bank, plan.workers or os.cpu_count() or 1)
+    try:
+        return _run_planned(
+            ledger, signer, bank, adapter, plan, workers, existing, started, attempts,
+            limits, fresh, clock=clock, on_progress=on_progress,
+        )  # fmt: skip
+    finally:
+        workers.close()
+
+
+def _run_planned(
+    ledger: Ledger,
+    signer: Signer,
+    bank: BankContext,
+    adapter: Adapter,
+    plan: RunPlan,
+    workers: _Workers,
+    existing: list[StoredEvent],
+    started: events.RunStarted | None,
+    attempts: int,
+    limits: events.Limits,
+    fresh: dict[str, Any],
+    *,
+    clock: Callable[[], str],
+    on_progress: Callable[[Progress], None] | None,
+) -> RunSummary:
+    published = bank.event
     planned = plan_keys(published.cases, attempts)
     states = attempt_states(existing)
     todo = [k for k in planned if not _is_final(states.get(k))]
@@ -692,20 +797,107 @@ def run(
     progress = _progress(summarise(existing, planned))
     if on_progress is not None:
         on_progress(dataclasses.replace(progress, phase="starting"))
-    with executor_for(bank.event, bank.db_path) as pool:
-        if started is None:
-            session.one(events.RunStarted, **fresh)
-        invocation = adapter.invocation(bank.prompt_contract_digest, plan.retries)
-        writer = AttemptWriter(bank, pool, invocation, score.SCORER_VERSION, limits)
-        requests = [Request(cid, n, prompts[cid]) for cid, n in todo]
-        if on_progress is not None:
-            on_progress(progress)
-        policy = RetryPolicy(retries=plan.retries, base_s=plan.backoff_s)
-        calls = _Calls(adapter, policy, plan.concurrency, requests, clock)
-        stopped = _drive(session, writer, calls, progress, on_progress, plan)
+    pool = workers.ready()
+    if started is None:
+        session.one(events.RunStarted, **fresh)
+    invocation = adapter.invocation(bank.prompt_contract_digest, plan.retries)
+    writer = AttemptWriter(bank, pool, invocation, score.SCORER_VERSION, limits)
+    requests = [Request(cid, n, prompts[cid]) for cid, n in todo]
+    if on_progress is not None:
+        on_progress(progress)
+    policy = RetryPolicy(retries=plan.retries, base_s=plan.backoff_s)
+    calls = _Calls(adapter, policy, plan.concurrency, requests, clock)
+    size = workers.size
+    if adapter.identity.adapter_kind in _FREE_ANSWERS:
+        depth, window = 2 * size + 2, 2 * size + 2 + GROUP_ATTEMPTS
+    else:  # at most --concurrency answers taken and not yet recorded
+        depth = window = max(1, plan.concurrency)
+    judges = ThreadPoolExecutor(size, thread_name_prefix="caseledger-judge")
+    try:
+        line = _Line(session, writer, calls, judges, depth, window)
+        stopped = _drive(session, writer, calls, progress, on_progress, plan, line)
+    finally:
+        judges.shutdown(wait=False, cancel_futures=True)
     status, message = stopped or ("completed", "")
     session.finish(status, message)
     return summarise(ledger.stream_events(plan.run_id), planned, published)
+
+
+class _Workers:
+    """The run's SQL workers: ``size`` sandboxed executors started at once on threads,
+    used as one executor (each statement runs on an idle one; ``Executor``)."""
+
+    def __init__(self, bank: BankContext, size: int) -> None:
+        self.size = max(1, size)
+        self._bank = bank
+        self._lock = threading.Lock()
+        self._made: list[Executor] = []
+        self._errors: list[BaseException] = []
+        self._idle: queue.Queue[Executor] = queue.Queue()
+        self._threads = [
+            threading.Thread(target=self._start, name=f"caseledger-sql-start-{n}", daemon=True)
+            for n in range(self.size)
+        ]
+        for thread in self._threads:
+            thread.start()
+
+    def _start(self) -> None:
+        try:
+            made = executor_for(self._bank.event, self._bank.db_path)
+        except BaseException as exc:  # not hidden: ready() raises it on the run's thread
+            with self._lock:
+                self._errors.append(exc)
+            return
+        with self._lock:
+            self._made.append(made)
+        self._idle.put(made)
+
+    def ready(self) -> _Workers:
+        """Wait until every worker has started.
+
+        Raises:
+            SandboxError: a worker could not start (the bank database is missing, ...).
+        """
+        for thread in self._threads:
+            thread.join()
+        if self._errors:
+            raise self._errors[0]
+        return self
+
+    def execute(
+        self, sql: str, *, max_rows: int, max_result_bytes: int, max_cell_bytes: int
+    ) -> ExecResult:
+        """Run one statement on an idle worker (waiting for one)."""
+        executor = self._idle.get()
+        try:
+            return executor.execute(
+                sql,
+                max_rows=max_rows,
+                max_result_bytes=max_result_bytes,
+                max_cell_bytes=max_cell_bytes,
+            )
+        finally:
+            self._idle.put(executor)
+
+    def close(self) -> None:
+        """Stop every worker (waiting for those still starting)."""
+        for thread in self._threads:
+            thread.join()
+        with self._lock:
+            made, self._made = self._made, []
+        for executor in made:
+            executor.close()
+
+    def __enter__(self) -> _Workers:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
 
 
 def _progress(summary: RunSummary) -> Progress:
@@ -735,6 +927,134 @@ def _stop_for_leaks(
     )
 
 
+class _Line:
+    """Answers taken from the calls, judged on the judge threads, staged in arrival order.
+
+    ``depth``: answers judged ahead of the one being staged; ``window``: answers taken
+    and not yet appended (judged ahead plus staged in the open group), at most.
+    """
+
+    def __init__(
+        self,
+        session: _Session,
+        writer: AttemptWriter,
+        calls: _Calls,
+        judges: ThreadPoolExecutor,
+        depth: int,
+        window: int,
+    ) -> None:
+        self.session, self.writer, self.calls, self.judges = session, writer, calls, judges
+        self.depth, self.window = depth, window
+        self.pending: collections.deque[_Pending] = collections.deque()
+        self.staged: list[_Pending] = []
+        self.taken = 0
+        self._failed = False  # the last answer taken was a failure: take no more ahead
+
+    def more(self) -> bool:
+        """Answers are still to come or to stage."""
+        return self.taken < len(self.calls.requests) or bool(self.pending)
+
+    def room(self) -> bool:
+        """Another answer may be taken ahead now.
+
+        Never after a failure (an early stop then records the answers it counted and the
+        calls under way only, as without the line) and never past the window.
+        """
+        ahead = len(self.pending)
+        return (
+            not (self._failed and ahead)
+            and ahead < self.depth
+            and ahead + len(self.staged) < self.window
+        )
+
+    def take(self, *, block: bool) -> bool:
+        """Take one answer from the calls and start judging it; False when none was ready."""
+        if self.taken >= len(self.calls.requests):
+            return False
+        try:
+            request, outcome = self.calls.get(None if block else 0)
+        except queue.Empty:
+            return False
+        self.taken += 1
+        judged: Future[Prepared] | None = None
+        if isinstance(outcome, Answer) and not isinstance(outcome.outcome, MissingRecording):
+            judged = self.judges.submit(
+                self.writer.prepare,
+                (request.case_id, request.attempt),
+                request.prompt,
+                outcome.outcome,
+                outcome.tries,
+            )
+        self.pending.append(_Pending(request, outcome, judged))
+        self._failed = not isinstance(outcome, Answer) or not isinstance(outcome.outcome, Reply)
+        return True
+
+    def stage(self) -> list[events.EventBase]:
+        """Stage the oldest answer's batch in the open group (waiting for its judgement).
+
+        Raises:
+            _AdapterFault: the adapter raised on this call (the answer is dropped).
+            InternalError: a caseledger bug judging or building it (nothing of it is staged).
+        """
+        item = self.pending[0]
+        request, outcome, judged = item
+        key = (request.case_id, request.attempt)
+        if isinstance(outcome, Exception):
+            self.pending.popleft()
+            raise _AdapterFault(request, outcome)
+        build: Callable[[Stream], list[events.EventBase]]
+        answer = outcome.outcome
+        try:
+            if judged is None:
+                message = answer.message if isinstance(answer, MissingRecording) else ""
+                build = _cancellation(key, "missing_recording", message)
+            else:
+                prepared = judged.result()
+                build = functools.partial(self.writer.build, prepared=prepared)
+            batch = self.session.stage(build)
+        except LedgerError:
+            raise
+        except Exception as exc:
+            # A caseledger bug: nothing is recorded for this attempt; those before it are.
+            raise InternalError(
+                exc, where=f"nothing was recorded for case {key[0]} attempt {key[1]}"
+            ) from exc
+        self.pending.popleft()
+        self.staged.append(item)
+        return batch
+
+    def unrecorded(self) -> list[tuple[Request, _Outcome, Prepared | None]]:
+        """Answers taken and not appended, in arrival order, each with its judgement when
+        it is ready (used on a stop to record them)."""
+        out: list[tuple[Request, _Outcome, Prepared | None]] = []
+        for request, outcome, judged in [*self.staged, *self.pending]:
+            prepared = None
+            if judged is not None and judged.done() and judged.exception() is None:
+                prepared = judged.result()
+            out.append((request, outcome, prepared))
+        self.staged, self.pending = [], collections.deque()
+        return out
+
+
+class _Pending(NamedTuple):
+    request: Request
+    outcome: _Outcome
+    # None: nothing to judge (no recording, or the adapter raised)
+    judged: Future[Prepared] | None
+
+
+def _cancellation(
+    key: AttemptKey, reason: str, message: str
+) -> Callable[[Stream], list[events.EventBase]]:
+    def build(stream: Stream) -> list[events.EventBase]:
+        event, _ = stream.make(
+            events.AttemptCancelled, case_id=key[0], attempt=key[1], reason=reason, message=message
+        )
+        return [event]
+
+    return build
+
+
 def _drive(
     session: _Session,
     writer: AttemptWriter,
@@ -742,42 +1062,75 @@ def _drive(
     progress: Progress,
     on_progress: Callable[[Progress], None] | None,
     plan: RunPlan,
+    line: _Line,
 ) -> tuple[str, str] | None:
     """Record every answer as it arrives; on a stop, record why (module docstring).
+
+    Answers are judged ahead on ``line``'s threads and appended in arrival order, in
+    group commits: the open group is appended when it holds ``line.window`` attempts,
+    when it is ``GROUP_WAIT_S`` old, and before waiting for the model.
 
     Returns the (status, message) of an early stop, None when every call was recorded.
     """
     streak = _Streak(plan.max_consecutive_failures)
-    current: tuple[Request, _Outcome] | None = None
+    opened = 0.0
 
-    def record(request: Request, outcome: _Outcome) -> list[events.EventBase]:
-        batch = session.record(writer, request, outcome)
-        _count(progress, next(e for e in reversed(batch) if isinstance(e, TERMINAL)))
-        progress.done += 1
-        if on_progress is not None:
+    def counted(batches: list[list[events.EventBase]]) -> None:
+        for batch in batches:
+            _count(progress, next(e for e in reversed(batch) if isinstance(e, TERMINAL)))
+            progress.done += 1
+        if batches and on_progress is not None:
             on_progress(progress)
+
+    def flush() -> None:
+        counted(session.flush())
+        line.staged = []
+
+    def record(
+        request: Request, outcome: _Outcome, prepared: Prepared | None = None
+    ) -> list[events.EventBase]:
+        if prepared is not None:
+            batch = session.append(functools.partial(writer.build, prepared=prepared))
+        else:
+            batch = session.record(writer, request, outcome)
+        counted([batch])
         return batch
 
+    def settle() -> None:
+        # Record the answers taken and not yet appended (an adapter fault's answer dropped).
+        flush()
+        for request, outcome, prepared in line.unrecorded():
+            if not isinstance(outcome, Exception):
+                record(request, outcome, prepared)
+
     try:
-        for _ in calls.requests:
-            current = calls.get()
-            request, outcome = current
-            if isinstance(outcome, Exception):
-                raise _AdapterFault(request, outcome)
-            batch = record(request, outcome)
-            current = None
+        while line.more():
+            while line.room() and line.take(block=False):
+                pass
+            if not line.pending:
+                flush()  # waiting for the model: record every answer judged so far first
+                line.take(block=True)
+                continue
+            if not line.staged:
+                opened = time.monotonic()
+            batch = line.stage()
             streak.add(batch)
+            if len(line.staged) >= line.window or time.monotonic() - opened >= GROUP_WAIT_S:
+                flush()
+        flush()
     except KeyboardInterrupt:
-        _interrupted(session, calls, current, record, plan.interrupt_grace_s)
+        _interrupted(session, calls, line.unrecorded(), record, plan.interrupt_grace_s)
         raise
     except _EarlyStop as stop:
         # Answers already received (maybe paid for) are recorded before stopping.
+        settle()
         for request, outcome in calls.in_flight():
             if not isinstance(outcome, Exception):
                 record(request, outcome)
         return "failed", str(stop)
     except _AdapterFault as fault:
         # Answers already received (maybe paid for) are recorded before stopping.
+        settle()
         for request, outcome in calls.in_flight():
             if not isinstance(outcome, Exception):
                 record(request, outcome)
@@ -786,8 +1139,12 @@ def _drive(
         raise fault.error from None
     except BaseException as exc:
         calls.stop(wake=True)
-        # A harness or ledger fault: try to close the run; the original error wins.
+        # A harness or ledger fault: the attempts staged before it are recorded, then
+        # the run is closed; the original error wins.
         cause = exc.error if isinstance(exc, InternalError) else exc
+        with contextlib.suppress(LedgerError):
+            if isinstance(exc, InternalError):
+                flush()
         with contextlib.suppress(LedgerError):
             session.resync()
             session.finish("failed", f"harness fault: {type(cause).__name__}")
@@ -801,34 +1158,34 @@ _INTERRUPTED = "interrupted by the user"
 def _interrupted(
     session: _Session,
     calls: _Calls,
-    current: tuple[Request, _Outcome] | None,
-    record: Callable[[Request, _Outcome], list[events.EventBase]],
+    taken: list[tuple[Request, _Outcome, Prepared | None]],
+    record: Callable[[Request, _Outcome, Prepared | None], list[events.EventBase]],
     grace: float,
 ) -> None:
     """Record what an interrupted run received, then cancel the rest and close the run.
 
-    No further call starts and waits between tries end. The answer being recorded
-    when the interrupt came (if its batch did not make it), the answers already
+    No further call starts and waits between tries end. The answers taken and not
+    yet appended (judged ahead, or staged in the open group), the answers already
     received and those arriving within ``grace`` seconds are recorded as usual
     attempts (a second Ctrl-C ends the wait). Every other unfinished attempt is
     cancelled as interrupted, saying whether its call was under way or waiting to retry.
     """
     calls.stop(wake=True)
-    late = [current] if current is not None else []
+    late = list(taken)
     with contextlib.suppress(KeyboardInterrupt):  # a second Ctrl-C: stop waiting
-        for item in calls.in_flight(grace):
-            late.append(item)
+        for request, outcome in calls.in_flight(grace):
+            late.append((request, outcome, None))
     session.resync()
     states = attempt_states(session.stored)
     notes: dict[AttemptKey, str] = {}
-    for request, outcome in late:
+    for request, outcome, prepared in late:
         key = (request.case_id, request.attempt)
         if _is_final(states.get(key)) or isinstance(outcome, Exception):
             continue
         if outcome.cut_short:
             notes[key] = f"{_INTERRUPTED} while its call waited to retry: {_tries_text(outcome)}"
             continue
-        record(request, outcome)
+        record(request, outcome, prepared)
     session.resync()
     states = attempt_states(session.stored)
     for key in _unfinished(calls, states):
