@@ -18,7 +18,7 @@ import contextlib
 import tempfile
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import IO
+from typing import IO, cast
 
 import msgspec
 
@@ -113,10 +113,25 @@ class _Spool:
                 left -= len(piece)
                 yield piece
 
-    def caseruns(self, runs: Iterable[str]) -> list[S.CaseRun]:
-        """The CaseRuns of ``runs`` read back into the schema (for Markdown and HTML)."""
-        data = b"[" + b"".join(self.chunks(runs)) + b"]"
-        return msgspec.json.decode(data, type=list[S.CaseRun])
+    def caseruns(self, runs: Sequence[str]) -> list[S.CaseRun]:
+        """The CaseRuns of ``runs`` for Markdown and HTML: a list the renderers iterate
+        (as often as they need), read back from the spool one run at a time."""
+        return cast(list[S.CaseRun], _SpooledCaseRuns(self, list(runs)))
+
+
+class _SpooledCaseRuns:
+    """An iterable over the spooled CaseRuns of some runs, decoded one run at a time, so
+    a renderer that iterates a section's CaseRuns never holds more than one run of them."""
+
+    def __init__(self, spool: _Spool, runs: list[str]) -> None:
+        self._spool, self._runs = spool, runs
+
+    def __iter__(self) -> Iterator[S.CaseRun]:
+        decoder: msgspec.json.Decoder[list[S.CaseRun]] = msgspec.json.Decoder(list[S.CaseRun])
+        for run in self._runs:
+            data = b"".join(self._spool.chunks([run]))
+            if data:
+                yield from decoder.decode(b"[" + data + b"]")
 
 
 def _runs_in_order(section: S.Section) -> list[str]:
