@@ -216,13 +216,17 @@ def _stream_below(
     index recorded (rows between ``prefix`` and N are checked, not yielded).
     """
     last: tuple[int, int, bytes] | None = None
-    for count, (seq, body, leaf) in enumerate(ledger.indexed_stream(stream, index.size)):
+    rows = ledger.indexed_stream_columns(stream, index.size)
+    for count, (seq, body, leaf, stream_seq, kind) in enumerate(rows):
         if type(body) is not bytes or codec.leaf_hash(body) != index.leaf(seq):
             raise tree_index.IndexMismatch(f"seq {seq}: not the leaf of the tree")
         head = _decoded(seq, _ENV.decode, body)
         want_prev = None if last is None else link_of(last[2])
         if head.stream != stream or head.stream_seq != count or head.stream_prev != want_prev:
             raise tree_index.IndexMismatch(f"seq {seq}: stream chain")
+        if (stream_seq, kind) != (head.stream_seq, head.type):
+            # the columns were edited: the full read names the seq (exit 1)
+            raise tree_index.IndexMismatch(f"seq {seq}: the row's columns differ from its body")
         if last is not None and seq <= last[1]:
             raise tree_index.IndexMismatch(f"seq {seq}: stream out of order")
         last = (count, seq, leaf)
@@ -303,7 +307,9 @@ def run_snapshots(
         try:
             shared = _indexed(ledger, index, stop)
             streams = set(index.heads) | set(shared.tail)
-            if wanted is not None:
+            if wanted is None:
+                _every_stream_listed(ledger, index)
+            else:
                 for stream in wanted - streams - {LEDGER_STREAM}:
                     # A run asked for that the index does not list must have no rows
                     # below it either (else the index lost it: rebuild).
@@ -315,6 +321,30 @@ def run_snapshots(
         except tree_index.IndexMismatch:
             index = None if again else tree_index.rebuild(ledger)
     return iter([_read_all(ledger, stop, wanted)])
+
+
+def _every_stream_listed(ledger: Ledger, index: tree_index.TreeIndex) -> None:
+    """Raise IndexMismatch unless the index's stream heads cover every event below its
+    size: each head must be the row the verified tree has at its seq, naming that
+    stream and stream_seq (so the stream has exactly stream_seq + 1 events there), and
+    these counts must add up to the size. A stream dropped from the index (which would
+    drop a run from a report of every run) is caught so, for one row read per stream."""
+    total = 0
+    for stream, (count, seq, leaf) in index.heads.items():
+        if not 0 <= seq < index.size or index.leaf(seq) != leaf:
+            raise tree_index.IndexMismatch(f"stream {stream}: head is not in the tree")
+        try:
+            stored = ledger.get(seq)
+        except ChainBrokenError:
+            raise tree_index.IndexMismatch(f"seq {seq}: body") from None
+        if stored is None or stored.leaf_hash != leaf:
+            raise tree_index.IndexMismatch(f"stream {stream}: head row")
+        head = _decoded(seq, _ENV.decode, stored.body)
+        if head.stream != stream or head.stream_seq != count:
+            raise tree_index.IndexMismatch(f"stream {stream}: head names another event")
+        total += count + 1
+    if total != index.size:
+        raise tree_index.IndexMismatch(f"the streams hold {total} events, not {index.size}")
 
 
 def _each_run(ledger: Ledger, shared: _Indexed, runs: list[str]) -> Iterator[Snapshot]:

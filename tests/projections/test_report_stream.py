@@ -8,6 +8,7 @@ those bytes against earlier releases. Real ledger (real run, real signatures).
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 
 import msgspec
@@ -130,3 +131,34 @@ def test_cli_report_streams_to_a_file_and_stdout(real_ledger: Path, tmp_path: Pa
     done = runner.invoke(main, ["--ledger", str(real_ledger), "report", "--format", "md"])
     assert done.exit_code == 0
     assert done.stdout_bytes == _whole(real_ledger, "md")
+
+
+@pytest.mark.parametrize("edit", ["drop", "shrink", "move"])
+def test_a_stream_dropped_from_the_index_is_not_dropped_from_a_report(
+    real_ledger: Path, edit: str
+) -> None:
+    # A report of every run lists its runs from the index's stream heads: a head
+    # dropped (or made smaller, or pointed at another event) must make the index be
+    # rebuilt, never a report without the run.
+    honest, _, _ = report_bytes(real_ledger, fmt="json")  # builds the index
+    index = real_ledger.with_name("ledger.index.db")
+    conn = sqlite3.connect(index)
+    if edit == "drop":
+        conn.execute("DELETE FROM streams WHERE stream = 'model-a'")
+    elif edit == "shrink":
+        conn.execute(
+            "UPDATE streams SET stream_seq = stream_seq - 1, seq = seq - 1 WHERE stream = 'model-a'"
+        )
+    else:  # the ledger stream's head grows by model-a's count, model-a goes
+        (count,) = conn.execute(
+            "SELECT stream_seq + 1 FROM streams WHERE stream = 'model-a'"
+        ).fetchone()
+        conn.execute("DELETE FROM streams WHERE stream = 'model-a'")
+        conn.execute(
+            "UPDATE streams SET stream_seq = stream_seq + ? WHERE stream = 'ledger'", (count,)
+        )
+    conn.commit()
+    conn.close()
+    assert report_bytes(real_ledger, fmt="json")[0] == honest
+    with Ledger.open(real_ledger, readonly=True) as ledger:
+        assert [sorted(s.state.runs) for s in run_snapshots(ledger)] == [["model-a"], ["self-test"]]
