@@ -13,6 +13,7 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -270,10 +271,12 @@ def test_two_runs_started_with_one_run_id_at_once(
 ) -> None:
     run_id = f"twin-{point.strip('_')}"
     original = getattr(runner_module, point)
+    once = threading.Lock()  # each SQL worker's start passes executor_for: race once
 
     def lose_the_race(*args: Any, **kwargs: Any) -> Any:
         found = original(*args, **kwargs)
-        _other_run(ledger, run_id)
+        if once.acquire(blocking=False):
+            _other_run(ledger, run_id)
         return found
 
     monkeypatch.setattr(runner_module, point, lose_the_race)
