@@ -383,6 +383,14 @@ class Ledger:
         """(seq, body, leaf hash) of the rows the stream index files under ``stream``
         below seq ``stop``, by stream_seq, as stored: the caller checks each body and the
         stream's chain (``ledger.app.tree_index`` does, against a verified tree)."""
+        for row in self._db.stream_rows(stream, stop):
+            yield row[:3]
+
+    def indexed_stream_columns(
+        self, stream: str, stop: int
+    ) -> Iterator[tuple[int, bytes, bytes, Any, Any]]:
+        """As :meth:`indexed_stream`, with the row's stream_seq and type columns as
+        stored, for a reader that must refuse a row whose columns were edited."""
         return self._db.stream_rows(stream, stop)
 
     def events_of_type(self, *classes: type[EventBase]) -> Iterator[StoredEvent]:

@@ -296,6 +296,8 @@ def _extend(ledger: Ledger, found: TreeIndex | None, size: int) -> TreeIndex:
         seq, body, leaf, chain = row.seq, row.body, row.leaf_hash, row.chain
         if seq != expected:
             raise ChainBrokenError(f"seq {expected}: missing", seq=expected)
+        if type(body) is not bytes or type(leaf) is not bytes:
+            raise ChainBrokenError(f"seq {seq}: body or leaf hash is not a blob", seq=seq)
         if codec.leaf_hash(body) != leaf:
             raise ChainBrokenError(f"seq {seq}: body does not hash to its leaf hash", seq=seq)
         prev = codec.chain_hash(prev, leaf)

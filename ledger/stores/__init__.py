@@ -125,9 +125,10 @@ class Backend(Protocol):
     def body_of(self, leaf: bytes) -> tuple[int, bytes] | None:
         """(seq, body) of the row stored under ``leaf`` (a full scan where no leaf index exists)."""
 
-    def stream_rows(self, stream: str, stop: int) -> Iterator[tuple[int, bytes, bytes]]:
-        """(seq, body, leaf hash) of rows whose ``stream`` column is ``stream`` and
-        ``seq < stop``, by stream_seq (the stream index; unchecked)."""
+    def stream_rows(self, stream: str, stop: int) -> Iterator[tuple[int, bytes, bytes, Any, Any]]:
+        """(seq, body, leaf hash, stream_seq column, type column) of rows whose ``stream``
+        column is ``stream`` and ``seq < stop``, by stream_seq (the stream index;
+        unchecked: the caller compares the columns with the body)."""
 
     def bodies_of_types(
         self, types: Sequence[str], start: int, stop: int

@@ -274,16 +274,17 @@ class PostgresBackend:
         row = self._fetchone(f"SELECT seq, body FROM {SCHEMA}.events WHERE leaf_hash = %s", (leaf,))  # noqa: S608 (a constant schema name; values are bound)
         return None if row is None else (int(row[0]), row[1])
 
-    def stream_rows(self, stream: str, stop: int) -> Iterator[tuple[int, bytes, bytes]]:
-        """(seq, body, leaf hash) of the stream's rows below ``stop`` by the stream index."""
+    def stream_rows(self, stream: str, stop: int) -> Iterator[tuple[int, bytes, bytes, Any, Any]]:
+        """(seq, body, leaf hash, stream_seq, type) of the stream's rows below ``stop``
+        by the stream index."""
         with self._errors():
             rows = self.conn.execute(
-                f"SELECT seq, body, leaf_hash FROM {SCHEMA}.events WHERE stream = %s "  # noqa: S608 (a constant schema name; values are bound)
-                "AND seq < %s ORDER BY stream_seq",
+                f"SELECT seq, body, leaf_hash, stream_seq, type FROM {SCHEMA}.events "  # noqa: S608 (a constant schema name; values are bound)
+                "WHERE stream = %s AND seq < %s ORDER BY stream_seq",
                 (stream, stop),
             ).fetchall()
-        for seq, body, leaf in rows:
-            yield int(seq), bytes(body), bytes(leaf)
+        for seq, body, leaf, stream_seq, kind in rows:
+            yield int(seq), bytes(body), bytes(leaf), stream_seq, kind
 
     def bodies_of_types(
         self, types: Sequence[str], start: int, stop: int

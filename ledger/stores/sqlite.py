@@ -187,10 +187,12 @@ class SqliteBackend:
         ).fetchone()
         return None if row is None else (int(row[0]), row[1])
 
-    def stream_rows(self, stream: str, stop: int) -> Iterator[tuple[int, bytes, bytes]]:
-        """(seq, body, leaf hash) of the stream's rows below ``stop`` by the stream index."""
+    def stream_rows(self, stream: str, stop: int) -> Iterator[tuple[int, bytes, bytes, Any, Any]]:
+        """(seq, body, leaf hash, stream_seq, type) of the stream's rows below ``stop``
+        by the stream index."""
         cursor = self.conn.execute(
-            "SELECT seq, body, leaf_hash FROM events WHERE stream = ? AND seq < ? "
+            "SELECT seq, body, leaf_hash, stream_seq, type FROM events "
+            "WHERE stream = ? AND seq < ? "
             "ORDER BY stream_seq",
             (stream, stop),
         )
