@@ -21,7 +21,7 @@ def ledger(tmp_path: Path) -> Path:
     return path
 
 
-def test_a_reader_that_went_away_exits_2_quietly(
+def test_a_reader_that_went_away_exits_141_quietly(
     ledger: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # `caseledger log | head -0`: the read end of stdout is closed before anything is written.
@@ -31,7 +31,9 @@ def test_a_reader_that_went_away_exits_2_quietly(
         monkeypatch.setattr(sys, "stdout", stdout)
         with pytest.raises(SystemExit) as info:
             main.main(["--ledger", str(ledger), "log"], prog_name="caseledger")
-        assert info.value.code == 2
+        # 141 = 128 + SIGPIPE, as a shell reports a writer killed by the closed pipe
+        # (docs/cli.md): under `set -o pipefail` a cut-off gate verdict never reads as 0
+        assert info.value.code == 141
         # stdout now points at /dev/null: the interpreter's last flush cannot fail again
         print("more output", file=stdout, flush=True)
 
@@ -55,10 +57,10 @@ INTERRUPTED = "interrupted (Ctrl-C): stopped; nothing half-done was recorded or 
 
 
 def _raise(exc: BaseException) -> Callable[..., None]:
-    def read_state(*args: object, **kwargs: object) -> None:
+    def run_snapshots(*args: object, **kwargs: object) -> None:
         raise exc
 
-    return read_state
+    return run_snapshots
 
 
 @pytest.mark.parametrize(
@@ -73,7 +75,7 @@ def _raise(exc: BaseException) -> Callable[..., None]:
 def test_an_interruption_exits_2_with_one_line(
     ledger: Path, monkeypatch: pytest.MonkeyPatch, exc: BaseException, stderr: str
 ) -> None:
-    monkeypatch.setattr("ledger.cli.report.read_state", _raise(exc))
+    monkeypatch.setattr("ledger.cli.report.run_snapshots", _raise(exc))
     result = CliRunner().invoke(main, ["--ledger", str(ledger), "runs"])
     assert (result.exit_code, result.stdout, result.stderr) == (2, "", stderr)
 
@@ -81,7 +83,7 @@ def test_an_interruption_exits_2_with_one_line(
 def test_any_other_exception_is_a_bug_and_keeps_its_traceback(
     ledger: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("ledger.cli.report.read_state", _raise(RuntimeError("boom")))
+    monkeypatch.setattr("ledger.cli.report.run_snapshots", _raise(RuntimeError("boom")))
     result = CliRunner().invoke(main, ["--ledger", str(ledger), "runs"])
     assert result.exit_code == 1
     assert isinstance(result.exception, RuntimeError)
