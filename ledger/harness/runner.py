@@ -65,6 +65,7 @@ import os
 import queue
 import random
 import re
+import signal
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -812,7 +813,7 @@ def _run_planned(
         depth, window = 2 * size + 2, 2 * size + 2 + GROUP_ATTEMPTS
     else:  # at most --concurrency answers taken and not yet recorded
         depth = window = max(1, plan.concurrency)
-    judges = ThreadPoolExecutor(size, thread_name_prefix="caseledger-judge")
+    judges = ThreadPoolExecutor(size, "caseledger-judge", initializer=_hold_ctrl_c)
     try:
         line = _Line(session, writer, calls, judges, depth, window)
         stopped = _drive(session, writer, calls, progress, on_progress, plan, line)
@@ -821,6 +822,14 @@ def _run_planned(
     status, message = stopped or ("completed", "")
     session.finish(status, message)
     return summarise(ledger.stream_events(plan.run_id), planned, published)
+
+
+def _hold_ctrl_c() -> None:
+    """Block SIGINT in this (non-main) thread, so a worker process it starts (or restarts
+    after a crash) inherits a blocked SIGINT, as one started on the main thread does
+    (``ledger.harness.worker``): a Ctrl-C to the whole process group cannot stop it
+    half-started. Python handles signals on the main thread only, which keeps them."""
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
 
 
 class _Workers:
@@ -842,6 +851,7 @@ class _Workers:
             thread.start()
 
     def _start(self) -> None:
+        _hold_ctrl_c()
         try:
             made = executor_for(self._bank.event, self._bank.db_path)
         except BaseException as exc:  # not hidden: ready() raises it on the run's thread
