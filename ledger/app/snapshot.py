@@ -75,8 +75,10 @@ def read_state(
 ) -> Snapshot:
     """The fold state at tree size ``at_size`` (default: the whole log), checked while read.
 
-    ``runs`` limits the CaseRuns kept to those runs (every run is still listed, with
-    its RunStarted, RunFinished and event count).
+    ``runs`` limits the CaseRuns kept to those runs. Read through the tree index (a
+    ledger file with a stored checkpoint), only those runs are listed and only their
+    rows are read; read whole (no index, or a server ledger), every run is still
+    listed, with its RunStarted, RunFinished and event count.
 
     Raises:
         UsageError: ``at_size`` beyond the log (exit 2).

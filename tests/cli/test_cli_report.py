@@ -42,11 +42,14 @@ def test_runs_lines_and_json(ledger: Path):
     # by hand, case means (weights 1): sf-01 (95+95+100)/3, sf-02 (100+100+0)/3,
     # sf-03 (5+100+100)/3 (a guard failure keeps the 5 protocol points), sf-04..06 100,
     # sf-07 (100+100+0)/3 -> 598.33/7 = 85.48; correct 18 of 21 = 0.8571
+    # a header line, then one line per run, columns padded to their widest cell
     assert out.splitlines() == [
-        "model-a  sales-fixture@v1  replay  model-a  -  completed  21/21  correct 0.8571  "
-        "score 85.48",
-        "self-test  sales-fixture@v1  reference  reference  -  completed  7/7  correct 1.0000  "
-        "score 100.00",
+        "run        bank              adapter    profile    model  status     attempts  "
+        "correct  score",
+        "model-a    sales-fixture@v1  replay     model-a    -      completed  21/21     "
+        "0.8571   85.48",
+        "self-test  sales-fixture@v1  reference  reference  -      completed  7/7       "
+        "1.0000   100.00",
     ]
     code, out, _ = run(ledger, "runs", "--json")
     rows = json.loads(out)
