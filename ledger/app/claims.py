@@ -16,74 +16,28 @@ command prints.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
-from ledger.app.snapshot import read_state
-from ledger.errors import UsageError
-from ledger.events import (
-    ClaimCheck,
-    ClaimsChecked,
-    EventBase,
-    GoldResult,
-    OutputParsed,
-    ScoreComputed,
-    SqlExecuted,
+from ledger.app.diagnostics import (
+    DiagnosticRecording,
+    DiagnosticView,
+    append_diagnostics,
+    executed_answer,
+    run_state,
 )
-from ledger.harness.attempt import Stream
+from ledger.events import ClaimCheck, ClaimsChecked, GoldResult
 from ledger.harness.claims import CLAIMS_VERSION, Table, check_summary
 from ledger.harness.score import SCORER_VERSION
 from ledger.keys import Signer
 from ledger.store import Ledger
 from projections import claims as claims_view_mod
-from projections.caseruns import CaseRun, State, attempts_of_run
-from projections.outcome import terminal as outcome_of
+from projections.caseruns import CaseRun, attempts_of_run
 
 __all__ = ["ClaimsRecording", "ClaimsView", "claims_view", "record_claims"]
 
 
-@dataclass
-class ClaimsRecording:
+class ClaimsRecording(DiagnosticRecording):
     """What ``record_claims`` appended and left alone, per reason."""
-
-    run_id: str
-    appended: int = 0
-    already: int = 0
-    skipped: dict[str, int] = field(default_factory=dict)
-
-    def skip(self, reason: str) -> None:
-        """Count one attempt left without a check."""
-        self.skipped[reason] = self.skipped.get(reason, 0) + 1
-
-
-def _state_of(ledger: Ledger, run_id: str) -> State:
-    state = read_state(ledger, runs=[run_id]).state
-    if run_id not in state.runs:
-        raise UsageError(
-            f"no run {run_id!r} in {ledger.path}", hint="`caseledger runs` lists the runs"
-        )
-    return state
-
-
-def _answer(caserun: CaseRun) -> tuple[OutputParsed, str, SqlExecuted, str] | None:
-    """The OutputParsed and SqlExecuted (with their links) the latest score names, when
-    its SQL executed; None otherwise."""
-    score = outcome_of([s.event for s in caserun.steps], None).score
-    if not isinstance(score, ScoreComputed):
-        return None
-    named = set(score.evidence)
-    parsed: tuple[OutputParsed, str] | None = None
-    executed: tuple[SqlExecuted, str] | None = None
-    for step in caserun.steps:
-        if step.link not in named:
-            continue
-        if isinstance(step.event, OutputParsed):
-            parsed = (step.event, step.link)
-        elif isinstance(step.event, SqlExecuted):
-            executed = (step.event, step.link)
-    if parsed is None or executed is None or not executed[0].ok:
-        return None
-    return parsed[0], parsed[1], executed[0], executed[1]
 
 
 def _checked(caserun: CaseRun, parsed_link: str) -> bool:
@@ -118,7 +72,7 @@ def record_claims(
     Raises:
         UsageError: no such run.
     """
-    state = _state_of(ledger, run_id)
+    state = run_state(ledger, run_id)
     started = state.runs[run_id].started
     bank = state.banks[started.bank_hash].event
     gold: dict[str, GoldResult] = {g.case_id: g for g in bank.gold}
@@ -128,7 +82,7 @@ def record_claims(
         caserun = state.caseruns[key]
         if caserun.run_id != run_id:
             continue
-        answer = _answer(caserun)
+        answer = executed_answer(caserun)
         if answer is None:
             summary.skip("not_executed")
             continue
@@ -164,27 +118,12 @@ def record_claims(
                 ),
             }
         )
-    if pending:
-        stream = Stream(run_id, clock, ledger.stream_events(run_id)[-1])
-        batch: list[EventBase] = []
-        for fields in pending:
-            event, _ = stream.make(ClaimsChecked, **fields)
-            batch.append(event)
-        ledger.append(batch, signer())
-        summary.appended = len(batch)
+    summary.appended = append_diagnostics(ledger, signer, clock, run_id, ClaimsChecked, pending)
     return summary
 
 
-@dataclass(frozen=True)
-class ClaimsView:
+class ClaimsView(DiagnosticView):
     """A run's answer contract as the command shows it."""
-
-    run_id: str
-    bank: str
-    scorer_version: str
-    planned: int
-    summary: dict[str, Any]
-    attempts: list[dict[str, Any]]
 
 
 def claims_view(ledger: Ledger, run_id: str, scorer_version: str = SCORER_VERSION) -> ClaimsView:
@@ -193,7 +132,7 @@ def claims_view(ledger: Ledger, run_id: str, scorer_version: str = SCORER_VERSIO
     Raises:
         UsageError: no such run.
     """
-    state = _state_of(ledger, run_id)
+    state = run_state(ledger, run_id)
     started = state.runs[run_id].started
     bank = state.banks[started.bank_hash].event
     attempts = attempts_of_run(state, run_id, scorer_version)

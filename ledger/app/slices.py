@@ -19,46 +19,32 @@ command prints (every byte of the log checked while read).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ledger.app.snapshot import read_state
+from ledger.app.diagnostics import (
+    DiagnosticRecording,
+    DiagnosticView,
+    append_diagnostics,
+    executed_answer,
+    run_state,
+)
 from ledger.bank.registry import PublishedBank, bank_paths
 from ledger.errors import BankError, UsageError
-from ledger.events import (
-    BankPublished,
-    EventBase,
-    OutputParsed,
-    ScoreComputed,
-    SliceComputed,
-    SqlExecuted,
-)
-from ledger.harness.attempt import Stream
+from ledger.events import BankPublished, SliceComputed
 from ledger.harness.functions import engine_rules
 from ledger.harness.score import SCORER_VERSION
 from ledger.harness.slices import SLICER_VERSION, first_divergence
 from ledger.keys import Signer
 from ledger.store import Ledger
 from projections import slices as slice_view_mod
-from projections.caseruns import CaseRun, State, attempts_of_run
-from projections.outcome import terminal as outcome_of
+from projections.caseruns import CaseRun, attempts_of_run
 
 __all__ = ["SliceRecording", "SliceView", "record_slices", "slice_view"]
 
 
-@dataclass
-class SliceRecording:
+class SliceRecording(DiagnosticRecording):
     """What ``record_slices`` appended and left alone, per reason."""
-
-    run_id: str
-    appended: int = 0
-    already: int = 0
-    skipped: dict[str, int] = field(default_factory=dict)
-
-    def skip(self, reason: str) -> None:
-        """Count one attempt left without a slice."""
-        self.skipped[reason] = self.skipped.get(reason, 0) + 1
 
 
 def _references(home: Path, info: BankPublished, seq: int) -> dict[str, str]:
@@ -71,36 +57,6 @@ def _references(home: Path, info: BankPublished, seq: int) -> dict[str, str]:
             hint="slices compare with the reference SQL kept beside the ledger; publish "
             "the bank folder again (caseledger bank publish) to restore it",
         ) from None
-
-
-def _state_of(ledger: Ledger, run_id: str) -> State:
-    state = read_state(ledger, runs=[run_id]).state
-    if run_id not in state.runs:
-        raise UsageError(
-            f"no run {run_id!r} in {ledger.path}", hint="`caseledger runs` lists the runs"
-        )
-    return state
-
-
-def _answer(caserun: CaseRun) -> tuple[OutputParsed, str, SqlExecuted, str] | None:
-    """The OutputParsed and SqlExecuted (with their links) the latest score names, when
-    its SQL executed; None otherwise."""
-    score = outcome_of([s.event for s in caserun.steps], None).score
-    if not isinstance(score, ScoreComputed):
-        return None
-    named = set(score.evidence)
-    parsed: tuple[OutputParsed, str] | None = None
-    executed: tuple[SqlExecuted, str] | None = None
-    for step in caserun.steps:
-        if step.link not in named:
-            continue
-        if isinstance(step.event, OutputParsed):
-            parsed = (step.event, step.link)
-        elif isinstance(step.event, SqlExecuted):
-            executed = (step.event, step.link)
-    if parsed is None or executed is None or not executed[0].ok or not parsed[0].sql:
-        return None
-    return parsed[0], parsed[1], executed[0], executed[1]
 
 
 def _has_slice(caserun: CaseRun, parsed_link: str) -> bool:
@@ -128,7 +84,7 @@ def record_slices(
     Raises:
         UsageError: no such run; the bank files are missing or edited.
     """
-    state = _state_of(ledger, run_id)
+    state = run_state(ledger, run_id)
     started = state.runs[run_id].started
     info = state.banks[started.bank_hash]
     bank = info.event
@@ -142,7 +98,7 @@ def record_slices(
         caserun = state.caseruns[key]
         if caserun.run_id != run_id:
             continue
-        answer = _answer(caserun)
+        answer = executed_answer(caserun)
         if answer is None:
             summary.skip("not_executed")
             continue
@@ -178,27 +134,14 @@ def record_slices(
                 },
             )
         )
-    if pending:
-        stream = Stream(run_id, clock, ledger.stream_events(run_id)[-1])
-        batch: list[EventBase] = []
-        for _, fields in pending:
-            event, _ = stream.make(SliceComputed, **fields)
-            batch.append(event)
-        ledger.append(batch, signer())
-        summary.appended = len(batch)
+    summary.appended = append_diagnostics(
+        ledger, signer, clock, run_id, SliceComputed, (fields for _, fields in pending)
+    )
     return summary
 
 
-@dataclass(frozen=True)
-class SliceView:
+class SliceView(DiagnosticView):
     """A run's slices as the command shows them."""
-
-    run_id: str
-    bank: str
-    scorer_version: str
-    planned: int
-    summary: dict[str, Any]
-    attempts: list[dict[str, Any]]
 
 
 def slice_view(ledger: Ledger, run_id: str, scorer_version: str = SCORER_VERSION) -> SliceView:
@@ -207,7 +150,7 @@ def slice_view(ledger: Ledger, run_id: str, scorer_version: str = SCORER_VERSION
     Raises:
         UsageError: no such run.
     """
-    state = _state_of(ledger, run_id)
+    state = run_state(ledger, run_id)
     started = state.runs[run_id].started
     bank = state.banks[started.bank_hash].event
     cases = {c.id: c for c in bank.cases}
