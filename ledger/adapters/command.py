@@ -197,9 +197,11 @@ class CommandAdapter:
                 generation_us=generation_us,
             )
         if proc.returncode != 0:
+            tail = _tail(err, self.secrets)
+            said = f"stderr: {tail}" if tail else "it wrote nothing to stderr"
             return Failure(
                 kind="command_failed",
-                message=f"command failed ({proc.how()}); stderr: {_tail(err, self.secrets)}",
+                message=f"command failed ({proc.how()}); {said}",
                 raw_output=text or None,
                 generation_us=generation_us,
             )

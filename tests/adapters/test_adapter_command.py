@@ -135,6 +135,14 @@ def test_non_zero_exit_is_command_failed(tmp_path: Path) -> None:
     assert failure.raw_output == "partial answer\n"
 
 
+def test_a_silent_non_zero_exit_says_stderr_was_empty(tmp_path: Path) -> None:
+    silent = script(tmp_path, "silent.py", "import sys\nsys.exit(4)\n")
+    failure = ask(command([sys.executable, silent]))
+    assert isinstance(failure, Failure)
+    assert failure.kind == "command_failed"
+    assert failure.message == "command failed (exit status 4); it wrote nothing to stderr"
+
+
 def _gone(pid: int) -> bool:
     # Gone, or a zombie waiting for init to reap it: either way no longer running.
     try:
