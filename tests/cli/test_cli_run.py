@@ -53,7 +53,9 @@ def planned(home: Path, bank: str, attempts: int) -> list[tuple[str, int]]:
 
 
 def slow_model(tmp_path: Path) -> tuple[Path, Path, Path]:
-    """A shell 'model': records its pid, sleeps (60 s once the flag file exists), answers.
+    """A shell 'model': records its pid, sleeps 0.15 s, answers. While the flag file
+    exists and holds a number N, every call after the Nth hangs for 60 s instead (the
+    script itself counts its calls, so no test races the run to set it in time).
 
     Returns (script, flag file, pid file).
     """
@@ -64,7 +66,11 @@ def slow_model(tmp_path: Path) -> tuple[Path, Path, Path]:
         "#!/bin/sh\n"
         f"echo $$ >> '{pids}'\n"
         "cat > /dev/null\n"
-        f"if [ -e '{flag}' ]; then sleep 60; else sleep 0.15; fi\n"
+        f"if [ -e '{flag}' ] && [ \"$(wc -l < '{pids}')\" -gt \"$(cat '{flag}')\" ]; then\n"
+        "  sleep 60\n"
+        "else\n"
+        "  sleep 0.15\n"
+        "fi\n"
         f"cat '{out}'\n"
     )
     script.chmod(script.stat().st_mode | stat.S_IXUSR)
@@ -120,11 +126,10 @@ def test_ctrl_c_cancels_unfinished_attempts_and_resume_finishes_them(
     script, flag, pids = slow_model(tmp_path)
     args = ["run", "--bank", "sales-fixture", "--adapter", "command", "--command", str(script),
             "--attempts", "2", "--run-id", "ctrlc"]  # fmt: skip
+    flag.write_text("4")  # calls 1-4 answer, the 5th hangs for 60 s
     proc = spawn(home, *args)
+    wait_for(lambda: pids.exists() and len(pids.read_text().split()) >= 5)
     wait_for(lambda: count_type(home, "score.computed.v1") >= 4)
-    flag.touch()  # the next call hangs for 60 s
-    started = len(pids.read_text().split())
-    wait_for(lambda: len(pids.read_text().split()) > started)
     time.sleep(0.2)
     proc.send_signal(signal.SIGINT)
     t0 = time.monotonic()
