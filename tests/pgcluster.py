@@ -27,7 +27,12 @@ Where it lives and who runs it:
   ``trust`` over the private socket; every other role (the banks' readers) must
   present its SCRAM password, as on a real server.
 
-``stop`` is ``pg_ctl stop -m immediate``: nothing is worth flushing.
+``stop`` is ``pg_ctl stop -m immediate``: nothing is worth flushing. It runs at
+the end of the fixture or at interpreter exit; a test process killed outright
+(SIGKILL, a timeout, a cancelled xdist worker) runs neither, so each cluster also
+has a watchdog process: it waits for the end of a pipe only the test process
+holds, and when that process is gone it sends the server SIGQUIT (immediate
+shutdown) and removes the folder.
 """
 
 from __future__ import annotations
@@ -39,6 +44,7 @@ import pwd
 import re
 import shutil
 import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
@@ -65,6 +71,24 @@ log_timezone = 'UTC'
 password_encryption = 'scram-sha-256'
 log_min_messages = warning
 log_min_error_statement = panic
+"""
+
+#: The watchdog: reads stdin to its end (the test process died or stopped the cluster),
+#: then stops the server the pid file names, if any, and removes the cluster folder.
+_WATCHDOG = """
+import os, shutil, signal, sys, time
+sys.stdin.buffer.read()
+pid_file, root = sys.argv[1], sys.argv[2]
+try:
+    with open(pid_file) as f:
+        pid = int(f.readline())
+    os.kill(pid, signal.SIGQUIT)
+    for _ in range(300):
+        os.kill(pid, 0)
+        time.sleep(0.1)
+except (OSError, ValueError):
+    pass
+shutil.rmtree(root, ignore_errors=True)
 """
 
 _HBA = f"""
@@ -122,6 +146,8 @@ class PgCluster:
         self.socket_dir = root
         self.port = PORT
         self.running = False
+        self._watchdog: subprocess.Popen[bytes] | None = None
+        self._alive_fd: int | None = None
 
     # ------------------------------------------------------------------ DSNs
 
@@ -156,11 +182,25 @@ class PgCluster:
             cluster._initdb()
             cluster._pg_ctl("start", "-w", "-t", str(START_TIMEOUT_S), "-l", str(cluster.log))
             cluster.running = True
+            cluster._watch()
             cluster._create_admin()
         except BaseException:
             cluster.stop()
             raise
         return cluster
+
+    def _watch(self) -> None:
+        """Start the watchdog; this process keeps the pipe's write end (not inherited by
+        any child: os.pipe descriptors are close-on-exec) until :meth:`stop`."""
+        read_fd, self._alive_fd = os.pipe()
+        try:
+            pid_file = str(self.data / "postmaster.pid")
+            self._watchdog = subprocess.Popen(
+                [sys.executable, "-c", _WATCHDOG, pid_file, str(self.root)],
+                stdin=read_fd, start_new_session=True,
+            )  # fmt: skip
+        finally:
+            os.close(read_fd)
 
     def _run(self, *args: str) -> subprocess.CompletedProcess[str]:
         env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LC_ALL": "C", "TZ": "UTC"}
@@ -214,3 +254,10 @@ class PgCluster:
             with contextlib.suppress(RuntimeError, subprocess.TimeoutExpired):
                 self._pg_ctl("stop", "-m", "immediate", "-w", "-t", "30")
         shutil.rmtree(self.root, ignore_errors=True)
+        if self._alive_fd is not None:  # the watchdog finds nothing left and exits
+            os.close(self._alive_fd)
+            self._alive_fd = None
+        if self._watchdog is not None:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self._watchdog.wait(timeout=30)
+            self._watchdog = None
