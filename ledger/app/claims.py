@@ -22,6 +22,7 @@ from ledger.app.diagnostics import (
     DiagnosticRecording,
     DiagnosticView,
     append_diagnostics,
+    diagnostic_view,
     executed_answer,
     run_state,
 )
@@ -31,7 +32,7 @@ from ledger.harness.score import SCORER_VERSION
 from ledger.keys import Signer
 from ledger.store import Ledger
 from projections import claims as claims_view_mod
-from projections.caseruns import CaseRun, attempts_of_run
+from projections.caseruns import Attempt, CaseRun
 
 __all__ = ["ClaimsRecording", "ClaimsView", "claims_view", "record_claims"]
 
@@ -132,15 +133,8 @@ def claims_view(ledger: Ledger, run_id: str, scorer_version: str = SCORER_VERSIO
     Raises:
         UsageError: no such run.
     """
-    state = run_state(ledger, run_id)
-    started = state.runs[run_id].started
-    bank = state.banks[started.bank_hash].event
-    attempts = attempts_of_run(state, run_id, scorer_version)
-    return ClaimsView(
-        run_id=run_id,
-        bank=f"{bank.bank_id}@{bank.version}",
-        scorer_version=scorer_version,
-        planned=len(attempts),
-        summary=claims_view_mod.summarize(attempts),
-        attempts=claims_view_mod.attempt_rows(attempts),
-    )
+
+    def fold(attempts: list[Attempt], _bank: Any) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        return claims_view_mod.summarize(attempts), claims_view_mod.attempt_rows(attempts)
+
+    return diagnostic_view(ledger, run_id, scorer_version, ClaimsView, fold)

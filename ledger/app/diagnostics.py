@@ -10,21 +10,22 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from ledger.app.snapshot import read_state
 from ledger.errors import UsageError
-from ledger.events import EventBase, OutputParsed, ScoreComputed, SqlExecuted
+from ledger.events import BankPublished, EventBase, OutputParsed, ScoreComputed, SqlExecuted
 from ledger.harness.attempt import Stream
 from ledger.keys import Signer
 from ledger.store import Ledger
-from projections.caseruns import CaseRun, State
+from projections.caseruns import Attempt, CaseRun, State, attempts_of_run
 from projections.outcome import terminal as outcome_of
 
 __all__ = [
     "DiagnosticRecording",
     "DiagnosticView",
     "append_diagnostics",
+    "diagnostic_view",
     "executed_answer",
     "run_state",
 ]
@@ -54,6 +55,49 @@ class DiagnosticView:
     planned: int
     summary: dict[str, Any]
     attempts: list[dict[str, Any]]
+
+    def document(self, appended: int) -> dict[str, Any]:
+        """The ``--json`` document of a diagnostic command: the run, its bank, the
+        scorer viewed, planned and newly appended counts, the summary, every attempt."""
+        return {
+            "run": self.run_id,
+            "bank": self.bank,
+            "scorer_version": self.scorer_version,
+            "planned": self.planned,
+            "appended": appended,
+            **self.summary,
+            "attempts": self.attempts,
+        }
+
+
+V = TypeVar("V", bound=DiagnosticView)
+
+
+def diagnostic_view(
+    ledger: Ledger,
+    run_id: str,
+    scorer_version: str,
+    kind: type[V],
+    fold: Callable[[list[Attempt], BankPublished], tuple[dict[str, Any], list[dict[str, Any]]]],
+) -> V:
+    """One run's diagnostic view: its planned attempts under ``scorer_version`` folded
+    by ``fold`` (attempts, the run's bank) into the summary and the attempt rows.
+
+    Raises:
+        UsageError: no such run.
+    """
+    state = run_state(ledger, run_id)
+    bank = state.banks[state.runs[run_id].started.bank_hash].event
+    attempts = attempts_of_run(state, run_id, scorer_version)
+    summary, rows = fold(attempts, bank)
+    return kind(
+        run_id=run_id,
+        bank=f"{bank.bank_id}@{bank.version}",
+        scorer_version=scorer_version,
+        planned=len(attempts),
+        summary=summary,
+        attempts=rows,
+    )
 
 
 def run_state(ledger: Ledger, run_id: str) -> State:

@@ -26,6 +26,7 @@ from ledger.app.diagnostics import (
     DiagnosticRecording,
     DiagnosticView,
     append_diagnostics,
+    diagnostic_view,
     executed_answer,
     run_state,
 )
@@ -38,7 +39,7 @@ from ledger.harness.slices import SLICER_VERSION, first_divergence
 from ledger.keys import Signer
 from ledger.store import Ledger
 from projections import slices as slice_view_mod
-from projections.caseruns import CaseRun, attempts_of_run
+from projections.caseruns import Attempt, CaseRun
 
 __all__ = ["SliceRecording", "SliceView", "record_slices", "slice_view"]
 
@@ -150,16 +151,14 @@ def slice_view(ledger: Ledger, run_id: str, scorer_version: str = SCORER_VERSION
     Raises:
         UsageError: no such run.
     """
-    state = run_state(ledger, run_id)
-    started = state.runs[run_id].started
-    bank = state.banks[started.bank_hash].event
-    cases = {c.id: c for c in bank.cases}
-    attempts = attempts_of_run(state, run_id, scorer_version)
-    return SliceView(
-        run_id=run_id,
-        bank=f"{bank.bank_id}@{bank.version}",
-        scorer_version=scorer_version,
-        planned=len(attempts),
-        summary=slice_view_mod.summarize(attempts, cases),
-        attempts=slice_view_mod.attempt_rows(attempts, cases),
-    )
+
+    def fold(
+        attempts: list[Attempt], bank: BankPublished
+    ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        cases = {c.id: c for c in bank.cases}
+        return (
+            slice_view_mod.summarize(attempts, cases),
+            slice_view_mod.attempt_rows(attempts, cases),
+        )
+
+    return diagnostic_view(ledger, run_id, scorer_version, SliceView, fold)

@@ -2,24 +2,19 @@
 
 from __future__ import annotations
 
-import datetime as _dt
 import json
 
 import click
 
 from ledger.app.claims import ClaimsView, claims_view, record_claims
+from ledger.app.evaluate import now
 from ledger.cli.common import Context, exit_with, pass_ctx
-from ledger.codec import format_time
 from ledger.harness.claims import CONTRADICTED
 from ledger.harness.score import SCORER_VERSION
 from ledger.keys import load_default_signer
 from ledger.store import Ledger
 
 __all__ = ["register"]
-
-
-def _now() -> str:
-    return format_time(_dt.datetime.now(_dt.UTC))
 
 
 @click.command(name="claims")
@@ -42,20 +37,12 @@ def claims(ctx: Context, run_id: str, scorer: str, as_json: bool) -> None:
     """
     with Ledger.open(ctx.ledger) as ledger:
         recorded = record_claims(
-            ledger, lambda: load_default_signer(ctx.home), run_id=run_id, clock=_now
+            ledger, lambda: load_default_signer(ctx.home), run_id=run_id, clock=now
         )
         view = claims_view(ledger, run_id, scorer)
     s = view.summary
     if as_json:
-        doc = {
-            "run": view.run_id,
-            "bank": view.bank,
-            "scorer_version": view.scorer_version,
-            "planned": view.planned,
-            "appended": recorded.appended,
-            **s,
-            "attempts": view.attempts,
-        }
+        doc = view.document(recorded.appended)
         click.echo(json.dumps(doc, ensure_ascii=False, sort_keys=True, indent=1))
     else:
         for line in _human(view, recorded.appended):

@@ -2,28 +2,23 @@
 
 from __future__ import annotations
 
-import datetime as _dt
 import json
 import sys
 from pathlib import Path
 
 import click
 
+from ledger.app.evaluate import now
 from ledger.app.reporting import report_chunks
 from ledger.app.rescore import rescore
 from ledger.app.snapshot import read_state, run_snapshots
 from ledger.cli.common import Context, pass_ctx, write_atomic_chunks
 from ledger.cli.withdraw import withdraw_cmd, withdrawn_note
-from ledger.codec import format_time
 from ledger.keys import load_default_signer
 from ledger.store import Ledger
 from projections.report import FORMATS, run_overview
 
 __all__ = ["register"]
-
-
-def _now() -> str:
-    return format_time(_dt.datetime.now(_dt.UTC))
 
 
 @click.command()
@@ -157,7 +152,7 @@ def rescore_cmd(ctx: Context, runs: tuple[str, ...], version: str, reexecute: bo
             version=version,
             runs=runs or None,
             reexecute=reexecute,
-            clock=_now,
+            clock=now,
         )
     click.echo(summary.summary())
 

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import datetime as _dt
 import json
 
 import click
 
+from ledger.app.evaluate import now
 from ledger.app.slices import SliceView, record_slices, slice_view
 from ledger.cli.common import Context, exit_with, pass_ctx
-from ledger.codec import format_time
 from ledger.harness.score import SCORER_VERSION
 from ledger.keys import load_default_signer
 from ledger.store import Ledger
@@ -18,10 +17,6 @@ from projections.slices import NOT_RECORDED, ROWS
 __all__ = ["register"]
 
 _LABEL = {NOT_RECORDED: "not recorded"}
-
-
-def _now() -> str:
-    return format_time(_dt.datetime.now(_dt.UTC))
 
 
 @click.command(name="slices")
@@ -44,20 +39,12 @@ def slices(ctx: Context, run_id: str, scorer: str, as_json: bool) -> None:
     """
     with Ledger.open(ctx.ledger) as ledger:
         recorded = record_slices(
-            ledger, lambda: load_default_signer(ctx.home), ctx.home, run_id=run_id, clock=_now
+            ledger, lambda: load_default_signer(ctx.home), ctx.home, run_id=run_id, clock=now
         )
         view = slice_view(ledger, run_id, scorer)
     s = view.summary
     if as_json:
-        doc = {
-            "run": view.run_id,
-            "bank": view.bank,
-            "scorer_version": view.scorer_version,
-            "planned": view.planned,
-            "appended": recorded.appended,
-            **s,
-            "attempts": view.attempts,
-        }
+        doc = view.document(recorded.appended)
         click.echo(json.dumps(doc, ensure_ascii=False, sort_keys=True, indent=1))
     else:
         for line in _human(view, recorded.appended):
