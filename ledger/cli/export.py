@@ -81,9 +81,7 @@ def export_run_cmd(ctx: Context, run_id: str, out_file: Path) -> None:
     from ledger.app.exchange import export_run
     from ledger.store import Ledger
 
-    if not Ledger.exists(ctx.ledger):
-        raise UsageError(f"no ledger at {ctx.ledger_name}", hint="check --ledger")
-    with Ledger.open(ctx.ledger, readonly=True) as ledger:
+    with Ledger.open(ctx.ledger, readonly=True) as ledger:  # names a missing ledger (exit 2)
         data = export_run(ledger, run_id)
     write_atomic(out_file, data)
     click.echo(f"wrote {out_file}: run {run_id} from {ctx.ledger_name} ({len(data)} bytes)")
@@ -113,7 +111,6 @@ def export_caseruns_cmd(
 ) -> None:
     """Every CaseRun with its score and items, one row each, for pandas, polars or DuckDB."""
     from ledger.app.export_caseruns import export_caseruns
-    from ledger.errors import UsageError
 
     if fmt is None:
         fmt = {".parquet": "parquet", ".csv": "csv"}.get(out_file.suffix.lower())
