@@ -37,7 +37,7 @@ Everything above is computed here, once, for both.
 from __future__ import annotations
 
 import datetime as _dt
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import wait as wait_for
 from pathlib import Path
@@ -388,10 +388,12 @@ class Ledger:
 
     def indexed_stream_columns(
         self, stream: str, stop: int
-    ) -> Iterator[tuple[int, bytes, bytes, Any, Any]]:
+    ) -> Generator[tuple[int, bytes, bytes, Any, Any], None, None]:
         """As :meth:`indexed_stream`, with the row's stream_seq and type columns as
-        stored, for a reader that must refuse a row whose columns were edited."""
-        return self._db.stream_rows(stream, stop)
+        stored, for a reader that must refuse a row whose columns were edited. A
+        generator: a reader that stops early closes it (and so the store's cursor)
+        while the connection is still open."""
+        yield from self._db.stream_rows(stream, stop)
 
     def events_of_type(self, *classes: type[EventBase]) -> Iterator[StoredEvent]:
         """Rows whose body is one of these event classes, in order, read by :meth:`scan`."""

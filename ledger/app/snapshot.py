@@ -22,6 +22,7 @@ no longer read (and may be deleted).
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import TypeVar
@@ -218,23 +219,24 @@ def _stream_below(
     index recorded (rows between ``prefix`` and N are checked, not yielded).
     """
     last: tuple[int, int, bytes] | None = None
-    rows = ledger.indexed_stream_columns(stream, index.size)
-    for count, (seq, body, leaf, stream_seq, kind) in enumerate(rows):
-        if type(body) is not bytes or codec.leaf_hash(body) != index.leaf(seq):
-            raise tree_index.IndexMismatch(f"seq {seq}: not the leaf of the tree")
-        head = _decoded(seq, _ENV.decode, body)
-        want_prev = None if last is None else link_of(last[2])
-        if head.stream != stream or head.stream_seq != count or head.stream_prev != want_prev:
-            raise tree_index.IndexMismatch(f"seq {seq}: stream chain")
-        if (stream_seq, kind) != (head.stream_seq, head.type):
-            # the columns were edited: the full read names the seq (exit 1)
-            raise tree_index.IndexMismatch(f"seq {seq}: the row's columns differ from its body")
-        if last is not None and seq <= last[1]:
-            raise tree_index.IndexMismatch(f"seq {seq}: stream out of order")
-        last = (count, seq, leaf)
-        if seq < prefix:
-            heads[stream] = (count, leaf)
-            yield (seq, leaf, body), head
+    # closed here, also when a check stops the read early, while the store is open
+    with contextlib.closing(ledger.indexed_stream_columns(stream, index.size)) as rows:
+        for count, (seq, body, leaf, stream_seq, kind) in enumerate(rows):
+            if type(body) is not bytes or codec.leaf_hash(body) != index.leaf(seq):
+                raise tree_index.IndexMismatch(f"seq {seq}: not the leaf of the tree")
+            head = _decoded(seq, _ENV.decode, body)
+            want_prev = None if last is None else link_of(last[2])
+            if head.stream != stream or head.stream_seq != count or head.stream_prev != want_prev:
+                raise tree_index.IndexMismatch(f"seq {seq}: stream chain")
+            if (stream_seq, kind) != (head.stream_seq, head.type):
+                # the columns were edited: the full read names the seq (exit 1)
+                raise tree_index.IndexMismatch(f"seq {seq}: the row's columns differ from its body")
+            if last is not None and seq <= last[1]:
+                raise tree_index.IndexMismatch(f"seq {seq}: stream out of order")
+            last = (count, seq, leaf)
+            if seq < prefix:
+                heads[stream] = (count, leaf)
+                yield (seq, leaf, body), head
     if last != index.heads.get(stream):
         raise tree_index.IndexMismatch(f"stream {stream}: head differs")
 
