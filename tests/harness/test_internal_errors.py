@@ -41,6 +41,22 @@ def broken_after(calls: int) -> Callable[..., Any]:
     return compare
 
 
+def broken_for(case_id: str) -> Callable[..., Any]:
+    """The real scorer comparison, except a TypeError for case ``case_id``.
+
+    Keyed on the case, not on the order of calls: answers are judged on parallel
+    threads, so "the third call" is not always the third case.
+    """
+    real = score_mod.Scorer.compare
+
+    def compare(self: score_mod.Scorer, case: Any, gold: Any, executed: Any) -> Any:
+        if case.id == case_id:
+            raise TypeError(FAULT)
+        return real(self, case, gold, executed)
+
+    return compare
+
+
 def invoke(home: Path, *args: str) -> tuple[int, str, str]:
     result = CliRunner().invoke(main, ["--ledger", str(home / "ledger.db"), *args])
     if result.exception is not None and not isinstance(result.exception, SystemExit):
@@ -66,7 +82,7 @@ def run_args(home: Path, *extra: str) -> list[str]:
 def test_run_stops_and_records_nothing_for_the_attempt(
     home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(score_mod, "compare", broken_after(2))
+    monkeypatch.setattr(score_mod.Scorer, "compare", broken_for("sf-03"))
     code, out, err = invoke(home, *run_args(home))
     assert code == 1
     assert err.splitlines()[-1] == (
@@ -93,7 +109,7 @@ def test_run_stops_and_records_nothing_for_the_attempt(
     assert not any(isinstance(e, events.AttemptCancelled) for e in stored)
 
     # Once the bug is gone a resume finishes the run; nothing recorded before was lost.
-    monkeypatch.setattr(score_mod, "compare", compare_mod.compare)
+    monkeypatch.undo()
     code, out, err = invoke(home, *run_args(home, "--resume", "r"))
     assert code == 0, err
     chains = check_attempts(stream(home, "r"), [(c, 1) for c in CASES])
