@@ -148,6 +148,34 @@ def test_iteration_reads_every_row_in_order(store: Store) -> None:
         list(ledger.scan(2600))
 
 
+def test_the_stream_index_reads_one_stream_below_a_size(store: Store) -> None:
+    """The per-run read (issue 22) on every store: the rows the stream index files under
+    one stream, below a size, in stream order, with the columns as stored."""
+    ledger = store.create()
+    ledger.append([prompt(f"run-{j % 2}", j) for j in range(1000)], operator())
+    rows = store.rows()
+    # seq 0 registers the operator; prompt j is seq j + 1, so run-1 holds seqs 2, 4, 6, ...
+    assert [(seq, body, leaf) for seq, body, leaf in ledger.indexed_stream("run-1", 11)] == [
+        (r[0], r[1], r[2]) for r in rows if r[0] in (2, 4, 6, 8, 10)
+    ]
+    columns = list(ledger.indexed_stream_columns("run-0", 8))
+    assert [(c[0], c[3], c[4]) for c in columns] == [
+        (1, 0, "prompt.sent.v1"),
+        (3, 1, "prompt.sent.v1"),
+        (5, 2, "prompt.sent.v1"),
+        (7, 3, "prompt.sent.v1"),
+    ]
+    assert len(list(ledger.indexed_stream("run-1", 10_000))) == 500
+    assert list(ledger.indexed_stream("run-1", 2)) == []
+    assert list(ledger.indexed_stream("run-7", 10_000)) == []
+    # A reader that stops early closes the store's cursor with the generator.
+    reader = ledger.indexed_stream_columns("run-0", 10_000)
+    assert next(reader)[0] == 1
+    reader.close()
+    ledger.append([prompt("run-1", 1000)], operator())
+    assert [r[0] for r in ledger.indexed_stream("run-1", 10_000)][-2:] == [1000, 1001]
+
+
 # ----------------------------------------------------------------- batches, idempotence
 
 
