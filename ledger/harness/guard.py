@@ -35,11 +35,12 @@ from __future__ import annotations
 import functools
 import re
 import string
-from collections.abc import Callable, Collection, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from typing import NamedTuple
 
 import msgspec
 from sqlglot import exp
+from sqlglot.dialects.dialect import Dialect
 from sqlglot.dialects.duckdb import DuckDB
 from sqlglot.errors import ParseError, SqlglotError
 from sqlglot.optimizer.normalize_identifiers import normalize_identifiers
@@ -179,13 +180,15 @@ class Verdict(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class Context(NamedTuple):
-    """What a check may read besides the tree: the published tables, the SQL text, and
-    the engine's sqlglot dialect and function allow-list."""
+    """What a check may read besides the tree: the published tables, the SQL text, the
+    engine's sqlglot dialect and function allow-list, and the tree's nodes in ``walk()``
+    order (walked once for every check; None: each check walks the tree itself)."""
 
     tables: frozenset[str]
     sql: str
     dialect: str = DIALECT
     catalog: functions.Catalog | None = None  # None: DuckDB's
+    nodes: tuple[exp.Expr, ...] | None = None
 
 
 Check = Callable[[exp.Expr, Context], Iterator[Violation]]
@@ -198,6 +201,11 @@ def fold(name: str) -> str:
     ('customers', 'Äb')
     """
     return name.translate(_ASCII_LOWER)
+
+
+def _walk(tree: exp.Expr, ctx: Context) -> Iterable[exp.Expr]:
+    """The tree's nodes in ``walk()`` order: the context's, walked once for all checks."""
+    return tree.walk() if ctx.nodes is None else ctx.nodes
 
 
 def _where(node: exp.Expr) -> str:
@@ -232,7 +240,7 @@ def read_only_root(tree: exp.Expr, ctx: Context) -> Iterator[Violation]:
 
 def no_side_effects(tree: exp.Expr, ctx: Context) -> Iterator[Violation]:
     """No write, DDL, transaction, session or utility node anywhere in the tree."""
-    for node in tree.walk():
+    for node in _walk(tree, ctx):
         kind = _SIDE_EFFECTS.get(type(node))
         if kind is not None:
             yield Violation(check="no_side_effects", message=f"{kind} is not allowed{_where(node)}")
@@ -240,7 +248,7 @@ def no_side_effects(tree: exp.Expr, ctx: Context) -> Iterator[Violation]:
 
 def known_constructs(tree: exp.Expr, ctx: Context) -> Iterator[Violation]:
     """Fail closed: a non-function node the guard does not know is rejected."""
-    for node in tree.walk():
+    for node in _walk(tree, ctx):
         cls = type(node)
         if isinstance(node, exp.Func) or cls in _KNOWN_NODES or cls in _SIDE_EFFECTS:
             continue
@@ -251,9 +259,9 @@ def known_constructs(tree: exp.Expr, ctx: Context) -> Iterator[Violation]:
         )
 
 
-def _from_items(tree: exp.Expr) -> Iterator[exp.Expr]:
+def _from_items(nodes: Iterable[exp.Expr]) -> Iterator[exp.Expr]:
     """Every FROM item: the sources of FROM, JOIN, LATERAL, PIVOT and a Table's inner call."""
-    for node in tree.walk():
+    for node in nodes:
         if isinstance(node, exp.From | exp.Join | exp.Lateral):
             source = node.this
             if isinstance(source, exp.Func):
@@ -270,7 +278,7 @@ def _call_of(item: exp.Expr) -> exp.Expr:
 
 def table_functions(tree: exp.Expr, ctx: Context) -> Iterator[Violation]:
     """Only UNNEST, VALUES, range() and generate_series() may be called in FROM."""
-    for item in _from_items(tree):
+    for item in _from_items(_walk(tree, ctx)):
         call = item.this if isinstance(item, exp.Table) else item
         qualified = isinstance(item, exp.Table) and bool(item.args.get("db"))
         if isinstance(call, exp.Unnest) and not qualified:
@@ -359,16 +367,16 @@ def _inside(node: exp.Expr, ancestor: exp.Expr) -> bool:
     return False
 
 
-def _named_tables(tree: exp.Expr) -> Iterator[exp.Table]:
-    for node in tree.walk():
+def _named_tables(nodes: Iterable[exp.Expr]) -> Iterator[exp.Table]:
+    for node in nodes:
         if isinstance(node, exp.Table) and isinstance(node.this, exp.Identifier):
             yield node
 
 
-def _unknown_tables(tree: exp.Expr, tables: frozenset[str]) -> Iterator[exp.Table]:
+def _unknown_tables(nodes: Iterable[exp.Expr], tables: frozenset[str]) -> Iterator[exp.Table]:
     """Named FROM items that are neither a published table nor a CTE in scope."""
     scopes = _CteScopes()
-    for table in _named_tables(tree):
+    for table in _named_tables(nodes):
         name = fold(table.name)
         if table.args.get("catalog"):
             yield table
@@ -395,7 +403,7 @@ def _literal_part(table: exp.Table, ctx: Context) -> exp.Identifier | None:
 
 def file_references(tree: exp.Expr, ctx: Context) -> Iterator[Violation]:
     """No string literal, file, glob or URL names in FROM: DuckDB would scan them."""
-    for table in _named_tables(tree):
+    for table in _named_tables(_walk(tree, ctx)):
         literal = _literal_part(table, ctx)
         if literal is not None:
             yield Violation(
@@ -404,7 +412,7 @@ def file_references(tree: exp.Expr, ctx: Context) -> Iterator[Violation]:
                 "DuckDB reads a string in FROM as a file name; name a published table "
                 "(identifiers take double quotes)",
             )
-    for table in _unknown_tables(tree, ctx.tables):
+    for table in _unknown_tables(_walk(tree, ctx), ctx.tables):
         if _literal_part(table, ctx) is None and _FILE_LIKE.search(table.name):
             yield Violation(
                 check="file_references",
@@ -416,7 +424,7 @@ def file_references(tree: exp.Expr, ctx: Context) -> Iterator[Violation]:
 def table_references(tree: exp.Expr, ctx: Context) -> Iterator[Violation]:
     """Only published ``main`` tables (bare or ``main.``-qualified) and CTEs in scope."""
     tables = ctx.tables
-    for table in _unknown_tables(tree, tables):
+    for table in _unknown_tables(_walk(tree, ctx), tables):
         if _FILE_LIKE.search(table.name) or _literal_part(table, ctx) is not None:
             continue  # reported by file_references
         parts = [table.text(k) for k in ("catalog", "db") if table.args.get(k)]
@@ -434,7 +442,7 @@ def table_references(tree: exp.Expr, ctx: Context) -> Iterator[Violation]:
 
 def pivot_values(tree: exp.Expr, ctx: Context) -> Iterator[Violation]:
     """Every PIVOT column lists its values: DuckDB runs ``PIVOT t ON c`` as two statements."""
-    for node in tree.walk():
+    for node in _walk(tree, ctx):
         if not isinstance(node, exp.Pivot) or node.args.get("unpivot"):
             continue
         for column in node.expressions if isinstance(node.this, exp.Expr) else ():
@@ -451,9 +459,9 @@ def function_allowlist(tree: exp.Expr, ctx: Context) -> Iterator[Violation]:
     """Every function call, anywhere, is on the allow-list generated from DuckDB's catalog
     (or the bank engine's); a call in FROM may also be one of its allowed table functions
     (which ``table_functions`` narrows further)."""
-    sources = {id(_call_of(item)) for item in _from_items(tree)}
+    sources = {id(_call_of(item)) for item in _from_items(_walk(tree, ctx))}
     table_ok = (ctx.catalog or functions.catalog()).from_functions
-    for node in tree.walk():
+    for node in _walk(tree, ctx):
         if isinstance(node, exp.Func):
             if id(node) in sources and table_ok.intersection(
                 functions.sqlglot_names(node, ctx.dialect)
@@ -554,8 +562,27 @@ def _parse(sql: str, dialect: str = DIALECT) -> tuple[list[exp.Expr], Violation 
 
 
 def _digest(tree: exp.Expr, dialect: str) -> str:
-    normalised = normalize_identifiers(tree.copy(), dialect=dialect)
-    return sha256_hex(normalised.sql(dialect=dialect, comments=False).encode("utf-8"))
+    """``sha256:<hex>`` of the tree with its identifiers normalised, regenerated without
+    comments (the string ``normalize_identifiers(tree.copy()).sql(comments=False)`` gives,
+    made with one copy instead of three: issue 21).
+
+    The shared parse is never changed: the copy is :func:`sqlparse.copy_tree`'s, whose
+    nodes come in ``walk()`` order, so each identifier is normalised in the order
+    ``normalize_identifiers`` would without walking the copy again. A tree with a
+    ``case_sensitive`` meta comment (which prunes that walk) goes through
+    ``normalize_identifiers`` itself.
+    """
+    normalised, nodes = sqlparse.copy_tree(tree)
+    rules = Dialect.get_or_raise(dialect)
+    if any(node.meta_get("case_sensitive") for node in nodes):
+        normalize_identifiers(normalised, dialect=rules)
+    else:
+        for node in nodes:
+            if isinstance(node, exp.Identifier):
+                rules.normalize_identifier(node)
+    # The copy is this function's own: the generator may change it instead of a copy of it.
+    text = rules.generate(normalised, copy=False, comments=False)
+    return sha256_hex(text.encode("utf-8"))
 
 
 def guard(sql: str, tables: Collection[str], engine: str = "duckdb") -> Verdict:
@@ -615,8 +642,9 @@ def _judge(sql: str, allowed: frozenset[str], engine: str = "duckdb") -> Verdict
         found += [
             Violation(check="function_allowlist", message=m) for m in time_argument_refusals(tree)
         ]
-    ctx = Context(tables=allowed, sql=sql, dialect=dialect, catalog=catalog)
     try:
+        # One walk for every check (each used to walk the tree again: issue 21).
+        ctx = Context(allowed, sql, dialect, catalog, tuple(tree.walk()))
         for check in CHECKS:
             for violation in check(tree, ctx):
                 if violation not in found:
