@@ -41,6 +41,7 @@ from projections.fairness import CONTROLS
 from projections.metrics import MISSING, Tolerance, field_at, parse_tolerance
 from projections.numbers import show
 from projections.report.schema import CONTRACT as REPORT_CONTRACT
+from projections.report.schema import CONTRACT_V2 as REPORT_CONTRACT_V2
 from projections.report.schema import GATE_CONTRACT as CONTRACT
 from projections.report.schema import (
     SCORECARD_CONTRACT,
@@ -52,6 +53,7 @@ from projections.report.schema import (
     MetricCoverage,
     MetricRow,
     Report,
+    ReportV2,
     Scorecard,
     ScorecardBank,
 )
@@ -61,6 +63,8 @@ __all__ = [
     "CONTRACT",
     "EXIT_CODES",
     "REPORT_CONTRACT",
+    "REPORT_CONTRACTS",
+    "REPORT_CONTRACT_V2",
     "SCORECARD_CONTRACT",
     "GateConfig",
     "GateOptions",
@@ -73,6 +77,9 @@ __all__ = [
 
 EXIT_CODES = {"pass": 0, "regression": 1, "could_not_judge": 2}
 DEFAULT_DRIFT_WARN = Decimal("0.20")
+#: The report contracts a scorecard is read from: the run entries and each CaseRun's
+#: ``response.invocation`` (all it reads) are the same in both (docs/reports.md "Versions").
+REPORT_CONTRACTS = (REPORT_CONTRACT, REPORT_CONTRACT_V2)
 CONFIG_KEYS = ("enabled", "tolerances", "ignore", "min_n", "drift_warn", "gate_timing")
 
 
@@ -105,10 +112,13 @@ def _sorted_values(values: Iterable[Any]) -> list[Any]:
 
 
 def scorecard(
-    report: Report | Mapping[str, Any], run: str | None = None, *, include_withdrawn: bool = False
+    report: Report | ReportV2 | Mapping[str, Any],
+    run: str | None = None,
+    *,
+    include_withdrawn: bool = False,
 ) -> dict[str, Any]:
     """The scorecard (:class:`~projections.report.schema.Scorecard`, as JSON-ready builtins)
-    of one run of a ``caseledger-report/1`` report.
+    of one run of a ``caseledger-report/1`` or ``/2`` report.
 
     ``report`` is a built :class:`~projections.report.schema.Report` or the same document
     read from a report file (read by the same schema field names; a field a file lacks is
@@ -121,9 +131,9 @@ def scorecard(
             it is withdrawn.
     """
     contract = _or_none(field_at(report, ("contract",)))
-    if contract != REPORT_CONTRACT:
+    if contract not in REPORT_CONTRACTS:
         raise UsageError(
-            f"not a {REPORT_CONTRACT} report (contract is {contract!r})",
+            f"not a {' or '.join(REPORT_CONTRACTS)} report (contract is {contract!r})",
             hint="build one with `caseledger report --format json`",
         )
     found = _entries(report)

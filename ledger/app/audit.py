@@ -31,6 +31,7 @@ import shutil
 import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 from ledger.bank.model import Bank, validate_source
 from ledger.bank.source import CALIBRATION_FILE, BankSource, content_hash, read_source
@@ -241,6 +242,8 @@ class ReportSpec:
     runs: tuple[str, ...] | None
     with_gold: bool
     formats: tuple[str, ...]
+    #: ``full`` for a ``caseledger-report/1`` report.json, ``compact`` for ``/2`` (issue 21).
+    detail: Literal["compact", "full"] = "full"
 
     def options(self) -> list[str]:
         """The ``report`` options that rebuild them (without ``--format``)."""
@@ -268,6 +271,9 @@ def _report_spec(reports_dir: Path) -> ReportSpec:
         scorer = data["scorer"]["requested"]
         runs = data["selection"]["runs"]
         view = data["view"]
+        detail: Literal["compact", "full"] = (
+            "compact" if data.get("contract") == "caseledger-report/2" else "full"
+        )
         ok = (
             type(size) is int
             and (scorer is None or isinstance(scorer, str))
@@ -285,6 +291,7 @@ def _report_spec(reports_dir: Path) -> ReportSpec:
         runs=None if runs is None else tuple(runs),
         with_gold=view == "internal-with-gold",
         formats=formats,
+        detail=detail,
     )
 
 
@@ -308,7 +315,9 @@ def audit_commands(checkpoint_size: int, reports: ReportSpec | None) -> list[str
             lines.append(shlex.join([*base, "report", *at, "--format", fmt, "-o", f"report.{fmt}"]))
         return lines
     for fmt in reports.formats:
-        rebuild = shlex.join([*base, "report", *reports.options(), "--format", fmt])
+        # `caseledger report` writes caseledger-report/2 JSON by default (issue 21).
+        full = ["--detail", "full"] if fmt == "json" and reports.detail == "full" else []
+        rebuild = shlex.join([*base, "report", *reports.options(), *full, "--format", fmt])
         lines.append(f"{rebuild} | cmp - {REPORTS_DIR}/report.{fmt}")
     return lines
 
@@ -393,6 +402,7 @@ def _export_reports(
                 runs=spec.runs,
                 scorer=spec.scorer,
                 with_gold=spec.with_gold,
+                detail=spec.detail,
             )
             if rebuilt != given:
                 raise VerificationError(

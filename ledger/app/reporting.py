@@ -18,20 +18,23 @@ import contextlib
 import tempfile
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import IO, cast
+from typing import IO, Any, cast
 
 import msgspec
 
 from ledger.app.snapshot import read_state, run_snapshots
-from ledger.errors import UsageError
+from ledger.codec import canonical_json
+from ledger.errors import InternalError, UsageError
 from ledger.store import Ledger
 from ledger.stores import Location
 from projections.caseruns import BankInfo
 from projections.report import render
 from projections.report import schema as S
 from projections.report.build import (
+    Detail,
     RunPart,
     assemble,
+    assemble_v2,
     caserun_json,
     run_part,
     splice_caseruns,
@@ -39,11 +42,14 @@ from projections.report.build import (
     withdrawn_error,
     withdrawn_run,
 )
+from projections.report.html import render_html_chunks
 
 __all__ = ["report_bytes", "report_chunks"]
 
 #: Bytes copied from the spool at a time.
 _CHUNK = 1 << 20
+#: CaseRuns decoded at a time when Markdown and HTML read them back from the spool.
+_BATCH = 64
 
 
 def report_bytes(
@@ -55,12 +61,17 @@ def report_bytes(
     scorer: str | None = None,
     with_gold: bool = False,
     include_withdrawn: bool = False,
+    detail: Detail = "full",
 ) -> tuple[bytes, int, bytes]:
     """The report bytes, the tree size they were built at and that tree's root hash.
 
     The same ledger prefix, format and options always give the same bytes. Every
     event the report is built from is checked against its leaf hash and the chain
     while it is read, and the root is the tree head of exactly those leaves.
+    ``detail``: JSON as ``caseledger-report/1`` (``full``, every published report's
+    contract before issue 21, so they all still rebuild byte for byte) or the compact
+    ``caseledger-report/2`` (``compact``, what ``caseledger report`` writes by default);
+    Markdown and HTML are the same with either.
     """
     with report_chunks(
         ledger_path,
@@ -70,6 +81,7 @@ def report_bytes(
         scorer=scorer,
         with_gold=with_gold,
         include_withdrawn=include_withdrawn,
+        detail=detail,
     ) as (chunks, size, root):
         return b"".join(chunks), size, root
 
@@ -81,18 +93,51 @@ class _Spool:
     file: IO[bytes]
     #: run id -> (offset, length) of its CaseRuns in the file.
     where: dict[str, tuple[int, int]] = field(default_factory=dict)
+    #: prompt SHA-256 -> (offset, length) of its ``"sha256:...":"text"`` entry (report/2).
+    prompts: dict[str, tuple[int, int]] = field(default_factory=dict)
+    #: run id -> (offset, length) of each batch of up to ``_BATCH`` of its CaseRuns.
+    batches: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
 
     def put(self, part: RunPart) -> None:
-        """Write the part's CaseRuns out and empty its list."""
-        if not part.caseruns:
+        """Write the part's CaseRuns (and, compact, the prompts not written yet) out and
+        empty its lists: memory keeps offsets, not texts."""
+        self.file.seek(0, 2)
+        for sha, text in sorted(part.prompts.items()):
+            if sha not in self.prompts:
+                start = self.file.tell()
+                self.file.write(canonical_json(sha) + b":" + canonical_json(text))
+                self.prompts[sha] = (start, self.file.tell() - start)
+        part.prompts = {}
+        caseruns: list[S.CaseRun | S.CompactCaseRun] = [*part.compact, *part.caseruns]
+        if not caseruns:
             return
         start = self.file.tell()
-        for i, caserun in enumerate(part.caseruns):
+        batches = self.batches[part.run] = []
+        for i, caserun in enumerate(caseruns):
             if i:
                 self.file.write(b",")
+            if i % _BATCH == 0:
+                batches.append((self.file.tell(), 0))
             self.file.write(caserun_json(caserun))
+            batches[-1] = (batches[-1][0], self.file.tell() - batches[-1][0])
         self.where[part.run] = (start, self.file.tell() - start)
-        part.caseruns = []
+        part.caseruns, part.compact = [], []
+
+    def _read(self, offset: int, left: int) -> Iterator[bytes]:
+        self.file.seek(offset)
+        while left:
+            piece = self.file.read(min(left, _CHUNK))
+            if not piece:
+                raise OSError("the report's spool file ended early")
+            left -= len(piece)
+            yield piece
+
+    def prompt_chunks(self) -> Iterator[bytes]:
+        """The prompts table's entries in key order, joined by commas (report/2)."""
+        for i, sha in enumerate(sorted(self.prompts)):
+            if i:
+                yield b","
+            yield from self._read(*self.prompts[sha])
 
     def chunks(self, runs: Iterable[str]) -> Iterator[bytes]:
         """The CaseRuns of ``runs`` in that order, joined by commas, in pieces."""
@@ -104,14 +149,7 @@ class _Spool:
             if not first:
                 yield b","
             first = False
-            offset, left = found
-            self.file.seek(offset)
-            while left:
-                piece = self.file.read(min(left, _CHUNK))
-                if not piece:
-                    raise OSError("the report's spool file ended early")
-                left -= len(piece)
-                yield piece
+            yield from self._read(*found)
 
     def caseruns(self, runs: Sequence[str]) -> list[S.CaseRun]:
         """The CaseRuns of ``runs`` for Markdown and HTML: a list the renderers iterate
@@ -120,17 +158,18 @@ class _Spool:
 
 
 class _SpooledCaseRuns:
-    """An iterable over the spooled CaseRuns of some runs, decoded one run at a time, so
-    a renderer that iterates a section's CaseRuns never holds more than one run of them."""
+    """An iterable over the spooled CaseRuns of some runs, decoded ``_BATCH`` at a time, so
+    a renderer that iterates a section's CaseRuns never holds more than a batch of them."""
 
     def __init__(self, spool: _Spool, runs: list[str]) -> None:
         self._spool, self._runs = spool, runs
 
     def __iter__(self) -> Iterator[S.CaseRun]:
         decoder: msgspec.json.Decoder[list[S.CaseRun]] = msgspec.json.Decoder(list[S.CaseRun])
+        spool = self._spool
         for run in self._runs:
-            data = b"".join(self._spool.chunks([run]))
-            if data:
+            for offset, length in spool.batches.get(run, []):
+                data = b"".join(spool._read(offset, length))
                 yield from decoder.decode(b"[" + data + b"]")
 
 
@@ -149,6 +188,7 @@ def report_chunks(
     scorer: str | None = None,
     with_gold: bool = False,
     include_withdrawn: bool = False,
+    detail: Detail = "full",
 ) -> Iterator[tuple[Iterator[bytes], int, bytes]]:
     """The report's bytes as an iterator of pieces, the tree size and the root hash.
 
@@ -158,6 +198,7 @@ def report_chunks(
     Options as :func:`report_bytes`.
     """
     wanted = None if runs is None else sorted(set(runs))
+    compact = fmt == "json" and detail == "compact"
     with Ledger.open(ledger_path, readonly=True) as ledger, tempfile.TemporaryFile() as f:
         spool = _Spool(f)
         parts: list[RunPart] = []
@@ -183,7 +224,7 @@ def report_chunks(
                 if pending is not None:
                     continue
                 try:
-                    part = run_part(state, run_id, scorer)
+                    part = run_part(state, run_id, scorer, "compact" if compact else "full")
                 except UsageError as exc:  # raised after the checks a report makes first
                     pending = exc
                     continue
@@ -206,21 +247,24 @@ def report_chunks(
             raise pending
         if not include_withdrawn:
             chosen = [r for r in chosen if r not in {w.run for w in listed}]
-        skeleton = assemble(
-            parts,
-            banks,
-            size=size,
-            root_hash=root,
-            scorer=scorer,
-            selection=None if wanted is None else chosen,
-            with_gold=with_gold,
-            withdrawn=listed,
+        how: dict[str, Any] = {
+            "size": size,
+            "root_hash": root,
+            "scorer": scorer,
+            "selection": None if wanted is None else chosen,
+            "with_gold": with_gold,
+            "withdrawn": listed,
+        }
+        skeleton: S.Report | S.ReportV2 = (
+            assemble_v2(parts, banks, **how) if compact else assemble(parts, banks, **how)
         )
         del parts
         if fmt == "json":
             sources = [spool.chunks(_runs_in_order(s)) for s in skeleton.sections]
-            yield splice_caseruns(skeleton, sources), size, root
+            yield splice_caseruns(skeleton, sources, spool.prompt_chunks()), size, root
             return
+        if not isinstance(skeleton, S.Report):  # compact is JSON only
+            raise InternalError(TypeError(type(skeleton).__name__), where="report views")
         whole = msgspec.structs.replace(
             skeleton,
             sections=[
@@ -228,4 +272,7 @@ def report_chunks(
                 for s in skeleton.sections
             ],
         )
+        if fmt == "html":  # written section by section, the evidence blob run by run
+            yield (piece.encode("utf-8") for piece in render_html_chunks(whole)), size, root
+            return
         yield iter([render(whole, fmt)]), size, root

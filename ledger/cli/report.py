@@ -17,6 +17,10 @@ from ledger.cli.withdraw import withdraw_cmd, withdrawn_note
 from ledger.keys import load_default_signer
 from ledger.store import Ledger
 from projections.report import FORMATS, run_overview
+from projections.report.build import Detail
+
+#: ``--detail`` values (docs/reports.md "Versions").
+DETAILS = ("compact", "full")
 
 __all__ = ["register"]
 
@@ -31,6 +35,14 @@ __all__ = ["register"]
 @click.option(
     "--include-withdrawn", is_flag=True, help="Show withdrawn runs too, marked with the reason."
 )
+@click.option(
+    "--detail",
+    type=click.Choice(DETAILS),
+    default="compact",
+    show_default=True,
+    help="JSON: compact evidence (caseledger-report/2) or every event's evidence verbatim "
+    "(full: caseledger-report/1, the bytes of reports published before). md/html: the same.",
+)
 @pass_ctx
 def report(
     ctx: Context,
@@ -41,6 +53,7 @@ def report(
     output: Path | None,
     with_gold: bool,
     include_withdrawn: bool,
+    detail: Detail,
 ) -> None:
     """Build a report: the same tree size and options always give the same bytes."""
     with report_chunks(
@@ -51,6 +64,7 @@ def report(
         scorer=scorer,
         with_gold=with_gold,
         include_withdrawn=include_withdrawn,
+        detail=detail,
     ) as (chunks, size, root):
         # Every event is checked before the first piece: a bad byte writes nothing.
         click.echo(f"report built at tree size {size}, root sha256:{root.hex()}", err=True)

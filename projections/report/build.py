@@ -12,7 +12,7 @@ docs/reports.md describes every field; docs/report.schema.json is generated.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any, Literal, TypeVar
 
@@ -20,7 +20,7 @@ import msgspec
 
 from ledger.codec import canonical_json
 from ledger.errors import InternalError, UsageError
-from ledger.events import BankPublished, CaseSpec, RunStarted
+from ledger.events import BankPublished, CaseSpec, PromptSent, RunStarted
 from projections import (
     aggregates,
     benchmark,
@@ -32,19 +32,32 @@ from projections import (
     slices,
     variants,
 )
-from projections.caseruns import Attempt, BankInfo, RunInfo, State, attempts_of_run, type_name
+from projections.caseruns import (
+    Attempt,
+    BankInfo,
+    RunInfo,
+    State,
+    Step,
+    attempts_of_run,
+    type_name,
+)
 from projections.report import schema as S
-from projections.report.schema import CONTRACT
+from projections.report.schema import CONTRACT, CONTRACT_V2
 
 __all__ = [
     "CONTRACT",
     "HOW_TO_READ",
     "KIND_ORDER",
+    "Detail",
     "RunPart",
     "assemble",
+    "assemble_v2",
     "build_report",
+    "build_report_v2",
     "caserun_json",
+    "compact_caserun",
     "from_json",
+    "from_json_v2",
     "from_plain",
     "run_overview",
     "run_part",
@@ -58,6 +71,10 @@ __all__ = [
 ]
 
 SectionKind = Literal["models", "self_test", "calibration"]
+#: How much of each CaseRun's evidence a JSON report carries: ``compact``
+#: (``caseledger-report/2``, the default of ``caseledger report``) or ``full``
+#: (``caseledger-report/1``, every event's evidence verbatim).
+Detail = Literal["compact", "full"]
 T = TypeVar("T")
 #: Section kinds in the order they appear; only ``models`` is ranked.
 KIND_ORDER: tuple[SectionKind, ...] = ("models", "self_test", "calibration")
@@ -383,6 +400,88 @@ def _caserun(a: Attempt) -> S.CaseRun:
     )
 
 
+def _evidence_steps(a: Attempt) -> list[Step]:
+    """The events a CaseRun's outcome rests on, in log order: a score's evidence and the
+    score; a cancellation's batch (from its last PromptSent) and the cancellation; an
+    unscored attempt's last batch; and the VariantChecked whose flags the CaseRun shows."""
+    steps = a.steps
+    end = a.score if a.score is not None else a.cancel
+    term = None if end is None else next((s for s in steps if s.event is end), None)
+    if term is not None and a.score is not None:
+        named = set(a.score.evidence)
+        found = [s for s in steps if s.link in named and s.seq < term.seq]
+    else:
+        before = [s for s in steps if term is None or s.seq < term.seq]
+        starts = [i for i, s in enumerate(before) if isinstance(s.event, PromptSent)]
+        found = before[starts[-1] :] if starts else []
+    if term is not None:
+        found.append(term)
+    if a.variant is not None:
+        found += [s for s in steps if s.event is a.variant and s not in found]
+    return sorted(found, key=lambda s: s.seq)
+
+
+def compact_caserun(a: Attempt, full: S.CaseRun) -> S.CompactCaseRun:
+    """The ``caseledger-report/2`` CaseRun of attempt ``a`` (``full`` is its
+    ``caseledger-report/1`` CaseRun): what says why it scored what it scored, and the
+    leaf hashes of the events that say so; the prompt is named by its SHA-256 only
+    (the report's ``prompts`` table holds its text once). docs/reports.md "Versions"."""
+    r, p, g, e = full.response, full.parsed, full.guard, full.execution
+    extra: dict[str, Any] = {}
+    if not isinstance(full.slice, msgspec.UnsetType):
+        extra["slice"] = full.slice
+    if not isinstance(full.claims, msgspec.UnsetType):
+        extra["claims"] = full.claims
+    return S.CompactCaseRun(
+        **extra,
+        run=full.run,
+        case=full.case,
+        attempt=full.attempt,
+        outcome=full.outcome,
+        prompt_sha256=full.prompt_sha256,
+        response=None
+        if r is None
+        else S.CompactResponse(
+            kind=r.kind,
+            invocation=r.invocation,
+            usage=r.usage,
+            cost=r.cost,
+            estimated_cost=r.estimated_cost,
+            generation_us=r.generation_us,
+            failure=r.failure,
+        ),
+        parsed=None
+        if p is None
+        else S.CompactParsed(
+            protocol_strict=p.protocol_strict,
+            recovered_from_fence=p.recovered_from_fence,
+            sql=p.sql,
+            error=p.error,
+            imported=p.imported,
+        ),
+        guard=None if g is None else S.CompactGuard(passed=g.passed, violations=g.violations),
+        execution=None
+        if e is None
+        else S.CompactExecution(
+            ok=e.ok,
+            error_kind=e.error_kind,
+            error_message=e.error_message,
+            row_count=e.row_count,
+            truncated=e.truncated,
+            sql_us=e.sql_us,
+            tries=e.tries,
+        ),
+        diff=full.diff,
+        score=full.score,
+        cancel=full.cancel,
+        variant_flags=None if full.variants is None else full.variants.flags,
+        evidence=[
+            S.EventRef(seq=step.seq, type=type_name(step.event), leaf_hash=step.link)
+            for step in _evidence_steps(a)
+        ],
+    )
+
+
 # ----------------------------------------------------------------- sections
 
 
@@ -422,10 +521,15 @@ class RunPart:
     entry: S.AnyRunEntry
     caseruns: list[S.CaseRun]
     fair: fairness.RunInvocations | None
+    #: ``detail="compact"``: the ``caseledger-report/2`` CaseRuns (``caseruns`` is then
+    #: empty) and the text of each prompt they name, by SHA-256.
+    compact: list[S.CompactCaseRun] = field(default_factory=list)
+    prompts: dict[str, str] = field(default_factory=dict)
 
 
-def run_part(state: State, run_id: str, scorer: str | None) -> RunPart:
-    """The :class:`RunPart` of run ``run_id`` of ``state`` (which must hold its bank).
+def run_part(state: State, run_id: str, scorer: str | None, detail: Detail = "full") -> RunPart:
+    """The :class:`RunPart` of run ``run_id`` of ``state`` (which must hold its bank), with
+    ``caseledger-report/1`` CaseRuns (``detail="full"``) or ``/2`` ones (``"compact"``).
 
     Raises:
         UsageError: the run's bank is not published at this tree size.
@@ -443,7 +547,7 @@ def run_part(state: State, run_id: str, scorer: str | None) -> RunPart:
         return RunPart(run_id, key, version, _calibration_entry(state, info), [], None)
     attempts = attempts_of_run(state, run_id, version)
     bank = state.banks[started.bank_hash].event
-    return RunPart(
+    part = RunPart(
         run=run_id,
         key=key,
         version=version,
@@ -451,6 +555,13 @@ def run_part(state: State, run_id: str, scorer: str | None) -> RunPart:
         caseruns=[_caserun(a) for a in attempts],
         fair=fairness.run_invocations(attempts) if kind == "models" else None,
     )
+    if detail == "compact":
+        for a, full in zip(attempts, part.caseruns, strict=True):
+            if full.prompt_sha256 is not None and full.prompt is not None:
+                part.prompts[full.prompt_sha256] = full.prompt
+            part.compact.append(compact_caserun(a, full))
+        part.caseruns = []
+    return part
 
 
 def _section(
@@ -553,6 +664,51 @@ def build_report(
     Raises:
         UsageError: a named run does not exist at this tree size.
     """
+    parts, selection, listed = _parts(state, scorer, runs, include_withdrawn, "full")
+    return assemble(
+        parts,
+        state.banks,
+        size=state.size,
+        root_hash=root_hash,
+        scorer=scorer,
+        selection=selection,
+        with_gold=with_gold,
+        withdrawn=listed,
+    )
+
+
+def build_report_v2(
+    state: State,
+    *,
+    root_hash: bytes,
+    scorer: str | None = None,
+    runs: Sequence[str] | None = None,
+    with_gold: bool = False,
+    include_withdrawn: bool = False,
+) -> S.ReportV2:
+    """The compact ``caseledger-report/2`` report of a fold state (options as
+    :func:`build_report`): the same fields with compact CaseRuns and a prompts table."""
+    parts, selection, listed = _parts(state, scorer, runs, include_withdrawn, "compact")
+    return assemble_v2(
+        parts,
+        state.banks,
+        size=state.size,
+        root_hash=root_hash,
+        scorer=scorer,
+        selection=selection,
+        with_gold=with_gold,
+        withdrawn=listed,
+    )
+
+
+def _parts(
+    state: State,
+    scorer: str | None,
+    runs: Sequence[str] | None,
+    include_withdrawn: bool,
+    detail: Detail,
+) -> tuple[list[RunPart], list[str] | None, list[S.WithdrawnRun]]:
+    """The parts of the chosen runs, the ``selection`` and the withdrawn list of a report."""
     chosen = sorted(state.runs) if runs is None else sorted(set(runs))
     unknown = [r for r in chosen if r not in state.runs]
     if unknown:
@@ -562,17 +718,8 @@ def build_report(
         raise withdrawn_error(listed)
     if not include_withdrawn:
         chosen = [r for r in chosen if state.runs[r].withdrawn is None]
-    parts = [run_part(state, run_id, scorer) for run_id in chosen]
-    return assemble(
-        parts,
-        state.banks,
-        size=state.size,
-        root_hash=root_hash,
-        scorer=scorer,
-        selection=None if runs is None else chosen,
-        with_gold=with_gold,
-        withdrawn=listed,
-    )
+    parts = [run_part(state, run_id, scorer, detail) for run_id in chosen]
+    return parts, None if runs is None else chosen, listed
 
 
 def unknown_error(unknown: Sequence[str], size: int) -> UsageError:
@@ -644,7 +791,58 @@ def assemble(
     )
 
 
-def caserun_json(caserun: S.CaseRun) -> bytes:
+def assemble_v2(
+    parts: Iterable[RunPart],
+    banks: Mapping[str, BankInfo],
+    *,
+    size: int,
+    root_hash: bytes,
+    scorer: str | None,
+    selection: list[str] | None,
+    with_gold: bool,
+    withdrawn: list[S.WithdrawnRun],
+) -> S.ReportV2:
+    """The ``caseledger-report/2`` report of parts built with ``detail="compact"``: the
+    sections, runs and order of :func:`assemble`, each section's compact CaseRuns and
+    every prompt the parts name. Parts whose CaseRuns and prompts were written out
+    elsewhere give empty lists; :func:`splice_caseruns` puts them back into the bytes."""
+    parts = list(parts)
+    base = assemble(
+        parts,
+        banks,
+        size=size,
+        root_hash=root_hash,
+        scorer=scorer,
+        selection=selection,
+        with_gold=with_gold,
+        withdrawn=withdrawn,
+    )
+    compact = {p.run: p.compact for p in parts}
+    prompts: dict[str, str] = {}
+    for part in parts:
+        prompts.update(part.prompts)
+    sections = []
+    for section in base.sections:
+        fields = {f: getattr(section, f) for f in section.__struct_fields__}
+        runs = sorted(e.run for e in section.runs)
+        fields["caseruns"] = [c for run in runs for c in compact[run]]
+        sections.append(S.SectionV2(**fields))
+    extra = {} if isinstance(base.withdrawn, msgspec.UnsetType) else {"withdrawn": base.withdrawn}
+    return S.ReportV2(
+        **extra,
+        contract=CONTRACT_V2,
+        checkpoint=base.checkpoint,
+        view=base.view,
+        notice=base.notice,
+        scorer=base.scorer,
+        selection=base.selection,
+        prompts=dict(sorted(prompts.items())),
+        sections=sections,
+        how_to_read=base.how_to_read,
+    )
+
+
+def caserun_json(caserun: S.CaseRun | S.CompactCaseRun) -> bytes:
     """The canonical bytes of one CaseRun as it appears in a report's ``caseruns`` list."""
     return canonical_json(caserun)
 
@@ -652,18 +850,35 @@ def caserun_json(caserun: S.CaseRun) -> bytes:
 _EMPTY_CASERUNS = b'"caseruns":[]'
 
 
-def splice_caseruns(skeleton: S.Report, caseruns: Sequence[Iterable[bytes]]) -> Iterator[bytes]:
+_EMPTY_PROMPTS = b'"prompts":{}'
+
+
+def splice_caseruns(
+    skeleton: S.Report | S.ReportV2,
+    caseruns: Sequence[Iterable[bytes]],
+    prompts: Iterable[bytes] = (),
+) -> Iterator[bytes]:
     """The canonical bytes of ``skeleton`` (every section's ``caseruns`` empty) with
     section i's CaseRuns taken from ``caseruns[i]`` (chunks of canonical CaseRun bytes
     already joined by commas): the same bytes :func:`to_json` gives for the whole report.
+    For a ``caseledger-report/2`` skeleton (its ``prompts`` table empty), ``prompts``
+    gives the table's entries (``"sha256:...":"text"`` pieces in key order, joined by
+    commas).
 
     Keys are sorted and strings escape every quote, so ``"caseruns":[]`` occurs in the
-    skeleton's bytes exactly once per section, in section order, and nowhere else.
+    skeleton's bytes exactly once per section, in section order, and nowhere else. The
+    first ``"prompts":{}`` is the table's: only the checkpoint, the contract, the
+    reading notes and the notice come before it, and none of them holds a map.
     """
     data = to_json(skeleton)
     if len(caseruns) != len(skeleton.sections):
         raise InternalError(ValueError("one CaseRun source per section"), where="splice")
     start = 0
+    if isinstance(skeleton, S.ReportV2):
+        at = data.index(_EMPTY_PROMPTS) + len(_EMPTY_PROMPTS) - 1
+        yield data[:at]
+        yield from prompts
+        start = at
     for chunks in caseruns:
         at = data.index(_EMPTY_CASERUNS, start)
         yield data[start : at + len(_EMPTY_CASERUNS) - 1]
@@ -674,7 +889,7 @@ def splice_caseruns(skeleton: S.Report, caseruns: Sequence[Iterable[bytes]]) -> 
     yield data[start:]
 
 
-def to_json(report: S.Report) -> bytes:
+def to_json(report: S.Report | S.ReportV2) -> bytes:
     """Canonical JSON bytes of a report (sorted keys, no floats), with a final newline."""
     return canonical_json(report) + b"\n"
 
@@ -691,6 +906,21 @@ def from_json(data: bytes | str) -> S.Report:
         raise UsageError(
             f"not a {CONTRACT} report: {exc}",
             hint="build one with `caseledger report --format json` (docs/report.schema.json)",
+        ) from None
+
+
+def from_json_v2(data: bytes | str) -> S.ReportV2:
+    """Decode ``caseledger-report/2`` JSON into its schema (the inverse of :func:`to_json`).
+
+    Raises:
+        UsageError: the bytes are not a ``caseledger-report/2`` report; names the JSON path.
+    """
+    try:
+        return msgspec.json.decode(data, type=S.ReportV2)
+    except (msgspec.ValidationError, msgspec.DecodeError) as exc:
+        raise UsageError(
+            f"not a {CONTRACT_V2} report: {exc}",
+            hint="build one with `caseledger report --format json` (docs/report-v2.schema.json)",
         ) from None
 
 

@@ -24,7 +24,7 @@ import base64
 import hashlib
 import html
 import json
-from collections import Counter
+from collections.abc import Iterable, Iterator
 from decimal import Decimal, localcontext
 from typing import Any
 
@@ -58,7 +58,7 @@ from projections.report.tables import (
     withdrawn_lines,
 )
 
-__all__ = ["render_html"]
+__all__ = ["render_html", "render_html_chunks"]
 
 _PALETTE = ("#1f6feb", "#d1242f", "#1a7f37", "#9a6700", "#8250df", "#bf3989", "#0a7c86")
 _CENTER, _RADIUS = Decimal(190), Decimal(110)
@@ -493,13 +493,42 @@ def _evidence(c: CaseRun, head: Any) -> list[Any]:
     return blocks
 
 
+def _texts(block: list[Any]) -> list[str]:
+    """The texts of a ``pre`` block (a prompt's paragraphs, or one text); none otherwise."""
+    if block[0] != "pre":
+        return []
+    return block[1] if isinstance(block[1], list) else [block[1]]
+
+
+def _key(text: str) -> bytes:
+    """What the blob counts a text by: its SHA-256, so counting keeps 32 bytes a text."""
+    return hashlib.sha256(text.encode("utf-8")).digest()
+
+
+def _script_json(text: str) -> str:
+    """JSON text made safe inside ``<script>``: ``</`` and ``<!--`` escaped so the element
+    cannot end early (applied to whole JSON values, so no pattern spans two pieces)."""
+    return text.replace("</", "<\\/").replace("<!--", "<\\u0021--")
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
 class _Blob:
-    """The CaseRuns' evidence of the whole page, with repeated long texts stored once."""
+    """The CaseRuns' evidence of the whole page, with repeated long texts stored once.
+
+    Built in bounded memory (issue 21): :meth:`add` (while the sections are written)
+    keeps only how often each text occurs, by SHA-256; :meth:`chunks` then reads the
+    CaseRuns twice more (from the report's spool, one run decoded at a time): once for
+    the repeated texts, in order of first use, and once to write each CaseRun's blocks.
+    """
 
     def __init__(self) -> None:
-        self.caseruns: list[list[Any]] = []
+        self.count = 0
         self.heads: list[list[str]] = []
         self._head_index: dict[tuple[str, ...], int] = {}
+        self._seen: dict[bytes, int] = {}
 
     def head(self, names: list[str]) -> int:
         key = tuple(names)
@@ -509,47 +538,47 @@ class _Blob:
         return self._head_index[key]
 
     def add(self, c: CaseRun) -> int:
-        self.caseruns.append(_evidence(c, self.head))
-        return len(self.caseruns) - 1
+        """Count the texts of one CaseRun's evidence; its index in the blob."""
+        seen = self._seen
+        for block in _evidence(c, self.head):
+            for text in _texts(block):
+                key = _key(text)
+                seen[key] = seen.get(key, 0) + 1
+        self.count += 1
+        return self.count - 1
 
-    def encode(self) -> str:
-        """The blob as JSON for a ``<script type="application/json">`` element: the
-        ``pre`` texts (and prompt paragraphs) that occur more than once are moved to
-        ``s`` in order of first use; ``</`` and ``<!--`` are escaped so the element
-        cannot end early."""
-
-        def texts(block: list[Any]) -> list[str]:
-            if block[0] != "pre":
-                return []
-            return block[1] if isinstance(block[1], list) else [block[1]]
-
-        seen = Counter(t for c in self.caseruns for b in c for t in texts(b))
+    def chunks(self, caseruns: Iterable[CaseRun]) -> Iterator[str]:
+        """The blob as JSON for a ``<script type="application/json">`` element, in pieces:
+        ``{"s":[...],"h":[...],"c":[...]}``, where ``s`` holds the ``pre`` texts (and
+        prompt paragraphs) that occur more than once, in order of first use, and each
+        CaseRun's blocks refer to them by index. ``caseruns``: the CaseRuns added, in the
+        same order (iterated twice)."""
+        seen = self._seen
         strings: list[str] = []
-        index: dict[str, int] = {}
+        index: dict[bytes, int] = {}
+        for c in caseruns:
+            for block in _evidence(c, self.head):
+                for text in _texts(block):
+                    key = _key(text)
+                    if seen[key] >= 2 and key not in index:
+                        index[key] = len(strings)
+                        strings.append(text)
+        yield _script_json('{"s":' + _dumps(strings) + ',"h":' + _dumps(self.heads) + ',"c":[')
+        del strings
 
         def ref(text: str) -> int | str:
-            if seen[text] < 2:
-                return text
-            if text not in index:
-                index[text] = len(strings)
-                strings.append(text)
-            return index[text]
+            found = index.get(_key(text))
+            return text if found is None else found
 
-        caseruns = []
-        for blocks in self.caseruns:
+        for n, c in enumerate(caseruns):
             out = []
-            for b in blocks:
+            for b in _evidence(c, self.head):
                 if b[0] == "pre":
                     value = b[1]
                     b = ["pre", [ref(t) for t in value] if isinstance(value, list) else ref(value)]
                 out.append(b)
-            caseruns.append(out)
-        text = json.dumps(
-            {"s": strings, "h": self.heads, "c": caseruns},
-            ensure_ascii=False,
-            separators=(",", ":"),
-        )
-        return text.replace("</", "<\\/").replace("<!--", "<\\u0021--")
+            yield ("," if n else "") + _script_json(_dumps(out))
+        yield "]}"
 
 
 def _caseruns(section: Section, blob: _Blob) -> str:
@@ -605,37 +634,64 @@ def _section(section: Section, blob: _Blob) -> str:
 
 def render_html(report: Report) -> str:
     """The self-contained HTML page of a report."""
+    return "".join(render_html_chunks(report))
+
+
+def render_html_chunks(report: Report) -> Iterator[str]:
+    """The page of :func:`render_html` in pieces, section by section and the evidence blob
+    CaseRun by CaseRun, so a report whose CaseRuns are read from a spool is written in
+    memory bounded by a section's tables, not by the evidence of every CaseRun."""
     cp = report.checkpoint
     scorer = report.scorer.requested or "as recorded by each run"
-    body = [
-        "<h1>caseledger report</h1>",
-        f'<p class="notice">{_e(report.notice)}</p>',
+    yield (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        f'<meta http-equiv="Content-Security-Policy" content="{_CSP}">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>caseledger report (tree size {cp.tree_size})</title>"
+        f"<style>{_STYLE}</style></head><body>"
+    )
+    yield (
+        "<h1>caseledger report</h1>"
+        f'<p class="notice">{_e(report.notice)}</p>'
         f"<p>Contract <code>{_e(report.contract)}</code>; built from the first "
         f"{cp.tree_size} events, root <code>{_e(cp.root_hash)}</code> (check it with "
         "<code>caseledger verify</code> and <code>caseledger prove</code>); scorer: "
-        f"{_e(scorer)}.</p>",
-    ]
+        f"{_e(scorer)}.</p>"
+    )
     notes = withdrawn_lines(report.withdrawn, len(report.sections))
     if notes:
-        body.append(
+        yield (
             '<div id="withdrawn">'
             + "".join(f'<p class="notice">{_e(n)}</p>' for n in notes)
             + "</div>"
         )
     if not report.sections and not notes:
-        body.append("<p>No runs in this ledger at this tree size.</p>")
+        yield "<p>No runs in this ledger at this tree size.</p>"
     blob = _Blob()
-    body += [_section(s, blob) for s in report.sections]
-    body.append('<h2>How to read this report</h2><ul id="how-to-read">')
-    body += [f"<li>{_e(item)}</li>" for item in how_to_read(report)]
-    body.append("</ul>")
-    if blob.caseruns:
-        body.append(f'<script type="application/json" id="evidence">{blob.encode()}</script>')
-        body.append(f"<script>{_SCRIPT}</script>")
-    return (
-        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
-        f'<meta http-equiv="Content-Security-Policy" content="{_CSP}">'
-        '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        f"<title>caseledger report (tree size {cp.tree_size})</title>"
-        f"<style>{_STYLE}</style></head><body>" + "".join(body) + "</body></html>\n"
-    )
+    for s in report.sections:
+        yield _section(s, blob)
+    yield '<h2>How to read this report</h2><ul id="how-to-read">'
+    yield "".join(f"<li>{_e(item)}</li>" for item in how_to_read(report))
+    yield "</ul>"
+    if blob.count:
+        yield '<script type="application/json" id="evidence">'
+        yield from blob.chunks(_page_caseruns(report))
+        yield "</script>"
+        yield f"<script>{_SCRIPT}</script>"
+    yield "</body></html>\n"
+
+
+class _PageCaseRuns:
+    """The CaseRuns of every section in page order, iterable more than once (each pass
+    reads a spooled section's CaseRuns again, one run at a time)."""
+
+    def __init__(self, report: Report) -> None:
+        self._report = report
+
+    def __iter__(self) -> Iterator[CaseRun]:
+        for section in self._report.sections:
+            yield from section.caseruns
+
+
+def _page_caseruns(report: Report) -> Iterable[CaseRun]:
+    return _PageCaseRuns(report)

@@ -37,19 +37,24 @@ from ledger.events import (
 
 __all__ = [
     "CONTRACT",
+    "CONTRACT_V2",
     "GATE_CONTRACT",
     "SCORECARD_CONTRACT",
     "GateVerdict",
     "Report",
+    "ReportV2",
     "RunEntry",
     "RunSigner",
     "Scorecard",
     "Section",
     "report_schema",
+    "report_v2_schema",
     "verdict_schema",
 ]
 
 CONTRACT: Final = "caseledger-report/1"
+#: The compact report (issue 21): the default of ``caseledger report --format json``.
+CONTRACT_V2: Final = "caseledger-report/2"
 SCORECARD_CONTRACT: Final = "caseledger-scorecard/1"
 GATE_CONTRACT: Final = "caseledger-gate/1"
 
@@ -770,6 +775,96 @@ class Report(_S, frozen=True, kw_only=True):
     withdrawn: list[WithdrawnRun] | msgspec.UnsetType = msgspec.UNSET
 
 
+# ----------------------------------------------------------------- caseledger-report/2
+
+
+class CompactResponse(_S, frozen=True, kw_only=True):
+    """The model's response in a ``caseledger-report/2`` CaseRun: no raw output, no
+    provider request id, no model names (the run entry's ``model`` lists them)."""
+
+    kind: Literal["model_responded", "provider_failed"]
+    invocation: Invocation | None
+    usage: Usage | None
+    cost: str | None
+    estimated_cost: str | None
+    generation_us: int | None
+    failure: ProviderFailure | None
+
+
+class CompactParsed(_S, frozen=True, kw_only=True):
+    """The output protocol's reading in a ``caseledger-report/2`` CaseRun: the SQL and
+    the protocol verdict (no plan, summary or assumptions)."""
+
+    protocol_strict: bool
+    recovered_from_fence: bool
+    sql: str | None
+    error: str | None
+    imported: bool | msgspec.UnsetType = msgspec.UNSET
+
+
+class CompactGuard(_S, frozen=True, kw_only=True):
+    """The SQL guard's verdict in a ``caseledger-report/2`` CaseRun (no AST digest)."""
+
+    passed: bool
+    violations: list[Violation]
+
+
+class CompactExecution(_S, frozen=True, kw_only=True):
+    """The last execution in a ``caseledger-report/2`` CaseRun: counts, no rows or columns."""
+
+    ok: bool
+    error_kind: str | None
+    error_message: str | None
+    row_count: int
+    truncated: bool
+    sql_us: int
+    tries: int
+
+
+class CompactCaseRun(_S, frozen=True, kw_only=True):
+    """One run x case x attempt in a ``caseledger-report/2`` report: why it scored what it
+    scored, and the leaf hashes of the events that say so (docs/reports.md "Versions")."""
+
+    run: str
+    case: str
+    attempt: int
+    outcome: str
+    prompt_sha256: str | None
+    response: CompactResponse | None
+    parsed: CompactParsed | None
+    guard: CompactGuard | None
+    execution: CompactExecution | None
+    diff: Diff | None
+    score: Score | None
+    cancel: Cancel | None
+    variant_flags: list[str] | None
+    evidence: list[EventRef]
+    slice: CaseRunSlice | msgspec.UnsetType = msgspec.UNSET
+    claims: list[CaseRunClaim] | msgspec.UnsetType = msgspec.UNSET
+
+
+class SectionV2(Section, frozen=True, kw_only=True):
+    """A section of a ``caseledger-report/2`` report: compact CaseRuns."""
+
+    caseruns: list[CompactCaseRun]  # type: ignore[assignment]
+
+
+class ReportV2(_S, frozen=True, kw_only=True):
+    """A ``caseledger-report/2`` report: the fields of ``caseledger-report/1`` with compact
+    CaseRuns and every prompt text once, by its SHA-256."""
+
+    contract: Literal["caseledger-report/2"]
+    checkpoint: Checkpoint
+    view: Literal["public", "internal-with-gold"]
+    notice: str
+    scorer: ScorerView
+    selection: Selection
+    prompts: dict[str, str]
+    sections: list[SectionV2]
+    how_to_read: list[str]
+    withdrawn: list[WithdrawnRun] | msgspec.UnsetType = msgspec.UNSET
+
+
 # ----------------------------------------------------------------- the gate
 
 
@@ -888,6 +983,11 @@ class GateVerdict(_S, frozen=True, kw_only=True):
 def report_schema() -> dict[str, Any]:
     """The JSON Schema (2020-12) of a report, generated from :class:`Report`."""
     return _titled(msgspec.json.schema(Report), "caseledger-report/1")
+
+
+def report_v2_schema() -> dict[str, Any]:
+    """The JSON Schema (2020-12) of a ``caseledger-report/2`` report (:class:`ReportV2`)."""
+    return _titled(msgspec.json.schema(ReportV2), "caseledger-report/2")
 
 
 def verdict_schema() -> dict[str, Any]:

@@ -265,7 +265,8 @@ def test_runs_of_three_machines_in_one_postgresql_ledger(
     assert sorted(f.key_id for f in foreign) == sorted(m.key_id for m in machines.values())
     assert {f.accepted_by for f in foreign} == {central_id}
 
-    report = json.loads(ok(central.cli("report", "--format", "json")))
+    # --detail full (caseledger-report/1): every event of each CaseRun, to compare seqs.
+    report = json.loads(ok(central.cli("report", "--format", "json", "--detail", "full")))
     held: dict[str, list[tuple[int, str]]] = {}
     entries = {r["run"]: r for s in report["sections"] for r in s["runs"]}
     assert sorted(entries) == sorted(imported)
@@ -273,7 +274,7 @@ def test_runs_of_three_machines_in_one_postgresql_ledger(
         assert entries[run]["signer"] == {"name": m.key_name, "key_id": m.key_id}
         # the run reports exactly as on its home machine (its entry and every CaseRun)
         home = json.loads(ok(caseledger(m.db, "report", "--run", run, "--format", "json",
-                                        home=m.home)))  # fmt: skip
+                                        "--detail", "full", home=m.home)))  # fmt: skip
         (home_entry,) = [r for s in home["sections"] for r in s["runs"]]
         assert "signer" not in home_entry  # recorded there, by its own operator
         # the same entry but the rank, which is among the runs of the section it is in

@@ -65,7 +65,11 @@ def copy(master: Path, tmp_path: Path) -> Path:
 
 @pytest.fixture(scope="module")
 def honest(master: Path) -> dict[str, bytes]:
-    return {fmt: cli(master, "report", "--format", fmt)[1].encode() for fmt in ("json", "md")}
+    # --detail full: caseledger-report/1, the whole evidence (issue 21 made /2 the default).
+    return {
+        fmt: cli(master, "report", "--format", fmt, "--detail", "full")[1].encode()
+        for fmt in ("json", "md")
+    }
 
 
 def rows(path: Path) -> list[list[object]]:
@@ -123,7 +127,7 @@ def checkpoint_note(path: Path, size: int) -> str:
 
 
 def test_reports_are_bound_to_the_log(copy: Path, honest: dict[str, bytes]) -> None:
-    code, out, err = cli(copy, "report", "--format", "json")
+    code, out, err = cli(copy, "report", "--format", "json", "--detail", "full")
     assert code == 0
     assert out.encode() == honest["json"]
     size = len(rows(copy))
@@ -353,8 +357,8 @@ def test_a_ledger_of_the_previous_release_verifies_and_renders_the_same(tmp_path
     for line in (home / "reports.sha256").read_text().splitlines():
         digest, name = line.split()
         digests[name] = digest
-    for fmt in ("json", "md"):
-        code, out, _ = cli(path, "report", "--format", fmt)
+    for fmt in ("json", "md"):  # that release's contract: caseledger-report/1
+        code, out, _ = cli(path, "report", "--format", fmt, "--detail", "full")
         assert code == 0
         assert hashlib.sha256(out.encode()).hexdigest() == digests[f"report.{fmt}"], fmt
     # The HTML page changed in issue 20 (a view, not the report contract: docs/reports.md),
@@ -363,7 +367,7 @@ def test_a_ledger_of_the_previous_release_verifies_and_renders_the_same(tmp_path
     from projections.report import render
 
     _, page, _ = cli(path, "report", "--format", "html")
-    _, text, _ = cli(path, "report", "--format", "json")
+    _, text, _ = cli(path, "report", "--format", "json", "--detail", "full")
     assert page.encode() == render(json.loads(text), "html")
     assert hashlib.sha256(page.encode()).hexdigest() != digests["report.html"]
 

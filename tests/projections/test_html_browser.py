@@ -259,7 +259,9 @@ def test_the_probe_sees_a_page_wider_than_its_window(tmp_path: Path):
 
 @pytest.fixture
 def report_json(real_ledger: Path) -> dict:
-    result = CliRunner().invoke(main, ["--ledger", str(real_ledger), "report", "--format", "json"])
+    # --detail full: caseledger-report/1 carries each CaseRun's prompt text (issue 21).
+    argv = ["--ledger", str(real_ledger), "report", "--format", "json", "--detail", "full"]
+    result = CliRunner().invoke(main, argv)
     assert result.exit_code == 0, result.stderr
     return json.loads(result.stdout)
 

@@ -84,7 +84,10 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     cli(home, *common, "--run-id", "plain", "--profile", "plain", "--no-variants")
     printed = cli(home, "calibrate", "--bank", "sales-fixture", "--json").stdout
     weak = cli(home, "calibrate", "--bank", str(weakened(home / "weak")), "--json").stdout
-    reports = {fmt: cli(home, "report", "--format", fmt).stdout for fmt in ("json", "md", "html")}
+    reports = {  # caseledger-report/1 (--detail full): the variant outcomes of each CaseRun
+        fmt: cli(home, "report", "--format", fmt, "--detail", "full").stdout
+        for fmt in ("json", "md", "html")
+    }
     return {
         "home": home,
         # parse_float=str keeps the printed number's exact text ("1.0000")
@@ -223,7 +226,7 @@ def test_flags_and_calibration_sections_rebuild_to_the_same_bytes(built: dict[st
     os.environ["PYTHONHASHSEED"] = "4242"
     try:
         for fmt, first in built["reports"].items():
-            again = cli(home, "report", "--format", fmt).stdout
+            again = cli(home, "report", "--format", fmt, "--detail", "full").stdout
             assert (
                 hashlib.sha256(again.encode()).digest() == hashlib.sha256(first.encode()).digest()
             )

@@ -125,7 +125,8 @@ def test_cli_report_streams_to_a_file_and_stdout(real_ledger: Path, tmp_path: Pa
 
     out = tmp_path / "r.json"
     runner = CliRunner()
-    done = runner.invoke(main, ["--ledger", str(real_ledger), "report", "-o", str(out)])
+    argv = ["--ledger", str(real_ledger), "report", "--detail", "full", "-o", str(out)]
+    done = runner.invoke(main, argv)
     assert done.exit_code == 0, done.output
     assert out.read_bytes() == _whole(real_ledger, "json")
     done = runner.invoke(main, ["--ledger", str(real_ledger), "report", "--format", "md"])

@@ -34,6 +34,8 @@ def _report(ledger: Path, fmt: str, *extra: str, seed: str = "0") -> bytes:
             "report",
             "--format",
             fmt,
+            "--detail",
+            "full",
             *extra,
         ],
         capture_output=True,

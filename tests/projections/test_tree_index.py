@@ -95,7 +95,7 @@ def test_a_run_is_read_through_the_index_with_the_same_bytes(copy: Path, block_h
     assert sizes[-1] == len(leaves)  # model-b's RunFinished stored the newest checkpoint
     for run in RUNS:
         for fmt in ("json", "md", "html"):
-            code, out, err = cli(copy, "report", "--run", run, "--format", fmt)
+            code, out, err = cli(copy, "report", "--run", run, "--format", fmt, "--detail", "full")
             assert code == 0, err
             assert out.encode() == full_report(copy, run, fmt)
             assert f"root sha256:{root_hash(leaves).hex()}" in err
@@ -182,7 +182,7 @@ def test_an_edited_index_never_changes_a_report(
     path = home / "ledger.db"
     shutil.copyfile(master, path)
     honest = full_report(path, "model-a", "json")
-    code, out, _ = cli(path, "report", "--run", "model-a")  # builds the index
+    code, out, _ = cli(path, "report", "--run", "model-a", "--detail", "full")  # builds the index
     assert code == 0
     assert out.encode() == honest
     index = home / "ledger.index.db"
@@ -209,7 +209,7 @@ def test_an_edited_index_never_changes_a_report(
             conn.execute("UPDATE streams SET stream_seq = stream_seq - 1 WHERE stream = 'model-a'")
         conn.commit()
         conn.close()
-    code, out, err = cli(path, "report", "--run", "model-a")
+    code, out, err = cli(path, "report", "--run", "model-a", "--detail", "full")
     assert "Traceback" not in err
     assert code == 0, err
     assert out.encode() == honest
