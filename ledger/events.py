@@ -66,6 +66,7 @@ __all__ = [
     "OutputParsed",
     "Plan",
     "PromptSent",
+    "PromptStored",
     "ProviderFailed",
     "RunFinished",
     "RunStarted",
@@ -484,11 +485,18 @@ class RunStarted(EventBase, tag="run.started.v1", frozen=True, kw_only=True):
 
 
 class PromptSent(EventBase, tag="prompt.sent.v1", frozen=True, kw_only=True):
-    """The exact prompt of one attempt, verbatim."""
+    """The exact prompt of one attempt: its SHA-256, and its text verbatim or by reference.
+
+    Since issue 22 the text is not repeated per attempt: ``prompt`` is unset and the
+    run's stream holds the text once, in the PromptStored with the same
+    ``prompt_sha256`` (before this event). Events written before keep the text inline
+    (and their bytes). A reader resolves the text through the reference
+    (projections/caseruns.py); ``verify`` refuses a reference that names no PromptStored.
+    """
 
     case_id: str
     attempt: int
-    prompt: str
+    prompt: str | UnsetType = UNSET
     prompt_sha256: str
 
 
@@ -824,6 +832,19 @@ class RunWithdrawn(EventBase, tag="run.withdrawn.v1", frozen=True, kw_only=True)
     reason: str
 
 
+class PromptStored(EventBase, tag="prompt.stored.v1", frozen=True, kw_only=True):
+    """One distinct prompt text of a run, stored once in the run's stream (issue 22).
+
+    The runner appends one per distinct prompt of the attempts it is about to send,
+    after the leak check passed and before the first model call; the PromptSent of
+    each attempt then names it by ``prompt_sha256`` (``sha256:<hex>`` of the UTF-8
+    text) instead of repeating the text. ``verify`` checks the text hashes to it.
+    """
+
+    prompt_sha256: str
+    prompt: str
+
+
 Event = (
     SignerRegistered
     | SignerRetired
@@ -848,6 +869,7 @@ Event = (
     | EventImported
     | ClaimsChecked
     | RunWithdrawn
+    | PromptStored
 )
 
 EVENT_TYPES: tuple[type[EventBase], ...] = (
@@ -874,6 +896,7 @@ EVENT_TYPES: tuple[type[EventBase], ...] = (
     EventImported,
     ClaimsChecked,
     RunWithdrawn,
+    PromptStored,
 )
 
 # Old tag -> function turning an old body (a dict) into the next version's body.

@@ -17,7 +17,10 @@ The steps, numbered as in docs/verification.md:
   (6) runs imported from other ledgers (docs/exchange.md): each event.imported.v1
       carries an event as signed on its home ledger; its original signature must
       verify with the key a signer.foreign.v1 before it accepted, and the inner
-      events of each run must continue their own stream chain (ledger/foreign.py).
+      events of each run must continue their own stream chain (ledger/foreign.py);
+  (7) stored prompts (issue 22): every PromptStored's text hashes to its
+      ``prompt_sha256``, and every PromptSent written without its text names a
+      PromptStored before it in its own stream (imported runs' inner events too).
 Verification fails closed.
 """
 
@@ -55,6 +58,8 @@ from ledger.events import (
     CheckpointIssued,
     EventImported,
     ForeignSignerRegistered,
+    PromptSent,
+    PromptStored,
     SignerRegistered,
 )
 from ledger.foreign import ForeignChecker
@@ -422,6 +427,7 @@ def _walk(
     expected = 0
     foreign = ForeignChecker()  # (6) runs imported from other ledgers
     imported = 0
+    prompts = _StoredPrompts()  # (7) stored prompts
     try:
         # (1) body -> leaf hash, (2) the chain and the query columns against the body's
         # envelope are checked by the scan itself.
@@ -454,8 +460,10 @@ def _walk(
             if isinstance(event, ForeignSignerRegistered):
                 foreign.register(seq, event, entry)
             elif isinstance(event, EventImported):
-                foreign.check(seq, event)
+                prompts.check(seq, foreign.check(seq, event).event)
                 imported += 1
+            else:
+                prompts.check(seq, event)
             # (4) stream chain, and the query columns against the body
             last = streams.get(event.stream)
             want_seq, want_prev = (0, None) if last is None else (last[0] + 1, link_of(last[1]))
@@ -505,6 +513,41 @@ def _walk(
         signed_v2=size - checker.v1,
         imported=imported,
     )
+
+
+class _StoredPrompts:
+    """Step (7): the prompt texts each stream stored, by hash, and the references to them.
+
+    Memory grows with the distinct prompts of each run (a few dozen hashes per run),
+    not with its attempts.
+    """
+
+    def __init__(self) -> None:
+        self.held: dict[str, set[str]] = {}
+
+    def check(self, seq: int, event: object) -> None:
+        if isinstance(event, PromptStored):
+            found = codec.sha256_hex(event.prompt.encode())
+            if found != event.prompt_sha256:
+                raise _fail(
+                    VerificationError,
+                    seq,
+                    f"prompt.stored.v1 of stream {event.stream}: the prompt hashes to "
+                    f"{found}, not to its prompt_sha256 {event.prompt_sha256}",
+                )
+            self.held.setdefault(event.stream, set()).add(event.prompt_sha256)
+        elif (
+            isinstance(event, PromptSent)
+            and event.prompt is msgspec.UNSET
+            and event.prompt_sha256 not in self.held.get(event.stream, ())
+        ):
+            raise _fail(
+                VerificationError,
+                seq,
+                f"prompt.sent.v1 of case {event.case_id} attempt {event.attempt} names "
+                f"prompt {event.prompt_sha256}, which no prompt.stored.v1 before it in "
+                f"stream {event.stream} holds",
+            )
 
 
 def _check_genesis(event: object, trusted: list[NoteVerifier]) -> None:

@@ -28,6 +28,15 @@ Two kinds of evidence sit beside the scores and never change them:
   rescore under another version keeps the same flags;
 * a calibration run's CalibrationMutantJudged, CalibrationControlChecked and
   CalibrationFinished events are kept per run in ``State.calibrations``.
+
+A PromptSent written since issue 22 names its prompt by SHA-256 only; the text is
+in the PromptStored of the same stream with that hash (stored once per run). The
+fold files such a PromptSent with its text filled in from that PromptStored, so
+every view reads the verbatim prompt as it did when the text was inline (the
+step keeps the stored event's leaf hash). A PromptStored whose text does not hash
+to its ``prompt_sha256``, or a PromptSent whose reference names no PromptStored
+before it, stops the fold with a VerificationError naming the seq (exit 1), as
+``verify`` does.
 """
 
 from __future__ import annotations
@@ -35,8 +44,10 @@ from __future__ import annotations
 import base64
 
 import msgspec
+from msgspec import UNSET
 
 from ledger import codec
+from ledger.errors import VerificationError
 from ledger.events import (
     AttemptCancelled,
     BankPublished,
@@ -50,6 +61,7 @@ from ledger.events import (
     ModelResponded,
     OutputParsed,
     PromptSent,
+    PromptStored,
     ProviderFailed,
     RunFinished,
     RunStarted,
@@ -106,6 +118,7 @@ CONSUMES = (
     RunStarted,
     RunFinished,
     RunWithdrawn,
+    PromptStored,
     *ATTEMPT_EVENTS,
     *CALIBRATION_EVENTS,
     ForeignSignerRegistered,
@@ -181,6 +194,8 @@ class State(msgspec.Struct):
     calibrations: dict[str, CalibrationRecord] = msgspec.field(default_factory=dict)
     #: Foreign signers accepted by this ledger (signer.foreign.v1): key id -> name.
     foreign_signers: dict[str, str] = msgspec.field(default_factory=dict)
+    #: stream -> prompt_sha256 -> text of each PromptStored folded (issue 22).
+    prompts: dict[str, dict[str, str]] = msgspec.field(default_factory=dict)
 
 
 def caserun_key(run_id: str, case_id: str, attempt: int) -> str:
@@ -206,6 +221,8 @@ def apply(state: State, item: Item) -> State:
     (1, {})
     """
     seq, leaf, event = item
+    if isinstance(event, PromptSent) and event.prompt is UNSET:
+        event = _with_text(state, seq, event)
     if isinstance(event, ATTEMPT_EVENTS):
         key = caserun_key(event.stream, event.case_id, event.attempt)
         found = state.caseruns.get(key)
@@ -226,6 +243,9 @@ def apply(state: State, item: Item) -> State:
         touch_run(state, event.stream, event.at)
     elif isinstance(event, RunStarted):
         state.runs[event.run_id] = RunInfo(event, seq, event.at, event.at)
+    elif isinstance(event, PromptStored):
+        _store_prompt(state, seq, event)
+        touch_run(state, event.stream, event.at)
     elif isinstance(event, RunFinished):
         info = touch_run(state, event.stream, event.at)
         if info is not None:
@@ -243,6 +263,31 @@ def apply(state: State, item: Item) -> State:
         state.foreign_signers[event.key_id] = event.name
     state.size = seq + 1
     return state
+
+
+def _store_prompt(state: State, seq: int, event: PromptStored) -> None:
+    """Keep a PromptStored's text under its hash, once the text hashes to it."""
+    found = codec.sha256_hex(event.prompt.encode())
+    if found != event.prompt_sha256:
+        raise VerificationError(
+            f"seq {seq}: prompt.stored.v1: the prompt hashes to {found}, "
+            f"not to its prompt_sha256 {event.prompt_sha256}",
+            seq=seq,
+        )
+    state.prompts.setdefault(event.stream, {})[event.prompt_sha256] = event.prompt
+
+
+def _with_text(state: State, seq: int, event: PromptSent) -> PromptSent:
+    """A text-less PromptSent with the text of the PromptStored it names (same stream)."""
+    text = state.prompts.get(event.stream, {}).get(event.prompt_sha256)
+    if text is None:
+        raise VerificationError(
+            f"seq {seq}: prompt.sent.v1 of case {event.case_id} attempt {event.attempt} "
+            f"names prompt {event.prompt_sha256}, which no prompt.stored.v1 before it in "
+            f"stream {event.stream} holds",
+            seq=seq,
+        )
+    return msgspec.structs.replace(event, prompt=text)
 
 
 def _apply_imported(state: State, seq: int, wrapper: EventImported) -> None:

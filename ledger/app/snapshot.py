@@ -32,7 +32,14 @@ import msgspec
 from ledger import codec
 from ledger.app import tree_index
 from ledger.errors import ChainBrokenError, UsageError, VerificationError
-from ledger.events import LEDGER_STREAM, BankPublished, EventImported, RunStarted, tag_of
+from ledger.events import (
+    LEDGER_STREAM,
+    BankPublished,
+    EventImported,
+    PromptStored,
+    RunStarted,
+    tag_of,
+)
 from ledger.merkle import TreeAccumulator
 from ledger.store import GENESIS_CHAIN, Ledger, link_of
 from projections import caseruns
@@ -42,7 +49,8 @@ from projections.replay import paused_gc
 __all__ = ["Snapshot", "read_state", "run_snapshots"]
 
 T = TypeVar("T")
-_ATTEMPT_TAGS = frozenset(tag_of(cls) for cls in ATTEMPT_EVENTS)
+# A run's stored prompts (issue 22) are skipped with its attempt events when it is not asked for.
+_ATTEMPT_TAGS = frozenset(tag_of(cls) for cls in (*ATTEMPT_EVENTS, PromptStored))
 
 
 class _Envelope(msgspec.Struct):

@@ -209,8 +209,9 @@ class AttemptWriter:
             evidence.append(link)
             return event
 
-        prompt = prepared.prompt
-        add(events.PromptSent, prompt=prompt, prompt_sha256=codec.sha256_hex(prompt.encode()))
+        # The text itself is in the run's PromptStored with this hash (issue 22: each
+        # distinct prompt stored once, by the runner before the first model call).
+        add(events.PromptSent, prompt_sha256=codec.sha256_hex(prepared.prompt.encode()))
         parsed: events.OutputParsed | None = None
         if prepared.failed:
             add(events.ProviderFailed, **prepared.first)

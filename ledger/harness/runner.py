@@ -6,6 +6,11 @@ in ONE transaction (so an attempt is either fully recorded or not at all):
     PromptSent, ModelResponded | ProviderFailed, OutputParsed, SqlGuarded,
     SqlExecuted (twice after a worker crash), ScoreComputed | AttemptCancelled
 
+Before the first model call (after RunStarted, once the leak check passed) it
+appends one batch of PromptStored, one per distinct prompt text of the attempts
+to do that the stream does not hold yet; each PromptSent names its text by
+SHA-256 instead of repeating it (issue 22, docs/events.md).
+
 The stages overlap (issue 21): the model calls run on ``concurrency`` daemon
 threads (so an interrupted run never waits for a slow model); each answer is
 judged (parsed, guarded, executed, scored: ``AttemptWriter.prepare``) on one of
@@ -77,7 +82,7 @@ from typing import Any, NamedTuple
 
 import duckdb
 
-from ledger import __version__, events
+from ledger import __version__, codec, events
 from ledger.adapters.base import (
     Adapter,
     Answer,
@@ -801,6 +806,7 @@ def _run_planned(
     pool = workers.ready()
     if started is None:
         session.one(events.RunStarted, **fresh)
+    _store_prompts(session, existing, [prompts[cid] for cid, _ in todo])
     invocation = adapter.invocation(bank.prompt_contract_digest, plan.retries)
     writer = AttemptWriter(bank, pool, invocation, score.SCORER_VERSION, limits)
     requests = [Request(cid, n, prompts[cid]) for cid, n in todo]
@@ -917,6 +923,32 @@ def _progress(summary: RunSummary) -> Progress:
         correct=summary.correct,
         failures=dict(summary.failures),
     )
+
+
+def _store_prompts(session: _Session, existing: list[StoredEvent], texts: list[str]) -> None:
+    """Append one PromptStored per distinct prompt text the attempts to do will send and
+    the run's stream does not hold yet (a resume adds only the missing ones), in one
+    batch, before the first model call; each attempt's PromptSent then names its text by
+    SHA-256 (issue 22: the text stored once, not once per attempt). Called only after
+    the leak check passed: a leaking prompt is never stored."""
+    tag = events.tag_of(events.PromptStored).encode()
+    held = {
+        event.prompt_sha256
+        for item in existing
+        if tag in item.body and isinstance(event := item.event(), events.PromptStored)
+    }
+    missing: dict[str, str] = {}
+    for text in texts:
+        digest = codec.sha256_hex(text.encode())
+        if digest not in held:
+            missing.setdefault(digest, text)
+    if missing:
+        session.append(
+            lambda stream: [
+                stream.make(events.PromptStored, prompt_sha256=digest, prompt=text)[0]
+                for digest, text in missing.items()
+            ]
+        )
 
 
 def _stop_for_leaks(

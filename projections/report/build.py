@@ -331,7 +331,8 @@ def _caserun(a: Attempt) -> S.CaseRun:
         case=a.case_id,
         attempt=a.attempt,
         outcome=a.outcome,
-        prompt=a.prompt.prompt if a.prompt else None,
+        # the fold fills in a PromptSent's text from its run's PromptStored (issue 22)
+        prompt=a.prompt.prompt if a.prompt and isinstance(a.prompt.prompt, str) else None,
         prompt_sha256=a.prompt.prompt_sha256 if a.prompt else None,
         response=_response(a),
         parsed=None

@@ -545,7 +545,8 @@ def test_store_refuses_a_prompt_holding_a_run_of_the_key(
     tmp_path_factory: pytest.TempPathFactory, tmp_path: Path
 ) -> None:
     """The last line of defence, for real: the key shares an 8-character run with the bank's
-    prompt template ("assumptions"), which no adapter scrubs; the PromptSent batch is refused."""
+    prompt template ("assumptions"), which no adapter scrubs; the batch storing the run's
+    prompts (issue 22: before the first model call) is refused, so no prompt is sent."""
     key = "sk-leak-assumptions-9f3a"
     home = fresh_home(tmp_path_factory, tmp_path)
     server = EchoServer([(200, {}, _body(_completion(answer("SELECT 1 AS n"))))])
@@ -556,16 +557,18 @@ def test_store_refuses_a_prompt_holding_a_run_of_the_key(
     finally:
         server.close()
     assert done.returncode == 2, done.stderr
+    assert server.count == 0  # refused before the first model call
     # stderr is not a terminal here: progress comes as plain lines every 10 s (a loaded
     # machine may print some before the refusal); the error itself is one line
     lines = [line for line in done.stderr.splitlines() if "elapsed " not in line]
     assert len(lines) == 1, done.stderr
     assert lines[0].startswith(
-        "error: append refused: the PromptSent event of stream leaky contains an 8-character "
+        "error: append refused: the PromptStored event of stream leaky contains an 8-character "
         "run of a registered secret; nothing of its batch was appended"
     )
     assert "Traceback" not in done.stderr
     kinds = [type(s.event()).__name__ for s in stream(home, "leaky")]
     assert "PromptSent" not in kinds
+    assert "PromptStored" not in kinds
     assert kinds[0] == "RunStarted"
     assert key not in done.stdout + done.stderr

@@ -302,11 +302,12 @@ def test_an_old_rule_signature_after_a_new_rule_one_is_refused(frozen: Path) -> 
 
 
 def test_a_run_whose_first_event_is_not_run_started(frozen: Path) -> None:
-    # A correctly signed and linked first event of the run that is a PromptSent.
+    # A correctly signed and linked first event of the run that is its second one, the
+    # first of its stored prompts (issue 22).
     lines = lines_of(frozen)
     first = next(i for i, line in enumerate(lines) if json.loads(line["body"])["stream"] == "base4")
     body = json.loads(lines[first + 1]["body"])
-    assert body["type"] == "prompt.sent.v1"
+    assert body["type"] == "prompt.stored.v1"
     body.update(stream_seq=0, stream_prev=None)
     text = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     leaf = leaf_of(text)

@@ -7,6 +7,7 @@ every test gets its own ledger, key and bank databases.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -18,6 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 
 from ledger import events
@@ -142,14 +144,25 @@ def check_attempts(
     [OutputParsed, [SqlGuarded, [SqlExecuted]]], ScoreComputed [, VariantChecked after an
     execution], whose events are
     consecutive in the run stream and whose ScoreComputed names exactly their links.
+    Every PromptSent carries no text and names a PromptStored earlier in the stream;
+    each distinct prompt is stored once (issue 22), also across resumes.
     Returns the chain of each attempt.
     """
     by_key: dict[tuple[str, int], list[tuple[StoredEvent, events.EventBase]]] = {}
+    held: list[str] = []
     for item in stored:
         event = item.event()
+        if isinstance(event, events.PromptStored):
+            assert hashlib.sha256(event.prompt.encode()).hexdigest() == event.prompt_sha256[7:]
+            held.append(event.prompt_sha256)
+            continue
         if isinstance(event, events.RunStarted | events.RunFinished):
             continue
+        if isinstance(event, events.PromptSent):
+            assert event.prompt is msgspec.UNSET, f"{event.case_id}: prompt text inline"
+            assert event.prompt_sha256 in held, f"{event.case_id}: prompt not stored before"
         by_key.setdefault((event.case_id, event.attempt), []).append((item, event))
+    assert len(held) == len(set(held)), "a prompt was stored twice"
     assert sorted(by_key) == sorted(planned), "attempts in the stream differ from the plan"
     chains = {}
     for key, items in by_key.items():

@@ -92,9 +92,11 @@ def test_run_stops_and_records_nothing_for_the_attempt(
     assert "Traceback" not in err
     assert "run r: completed" not in out
     stored = [s.event() for s in stream(home, "r")]
-    # RunStarted, two whole attempts (prompt, answer, parse, guard, execution, score), the end
+    # RunStarted, the 7 cases' prompts stored once (issue 22), two whole attempts (prompt,
+    # answer, parse, guard, execution, score), the end
     assert [type(e).__name__ for e in stored] == [
         "RunStarted",
+        *["PromptStored"] * 7,
         *["PromptSent", "ModelResponded", "OutputParsed", "SqlGuarded", "SqlExecuted",
           "ScoreComputed"] * 2,
         "RunFinished",

@@ -28,6 +28,7 @@ from ledger.events import (
     OutputParsed,
     Plan,
     PromptSent,
+    PromptStored,
     ProviderFailed,
     RunFinished,
     RunStarted,
@@ -422,5 +423,12 @@ SAMPLES: tuple[EventBase, ...] = (
         stream_seq=17,
         stream_prev=H,
         reason="misconfigured: the server port was wrong, every attempt was refused",
+    ),
+    PromptStored(
+        **RUN,
+        stream_seq=18,
+        stream_prev=H,
+        prompt="Schéma:\r\n  orders(id, region)\n问题: 每个地区的订单数?\t",
+        prompt_sha256="sha256:78b2a02e28b4aa8a9a61e38211a19b3bfa822f59e82da06dfb64e042995f13fa",
     ),
 )

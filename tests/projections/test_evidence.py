@@ -225,10 +225,11 @@ def test_the_report_of_an_older_size_checks_only_its_prefix(copy: Path) -> None:
 def test_the_honest_copy_verifies_with_stored_checkpoints(copy: Path) -> None:
     code, out, err = cli(copy, "verify", "--key", key_of(copy))
     assert code == 0, err
-    # bank published (2 events), self-test ends at 46, model-a at 165, model-b at 214:
-    # 7 cases x 1 attempt and 7 x 3 (+ RunStarted/RunFinished) counted by hand in the fixture
-    assert "4 stored checkpoints, newest at size 214" in out
-    assert "signatures seq 0-213 event/v2 (content and place)" in out
+    # bank published (2 events), self-test ends at 53, model-a at 179, model-b at 235:
+    # 7 cases x 1 attempt and 7 x 3 (+ RunStarted/RunFinished) counted by hand in the fixture,
+    # and each run's 7 prompts stored once (issue 22: +7 events per run)
+    assert "4 stored checkpoints, newest at size 235" in out
+    assert "signatures seq 0-234 event/v2 (content and place)" in out
 
 
 def test_whole_run_deleted_and_chain_recomputed(copy: Path) -> None:
