@@ -23,6 +23,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import html
+import itertools
 import json
 from collections.abc import Iterable, Iterator
 from decimal import Decimal, localcontext
@@ -34,6 +35,7 @@ from ledger.events import Column
 from projections.aggregates import DIMENSIONS
 from projections.report.schema import CaseRun, Report, RunEntry, Section
 from projections.report.tables import (
+    CASERUNS_HEAD,
     FAILURES_HEAD,
     FAIRNESS_HEAD,
     INTRO,
@@ -42,7 +44,7 @@ from projections.report.tables import (
     benchmark_tables,
     calibration_tables,
     caserun_diagnostics_table,
-    caseruns_table,
+    caserun_row,
     cases_table,
     claim_tables,
     column_definitions,
@@ -155,6 +157,23 @@ def _table(
     """A table in its own horizontally scrolling box. ``defined``: the column definitions
     (``tables.column_definitions``), shown on hover of each head and listed under the
     table. ``first``: raw HTML of an extra leading cell per row (the evidence buttons)."""
+    return "".join(_table_chunks(head, rows, numeric, defined=defined, first=first))
+
+
+#: Table rows written at a time by :func:`_table_chunks`.
+_ROWS = 512
+
+
+def _table_chunks(
+    head: list[str],
+    rows: Iterable[list[Any]],
+    numeric: int = 0,
+    *,
+    defined: list[tuple[str, str]] | None = None,
+    first: Iterable[str] | None = None,
+) -> Iterator[str]:
+    """:func:`_table` in pieces of ``_ROWS`` rows, the rows (and ``first`` cells, taken
+    one per row) read as they are written."""
     defs = dict(defined or [])
     ths = []
     for h in (["evidence"] if first is not None else []) + head:
@@ -162,12 +181,16 @@ def _table(
         title = f' title="{_e(text)}"' if text else ""
         ths.append(f"<th{title}>{_e(h)}</th>")
     out = ['<div class="scroll"><table><thead><tr>', *ths, "</tr></thead><tbody>"]
-    for n, row in enumerate(rows):
-        cells = [] if first is None else [f"<td>{first[n]}</td>"]
+    lead = None if first is None else iter(first)
+    for row in rows:
+        cells = [] if lead is None else [f"<td>{next(lead)}</td>"]
         for i, value in enumerate(row):
             css = ' class="num"' if i >= numeric and numeric else ""
             cells.append(f"<td{css}>{_e(value)}</td>")
         out.append("<tr>" + "".join(cells) + "</tr>")
+        if len(out) >= _ROWS:
+            yield "".join(out)
+            out = []
     out.append("</tbody></table></div>")
     if defs:
         items = "".join(f"<dt>{_e(h)}</dt><dd>{_e(text)}</dd>" for h, text in defs.items())
@@ -175,7 +198,7 @@ def _table(
             '<details class="defs"><summary>What the columns mean</summary>'
             f"<dl>{items}</dl></details>"
         )
-    return "".join(out)
+    yield "".join(out)
 
 
 def _t(table: Table, diagnostics: bool = False) -> str:
@@ -581,20 +604,27 @@ class _Blob:
         yield "]}"
 
 
-def _caseruns(section: Section, blob: _Blob) -> str:
+def _caseruns(section: Section, blob: _Blob) -> Iterator[str]:
     """The CaseRuns table (the same as the Markdown's) with a button per row that opens
-    the CaseRun's evidence from the blob."""
-    t = caseruns_table(section)
-    buttons = [
-        f'<button type="button" class="cr" data-cr="{blob.add(c)}" aria-expanded="false">'
-        "show</button>"
-        for c in section.caseruns
-    ]
-    table = _table(t.head, t.rows, defined=column_definitions(t.head), first=buttons)
-    return '<div id="caseruns">' + table + "</div>"
+    the CaseRun's evidence from the blob, in pieces: the section's CaseRuns are read
+    once, as the rows are written."""
+    pairs = ((blob.add(c), caserun_row(c)) for c in section.caseruns)
+    rows, buttons = itertools.tee(pairs)  # read in step: at most one pair is buffered
+    yield '<div id="caseruns">'
+    yield from _table_chunks(
+        CASERUNS_HEAD,
+        (row for _, row in rows),
+        defined=column_definitions(CASERUNS_HEAD),
+        first=(
+            f'<button type="button" class="cr" data-cr="{n}" aria-expanded="false">show</button>'
+            for n, _ in buttons
+        ),
+    )
+    yield "</div>"
 
 
-def _section(section: Section, blob: _Blob) -> str:
+def _section(section: Section, blob: _Blob) -> Iterator[str]:
+    """A section of the page in pieces (its CaseRuns table row by row)."""
     bank = section.bank
     head = [
         f"<section><h2>{_e(section.title)}</h2>",
@@ -603,11 +633,12 @@ def _section(section: Section, blob: _Blob) -> str:
         f"Scorer versions: {_e(', '.join(section.scorer_versions))}.</p>",
     ]
     if section.kind == "calibration":
-        return "".join([*head, _calibration(section), _gold(section), "</section>"])
+        yield "".join([*head, _calibration(section), _gold(section), "</section>"])
+        return
     runs = model_runs(section)
     dims = _axes(section)
     radars = "".join(_radar(r, _PALETTE[i % len(_PALETTE)], dims) for i, r in enumerate(runs))
-    return "".join(
+    yield "".join(
         [
             *head,
             _summary(section),
@@ -624,12 +655,10 @@ def _section(section: Section, blob: _Blob) -> str:
             '<p class="muted">Show opens a CaseRun\'s evidence: its prompt, raw output, SQL, '
             "guard verdict, the model's rows, the result diff, the score items, variant "
             "outcomes and its events.</p>",
-            _caseruns(section, blob),
-            _drilldown(section),
-            _gold(section),
-            "</section>",
         ]
     )
+    yield from _caseruns(section, blob)
+    yield _drilldown(section) + _gold(section) + "</section>"
 
 
 def render_html(report: Report) -> str:
@@ -669,7 +698,7 @@ def render_html_chunks(report: Report) -> Iterator[str]:
         yield "<p>No runs in this ledger at this tree size.</p>"
     blob = _Blob()
     for s in report.sections:
-        yield _section(s, blob)
+        yield from _section(s, blob)
     yield '<h2>How to read this report</h2><ul id="how-to-read">'
     yield "".join(f"<li>{_e(item)}</li>" for item in how_to_read(report))
     yield "</ul>"

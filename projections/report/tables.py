@@ -31,6 +31,7 @@ from projections.report.schema import (
 from projections.slices import ROWS as SLICE_ROWS
 
 __all__ = [
+    "CASERUNS_HEAD",
     "DIAGNOSTICS_HEAD",
     "FAILURES_HEAD",
     "FAIRNESS_HEAD",
@@ -48,6 +49,7 @@ __all__ = [
     "caserun_diagnostics_table",
     "caserun_failure",
     "caserun_flags",
+    "caserun_row",
     "caseruns_table",
     "cases_table",
     "claim_tables",
@@ -701,30 +703,35 @@ def caserun_failure(c: CaseRun) -> str | None:
     return s.failure_kind if s else (c.cancel.reason if c.cancel else None)
 
 
+#: The head of :func:`caseruns_table`.
+CASERUNS_HEAD = [
+    *("run", "case", "attempt", "outcome", "total", "result-correct", "failure"),
+    *("missing rows", "extra rows", "guard", "variant flags (diagnostic)"),
+]
+
+
+def caserun_row(c: CaseRun) -> list[Any]:
+    """One CaseRun's row of :func:`caseruns_table`."""
+    s, d, g = c.score, c.diff, c.guard
+    return [
+        c.run,
+        c.case,
+        c.attempt,
+        c.outcome,
+        s.total if s else None,
+        s.result_correct if s else None,
+        caserun_failure(c),
+        d.missing_rows if d else None,
+        d.extra_rows if d else None,
+        None if g is None else ("passed" if g.passed else "rejected"),
+        caserun_flags(c),
+    ]
+
+
 def caseruns_table(section: Section) -> Table:
     """One row per CaseRun: outcome, total, result-correct, failure, the diff's missing and
     extra rows, the guard's verdict and the variant flags."""
-    head = ["run", "case", "attempt", "outcome", "total", "result-correct", "failure"]
-    head += ["missing rows", "extra rows", "guard", "variant flags (diagnostic)"]
-    rows = []
-    for c in section.caseruns:
-        s, d, g = c.score, c.diff, c.guard
-        rows.append(
-            [
-                c.run,
-                c.case,
-                c.attempt,
-                c.outcome,
-                s.total if s else None,
-                s.result_correct if s else None,
-                caserun_failure(c),
-                d.missing_rows if d else None,
-                d.extra_rows if d else None,
-                None if g is None else ("passed" if g.passed else "rejected"),
-                caserun_flags(c),
-            ]
-        )
-    return Table(head, rows)
+    return Table(list(CASERUNS_HEAD), [caserun_row(c) for c in section.caseruns])
 
 
 def _metric(name: str) -> str:
