@@ -104,10 +104,11 @@ times are noisy; old = cf543bf, new = this tree at cc1e301), on ledgers of 8,644
   old 49.3 s, new 34.8 s (the table's recompute times were taken beside other jobs).
 
 4. Scale (issue 21), ``--scale [--scale-sizes 10000,100000,1000000] [--scale-modes
-json,html,rescore] [--scale-ledgers DIR] [--before DIR]``: on the growth ledgers of
-section 3 (built by ``--growth``; read from ``DIR/ledger-<size>/``, copied first), each in
-its own child: decoding every body once (the floor), ``caseledger report --format json``
-and ``--format html`` of every run written to a file, and ``caseledger rescore`` of every
+json,json-full,html,rescore] [--scale-ledgers DIR] [--before DIR]``: on the growth ledgers
+of section 3 (built by ``--growth``; read from ``DIR/ledger-<size>/``, copied first), each
+in its own child: decoding every body once (the floor), ``caseledger report --format json``
+(``caseledger-report/2``), ``--format json --detail full`` (``/1``: the old code's plain
+``json``) and ``--format html`` of every run written to a file, and ``caseledger rescore`` of every
 run under a fresh scorer version (on a fresh copy each time). Wall time, peak RSS
 (VmHWM), the multiple of decode-only and bytes per CaseRun, old (``--before``, e.g.
 ``git worktree add --detach /tmp/cl-before-21 <rev>``) and new side by side.
@@ -809,7 +810,9 @@ def growth(new_root: Path, old_root: Path | None, sizes: tuple[int, ...], modes:
 
 #: The growth ledgers (issue 22): one real retail run of 1,440 CaseRuns and copies of it.
 SCALE_SIZES = (10_000, 100_000, 1_000_000)
-SCALE_MODES = ("json", "html", "rescore")
+#: ``json`` is ``caseledger report``'s default JSON (``caseledger-report/2`` since issue 21),
+#: ``json-full`` the same with ``--detail full`` (``/1``; the old code's plain ``json``).
+SCALE_MODES = ("json", "json-full", "html", "rescore")
 
 
 def _scale_child(mode: str, path: Path, arg: str) -> dict[str, float]:
@@ -845,7 +848,10 @@ def _scale_child(mode: str, path: Path, arg: str) -> dict[str, float]:
         target = None
     else:
         target = Path(arg)
-        argv = ["report", "--format", mode, "-o", str(target)]
+        fmt, _, detail = mode.partition("-")
+        argv = ["report", "--format", fmt, "-o", str(target)]
+        if detail:  # the old code has no --detail: its JSON is /1 already (scale() asks "json")
+            argv += ["--detail", detail]
     sink = io.StringIO()
     t = time.perf_counter()
     with contextlib.redirect_stdout(sink):
@@ -910,7 +916,9 @@ def scale(
                     arg = f"2.0.0-scale-{who}-{int(time.time())}"
                 else:
                     target, arg = path, str(work / f"report-{size}.{mode}")
-                got = json.loads(_run_child(root, "scale", mode, str(target), arg))
+                # The old code's JSON is caseledger-report/1: its row for --detail full.
+                asked = "json" if (who, mode) == ("old", "json-full") else mode
+                got = json.loads(_run_child(root, "scale", asked, str(target), arg))
                 row[f"{mode}/{who}"] = got
                 print(f"{size:,} {mode} {who}: {got['seconds']:.2f} s, {got['peak_mb']:.0f} MB",
                       file=sys.stderr)  # fmt: skip
