@@ -178,10 +178,10 @@ def test_log_of_an_unknown_run_is_a_usage_error(ledger: Path) -> None:
 def test_log_of_a_known_run_without_that_type_is_empty_and_fine(ledger: Path) -> None:
     done = cli(ledger, "log", "--run", "ledger", "--type", "run.started")
     assert (done.exit_code, done.output) == (0, "")
-    # run r: RunStarted, 7 attempts x 6 events (prompt, answer, parse, guard, execute,
-    # score), RunFinished
+    # run r: RunStarted, its 7 prompts stored once (issue 22), 7 attempts x 6 events
+    # (prompt, answer, parse, guard, execute, score), RunFinished
     listed = cli(ledger, "log", "--run", "r").stdout.splitlines()
-    assert len(listed) == 1 + 7 * 6 + 1
+    assert len(listed) == 1 + 7 + 7 * 6 + 1
 
 
 def test_runs_prints_a_header_and_aligned_columns(ledger: Path) -> None:
@@ -289,10 +289,12 @@ def test_two_runs_started_with_one_run_id_at_once(
         "  hint: one process per run id: pick another --run-id, or wait for the other one "
         f"and check `caseledger runs`; --resume {run_id} finishes a run that is not completed",
     ]
-    # the winner's run is whole and alone: RunStarted, 7 x 6 events, RunFinished
+    # the winner's run is whole and alone: RunStarted, 7 prompts stored, 7 x 6 events,
+    # RunFinished
     listed = cli(ledger, "log", "--run", run_id).stdout.splitlines()
-    assert len(listed) == 44
+    assert len(listed) == 51
     assert sum("run.started" in line for line in listed) == 1
+    assert sum("prompt.stored" in line for line in listed) == 7
     assert cli(ledger, "verify").exit_code == 0
 
 
