@@ -297,9 +297,11 @@ def run_snapshots(
     streamed report fold, one run in memory at a time. ``runs`` keeps only those runs
     (a name that is no run is simply not yielded).
 
-    Read through the tree index when there is one (the rows after it read once);
-    without one, the whole log is read into one snapshot, as before (it may then hold
-    every run).
+    Read through the tree index when there is one (the rows after it read once); a
+    ledger on a server (no file for an index) gets one built in memory by checking the
+    whole log once (:func:`ledger.app.tree_index.in_memory`); without either (rows that
+    do not hold), the whole log is read into one snapshot, as before (it may then hold
+    every run, and names the bad seq).
 
     Raises:
         UsageError: ``at_size`` beyond the log (exit 2).
@@ -313,6 +315,10 @@ def run_snapshots(
         )
     wanted = None if runs is None else frozenset(runs)
     index = tree_index.open_index(ledger)
+    if index is None and tree_index.index_path(ledger) is None:
+        # A ledger on a server (issue 21): the whole log checked once into an index in
+        # memory (32 bytes an event), then each run read through the store's stream index.
+        index = tree_index.in_memory(ledger, stop)
     for again in (False, True):
         if index is None:
             break

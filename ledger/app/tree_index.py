@@ -44,7 +44,7 @@ from ledger.merkle import HASH_SIZE, TreeAccumulator, perfect_root
 from ledger.proofs import read_checkpoint
 from ledger.store import GENESIS_CHAIN, Ledger, envelope_of, link_of
 
-__all__ = ["BLOCK", "TreeIndex", "index_path", "open_index"]
+__all__ = ["BLOCK", "TreeIndex", "in_memory", "index_path", "open_index"]
 
 #: Leaves per block: a block is a perfect subtree of height 8.
 BLOCK_HEIGHT = 8
@@ -169,6 +169,22 @@ def open_index(ledger: Ledger) -> TreeIndex | None:
     index.root = root
     index.path = path
     _write(path, index, 0 if found is None else found.size)
+    return index
+
+
+def in_memory(ledger: Ledger, size: int) -> TreeIndex | None:
+    """An index of the first ``size`` leaves built from the log and kept in memory, for a
+    ledger with no file beside it (PostgreSQL; issue 21): every row below ``size`` read
+    once, its body hashed to its leaf, the chain and each stream's chain checked (the
+    whole-log check of a full read), keeping 32 bytes per event and each stream's head
+    instead of every event, so a report can then fold one run at a time through the
+    store's stream index. Its root is the tree head of exactly those rows (a full read
+    gives the same). None when a row does not hold: the full read names the seq."""
+    try:
+        index = _extend(ledger, None, size)
+    except LedgerError:
+        return None
+    index.root = _root_of(index)
     return index
 
 
