@@ -59,6 +59,7 @@ events made of one real retail run (the reference adapter, 18 cases x 80 attempt
 1,440 CaseRuns, 8,642 events) and copies of it re-streamed as run-0001, run-0002, ...
 (each copy's events re-signed by the operator; its RunFinished stores the automatic
 checkpoint, as a real run's). They are built once into ``$TMPDIR/caseledger-bench``
+(or ``--cache DIR``)
 (about 4.1 GB at 1M) by the old tree, so both trees read them, and reused. Each
 measurement runs in its own child (wall time in the child, peak RSS VmHWM), old
 (``--old-tree``, e.g. ``git worktree add --detach /tmp/cl-before <rev>``) and new
@@ -102,6 +103,14 @@ times are noisy; old = cf543bf, new = this tree at cc1e301), on ledgers of 8,644
   found by leaf hash; 1M not run (about 30 minutes of signatures and scoring per side).
   Old and new one after the other on the 10k ledger (12,960 scores, verify included):
   old 49.3 s, new 34.8 s (the table's recompute times were taken beside other jobs).
+
+Prompts stored once (issue 22 item 1; commit 819fcac): the same ledgers written by the
+new code (``--cache /tmp/caseledger-bench-p22``) hold 7,868 (10k), 7,904 (100k) and
+7,917 (1M) bytes per attempt instead of 24,496, 24,529 and 24,848 (target 8 KB: met);
+the 1M file is 1,311 MB instead of 4,151 MB. ``runs`` at 1M: 21.9 s (144 MB) against
+32.5 s (236 MB) for c9f356e on its own 1M ledger, one after the other (2 s: missed);
+``verify --recompute`` at 1M: 447 s, 111 MB. docs/benchmarks.md "Ledger growth" has
+the table.
 
 4. Scale (issue 21), ``--scale [--scale-sizes 10000,100000,1000000] [--scale-modes
 json,json-full,html,rescore] [--scale-ledgers DIR] [--before DIR]``: on the growth ledgers
@@ -607,7 +616,18 @@ def synthetic(new_root: Path, folder: Path, sizes: tuple[int, ...]) -> Path:
 
 # ----------------------------------------------------------------- growth (issue 22)
 
+#: Where the growth ledgers are built and kept: ``--cache DIR`` (passed on to the
+#: children as CASELEDGER_GROWTH_CACHE). Ledgers written by different code need
+#: different caches: those of the old code keep their bytes for the old rows (issue 22:
+#: prompts stored once make new ledgers about a third of the old size).
 GROWTH_CACHE = Path(tempfile.gettempdir()) / "caseledger-bench"
+
+
+def _growth_cache() -> Path:
+    """The growth ledgers' folder: CASELEDGER_GROWTH_CACHE, else GROWTH_CACHE."""
+    return Path(os.environ.get("CASELEDGER_GROWTH_CACHE") or GROWTH_CACHE)
+
+
 GROWTH_SIZES = (10_000, 100_000, 1_000_000)
 #: The retail bank has 18 cases; 80 attempts each make the 1,440 CaseRuns of one run.
 GROWTH_ATTEMPTS = 80
@@ -644,7 +664,10 @@ def _growth_extend(path: Path, events: int) -> None:
     """Append copies of run-0000 (re-streamed as run-0001, ...) while the ledger is
     smaller than ``events``: each copy's events are the template's with the stream,
     run id, stream links and evidence links of the copy, signed by the operator, in
-    batches of 5,000; its RunFinished stores the automatic checkpoint, as a real run's."""
+    batches of 5,000; its RunFinished stores the automatic checkpoint, as a real run's.
+    Every event of the stream is copied, so a template written since issue 22 carries
+    its PromptStored events (each copy stores its prompts once, in its own stream, and
+    its text-less PromptSent events name them there)."""
     import msgspec
 
     from ledger import codec
@@ -683,11 +706,11 @@ def _growth_extend(path: Path, events: int) -> None:
 
 def growth_build(size: int) -> Path:
     """The growth ledger of about ``size`` events in the cache (built once, reused)."""
-    folder = GROWTH_CACHE / f"ledger-{size}"
+    folder = _growth_cache() / f"ledger-{size}"
     path = folder / "ledger.db"
     if (folder / "done").exists():
         return path
-    template = GROWTH_CACHE / "template" / "ledger.db"
+    template = _growth_cache() / "template" / "ledger.db"
     if not template.exists():
         _growth_template(template.parent)
     shutil.rmtree(folder, ignore_errors=True)
@@ -976,6 +999,9 @@ def main() -> None:
     parser.add_argument("--sizes", default="10000,100000,1000000", help="--growth sizes")
     parser.add_argument("--modes", default="report,runs,rescore,recompute", help="--growth")
     parser.add_argument("--old-tree", type=Path, help="--growth: a checkout of the old code")
+    parser.add_argument(
+        "--cache", type=Path, help=f"--growth: where the ledgers are built (default {GROWTH_CACHE})"
+    )
     args = parser.parse_args()
     if args.child:
         mode, *rest = args.child
@@ -993,6 +1019,8 @@ def main() -> None:
             print(json.dumps(_child(mode, Path(rest[0]))))
         return
     if args.growth:
+        if args.cache is not None:  # read by this process and its children
+            os.environ["CASELEDGER_GROWTH_CACHE"] = str(args.cache.resolve())
         sizes = tuple(int(x) for x in args.sizes.split(","))
         for size in sizes:  # built by the old tree, so both trees can read them
             _run_child(args.old_tree or REPO, "growth-build", str(size))
