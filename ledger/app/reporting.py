@@ -43,6 +43,7 @@ from projections.report.build import (
     withdrawn_run,
 )
 from projections.report.html import render_html_chunks
+from projections.report.markdown import render_markdown_chunks
 
 __all__ = ["report_bytes", "report_chunks"]
 
@@ -274,5 +275,8 @@ def report_chunks(
         )
         if fmt == "html":  # written section by section, the evidence blob run by run
             yield (piece.encode("utf-8") for piece in render_html_chunks(whole)), size, root
+            return
+        if fmt == "md":  # written in pieces, each section's CaseRuns rows as they are read
+            yield (piece.encode("utf-8") for piece in render_markdown_chunks(whole)), size, root
             return
         yield iter([render(whole, fmt)]), size, root

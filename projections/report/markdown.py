@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from itertools import islice
 from typing import Any
 
 from projections.report.schema import Report, Section
 from projections.report.tables import (
+    CASERUNS_HEAD,
     FAILURES_HEAD,
     FAIRNESS_HEAD,
     INTRO,
@@ -15,7 +17,7 @@ from projections.report.tables import (
     benchmark_tables,
     calibration_tables,
     caserun_diagnostics_table,
-    caseruns_table,
+    caserun_row,
     cases_table,
     claim_tables,
     diagnostics_table,
@@ -28,7 +30,10 @@ from projections.report.tables import (
     withdrawn_lines,
 )
 
-__all__ = ["render_markdown"]
+__all__ = ["render_markdown", "render_markdown_chunks"]
+
+#: Lines per piece of :func:`render_markdown_chunks`.
+_LINES = 512
 
 
 def _cell(value: Any) -> str:
@@ -41,9 +46,15 @@ def _cell(value: Any) -> str:
 
 
 def _table(head: Sequence[str], rows: Iterable[Sequence[Any]]) -> list[str]:
-    out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    out += ["| " + " | ".join(_cell(v) for v in row) + " |" for row in rows]
-    return [*out, ""]
+    return list(_table_lines(head, rows))
+
+
+def _table_lines(head: Sequence[str], rows: Iterable[Sequence[Any]]) -> Iterator[str]:
+    yield "| " + " | ".join(head) + " |"
+    yield "|" + "---|" * len(head)
+    for row in rows:
+        yield "| " + " | ".join(_cell(v) for v in row) + " |"
+    yield ""
 
 
 def _t(table: Table) -> list[str]:
@@ -119,9 +130,22 @@ def _calibration(section: Section) -> list[str]:
 
 def render_markdown(report: Report) -> str:
     """The Markdown text of a report."""
+    return "".join(render_markdown_chunks(report))
+
+
+def render_markdown_chunks(report: Report) -> Iterator[str]:
+    """The Markdown text of a report in pieces of at most ``_LINES`` lines, which joined
+    are :func:`render_markdown`'s text. A section's CaseRuns are read once, as their rows
+    are written, so a report of many CaseRuns is never held whole (issue 21)."""
+    lines = _lines(report)
+    while piece := list(islice(lines, _LINES)):
+        yield "".join(line + "\n" for line in piece)
+
+
+def _lines(report: Report) -> Iterator[str]:
     cp = report.checkpoint
     scorer = report.scorer.requested or "as recorded by each run"
-    lines = [
+    yield from [
         "# caseledger report",
         "",
         f"- Contract: `{report.contract}`",
@@ -133,12 +157,12 @@ def render_markdown(report: Report) -> str:
     ]
     notes = withdrawn_lines(report.withdrawn, len(report.sections))
     if notes:
-        lines += [*notes, ""]
+        yield from [*notes, ""]
     elif not report.sections:
-        lines += ["No runs in this ledger at this tree size.", ""]
+        yield from ["No runs in this ledger at this tree size.", ""]
     for section in report.sections:
         bank = section.bank
-        lines += [
+        yield from [
             f"## {section.title}",
             "",
             f"Bank `{bank.id}` version `{bank.version}`, hash `{bank.hash}` "
@@ -148,26 +172,26 @@ def render_markdown(report: Report) -> str:
             "",
         ]
         if section.kind == "calibration":
-            lines += ["### Calibration runs", "", *_calibration(section)]
+            yield from ["### Calibration runs", "", *_calibration(section)]
             continue
-        lines += ["### Runs", "", *_t(runs_table(section))]
-        lines += _benchmark(section)
-        lines += _slices(section)
-        lines += _claims(section)
-        lines += ["### Variant diagnostics (never change a score)", ""]
-        lines += [VARIANT_NOTE, "", *_t(diagnostics_table(section))]
-        lines += ["### Failure classification (counts over planned attempts)", ""]
-        lines += _table(FAILURES_HEAD, failure_rows(section))
-        lines += ["### Efficiency (efficiency-v2)", "", *_t(efficiency_table(section))]
-        lines += ["### Invocation controls and fairness", "", *_fairness(section)]
-        lines += [
+        yield from ["### Runs", "", *_t(runs_table(section))]
+        yield from _benchmark(section)
+        yield from _slices(section)
+        yield from _claims(section)
+        yield from ["### Variant diagnostics (never change a score)", ""]
+        yield from [VARIANT_NOTE, "", *_t(diagnostics_table(section))]
+        yield from ["### Failure classification (counts over planned attempts)", ""]
+        yield from _table(FAILURES_HEAD, failure_rows(section))
+        yield from ["### Efficiency (efficiency-v2)", "", *_t(efficiency_table(section))]
+        yield from ["### Invocation controls and fairness", "", *_fairness(section)]
+        yield from [
             "### Dimension and difficulty scores (auxiliary)",
             "",
             *_t(dimensions_table(section)),
         ]
-        lines += ["### Cases", "", *_t(cases_table(section))]
-        lines += ["### CaseRuns", "", *_t(caseruns_table(section))]
-        lines += _drilldown(section)
-    lines += ["## How to read this report", ""]
-    lines += [f"- {item}" for item in report.how_to_read]
-    return "\n".join(lines) + "\n"
+        yield from ["### Cases", "", *_t(cases_table(section))]
+        yield from ["### CaseRuns", ""]
+        yield from _table_lines(CASERUNS_HEAD, (caserun_row(c) for c in section.caseruns))
+        yield from _drilldown(section)
+    yield from ["## How to read this report", ""]
+    yield from [f"- {item}" for item in report.how_to_read]

@@ -9,6 +9,7 @@ those bytes against earlier releases. Real ledger (real run, real signatures).
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import msgspec
@@ -20,7 +21,7 @@ from ledger.app.reporting import report_bytes, report_chunks
 from ledger.app.snapshot import read_state, run_snapshots
 from ledger.errors import UsageError
 from ledger.store import Ledger
-from projections.report import build_report, render
+from projections.report import build_report, markdown, render
 from projections.report.build import splice_caseruns, to_json
 
 
@@ -163,3 +164,58 @@ def test_a_stream_dropped_from_the_index_is_not_dropped_from_a_report(
     assert report_bytes(real_ledger, fmt="json")[0] == honest
     with Ledger.open(real_ledger, readonly=True) as ledger:
         assert [sorted(s.state.runs) for s in run_snapshots(ledger)] == [["model-a"], ["self-test"]]
+
+
+def test_markdown_comes_in_pieces_of_at_most_the_line_budget(
+    real_ledger: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The Markdown is written a few lines at a time: each piece ends a line, holds at
+    most ``_LINES`` lines, and the pieces joined are the report's bytes."""
+    whole = _whole(real_ledger, "md")
+    monkeypatch.setattr(markdown, "_LINES", 7)
+    with report_chunks(real_ledger, fmt="md") as (chunks, _, _):
+        pieces = list(chunks)
+    assert b"".join(pieces) == whole
+    assert len(pieces) == -(-whole.count(b"\n") // 7)  # ceiling: every piece but the last full
+    assert all(p.endswith(b"\n") and p.count(b"\n") <= 7 for p in pieces)
+
+
+def test_markdown_reads_the_caseruns_as_it_writes_their_rows(real_ledger: Path) -> None:
+    """The first piece is out before the CaseRuns are all read: the table is not held whole."""
+    with Ledger.open(real_ledger, readonly=True) as ledger:
+        snap = read_state(ledger)
+    report = build_report(snap.state, root_hash=snap.root)
+    read: list[int] = []
+
+    def counted(caseruns: list[object]) -> Iterator[object]:
+        for n, c in enumerate(caseruns, start=1):
+            read.append(n)
+            yield c
+
+    section = report.sections[0]
+    total = len(section.caseruns)
+    assert total == 21  # the real ledger's first section: enough rows for pieces of 4 lines
+    lazy = msgspec.structs.replace(section, caseruns=_Again(lambda: counted(section.caseruns)))
+    report = msgspec.structs.replace(report, sections=[lazy, *report.sections[1:]])
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(markdown, "_LINES", 4)
+        pieces = markdown.render_markdown_chunks(report)
+        seen = ""
+        while "### CaseRuns" not in seen:
+            seen += next(pieces)
+        at_table = len(read)
+        next(pieces)
+        assert at_table <= 4  # the piece with the table's title holds at most 4 of its lines
+        assert len(read) <= at_table + 4 < total  # the next piece: 4 lines, 4 more rows
+        "".join(pieces)
+    assert read[-1] == total
+
+
+class _Again:
+    """An iterable that makes a new iterator each time (as the report's spool does)."""
+
+    def __init__(self, make: Callable[[], Iterator[object]]) -> None:
+        self._make = make
+
+    def __iter__(self) -> Iterator[object]:
+        return self._make()
