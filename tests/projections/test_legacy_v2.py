@@ -38,7 +38,8 @@ def home(tmp_path: Path) -> Path:
 
 
 def test_the_fixture_holds_inline_prompts_only() -> None:
-    conn = sqlite3.connect(f"file:{LEGACY / 'ledger.db'}?mode=ro", uri=True)
+    # immutable: a read of the checked-in file must not leave -shm/-wal files beside it
+    conn = sqlite3.connect(f"file:{LEGACY / 'ledger.db'}?mode=ro&immutable=1", uri=True)
     try:
         kinds = dict(conn.execute("SELECT type, count(*) FROM events GROUP BY type").fetchall())
         bodies = [
