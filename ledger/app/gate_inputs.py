@@ -3,7 +3,8 @@
 A side is written ``PATH`` or ``PATH:RUN``:
 
 * a frozen baseline folder: its pinned ``scorecard.json``;
-* a ``caseledger-report/1`` JSON file (``:RUN`` needed when it holds several runs);
+* a ``caseledger-report/2`` or ``caseledger-report/1`` JSON file (``:RUN`` needed when it
+  holds several runs);
 * a ``caseledger-scorecard/1`` JSON file (a pinned scorecard copied elsewhere);
 * a ledger file (SQLite): the report of that run at the ledger's current size.
 
