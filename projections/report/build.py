@@ -901,13 +901,7 @@ def from_json(data: bytes | str) -> S.Report:
     Raises:
         UsageError: the bytes are not a ``caseledger-report/1`` report; names the JSON path.
     """
-    try:
-        return msgspec.json.decode(data, type=S.Report)
-    except (msgspec.ValidationError, msgspec.DecodeError) as exc:
-        raise UsageError(
-            f"not a {CONTRACT} report: {exc}",
-            hint="build one with `caseledger report --format json` (docs/report.schema.json)",
-        ) from None
+    return _decode(data, S.Report, CONTRACT, "docs/report.schema.json")
 
 
 def from_json_v2(data: bytes | str) -> S.ReportV2:
@@ -916,12 +910,16 @@ def from_json_v2(data: bytes | str) -> S.ReportV2:
     Raises:
         UsageError: the bytes are not a ``caseledger-report/2`` report; names the JSON path.
     """
+    return _decode(data, S.ReportV2, CONTRACT_V2, "docs/report-v2.schema.json")
+
+
+def _decode(data: bytes | str, kind: type[T], contract: str, schema: str) -> T:
     try:
-        return msgspec.json.decode(data, type=S.ReportV2)
+        return msgspec.json.decode(data, type=kind)
     except (msgspec.ValidationError, msgspec.DecodeError) as exc:
         raise UsageError(
-            f"not a {CONTRACT_V2} report: {exc}",
-            hint="build one with `caseledger report --format json` (docs/report-v2.schema.json)",
+            f"not a {contract} report: {exc}",
+            hint=f"build one with `caseledger report --format json` ({schema})",
         ) from None
 
 
