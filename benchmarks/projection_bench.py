@@ -112,6 +112,12 @@ the 1M file is 1,311 MB instead of 4,151 MB. ``runs`` at 1M: 21.9 s (144 MB) aga
 ``verify --recompute`` at 1M: 447 s, 111 MB. docs/benchmarks.md "Ledger growth" has
 the table.
 
+RunFinished totals (issue 22, ``runs``): ledgers built again by the code that records
+them (``--growth --modes runs --cache /tmp/caseledger-bench-totals``; the template
+run's RunFinished carries them, and every copy with it): ``runs`` 0.01 s (10k), 0.05 s
+(100k), 0.51 s (1M), 93 to 95 MB (target 2 s, 300 MB: met); every run folded on the
+same 1M ledger (``runs --json --fold``) 25.3 s, 137 MB.
+
 4. Scale (issue 21), ``--scale [--scale-sizes 10000,100000,1000000] [--scale-modes
 json,json-full,html,rescore] [--scale-ledgers DIR] [--before DIR]``: on the growth ledgers
 of section 3 (built by ``--growth``; read from ``DIR/ledger-<size>/``, copied first), each

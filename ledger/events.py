@@ -70,6 +70,7 @@ __all__ = [
     "ProviderFailed",
     "RunFinished",
     "RunStarted",
+    "RunTotals",
     "RunWithdrawn",
     "ScoreComputed",
     "ScoreItems",
@@ -639,11 +640,37 @@ class AttemptCancelled(EventBase, tag="attempt.cancelled.v1", frozen=True, kw_on
     message: str
 
 
+class RunTotals(_Part, frozen=True, kw_only=True):
+    """The figures of a run's ``caseledger runs`` row that depend on its attempts (issue 22).
+
+    Computed by the runner from the run's stream as recorded before its RunFinished
+    (and the bank it names), by the one definition ``caseledger runs`` folds
+    (``projections.report.build.run_totals``); ``verify --recompute`` re-derives them.
+    """
+
+    #: Planned attempts with an outcome (not ``unscored``).
+    done: int
+    #: Planned attempts (cases x attempts).
+    planned: int
+    #: Result-correct attempts / planned, 4 places; None when nothing is planned.
+    result_correct_rate: str | None
+    #: The weighted model score, as the report shows it; None when there is none.
+    score: str | None
+    #: The earliest ``at`` among the run's events before the RunFinished.
+    first_event: str
+
+
 class RunFinished(EventBase, tag="run.finished.v1", frozen=True, kw_only=True):
-    """The run's final status: completed, cancelled or failed."""
+    """The run's final status: completed, cancelled or failed.
+
+    ``totals`` (issue 22): the run's ``runs`` figures, set by the runner for a model
+    or self-test run; UNSET (left out of the bytes) for a calibration run, a run
+    withdrawn before it finished, and in every RunFinished written before it.
+    """
 
     status: str
     message: str = ""
+    totals: RunTotals | UnsetType = UNSET
 
 
 # ---------------------------------------------------------------- calibration events

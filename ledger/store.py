@@ -386,6 +386,12 @@ class Ledger:
         for row in self._db.stream_rows(stream, stop):
             yield row[:3]
 
+    def stream_head(self, stream: str) -> tuple[int, bytes, int] | None:
+        """(stream_seq, leaf hash, seq) of the row the stream index names as the stream's
+        last, as stored (unchecked: ``ledger.app.snapshot`` compares it with the head of
+        the verified tree index)."""
+        return self._db.stream_head(stream)
+
     def indexed_stream_columns(
         self, stream: str, stop: int
     ) -> Generator[tuple[int, bytes, bytes, Any, Any], None, None]:

@@ -29,16 +29,19 @@ import os
 import shlex
 import shutil
 import sqlite3
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
 from ledger.bank.model import Bank, validate_source
 from ledger.bank.source import CALIBRATION_FILE, BankSource, content_hash, read_source
-from ledger.codec import sha256_hex
+from ledger.codec import decode, leaf_hash, sha256_hex
 from ledger.errors import BankError, StoreError, UsageError, VerificationError, broken
-from ledger.events import BankPublished, CheckpointIssued
-from ledger.store import Ledger
+from ledger.events import BankPublished, CheckpointIssued, RunFinished, RunTotals
+from ledger.store import Ledger, envelope_of
+from projections.caseruns import BankInfo
+from projections.report.build import stream_totals
 
 __all__ = [
     "REPORT_FORMATS",
@@ -47,6 +50,7 @@ __all__ = [
     "audit_commands",
     "bank_folder",
     "check_bank_files",
+    "check_run_totals",
     "export_audit",
     "newest_checkpoint",
     "published_bank",
@@ -186,6 +190,61 @@ def published_bank(banks_dir: Path, event: BankPublished, seq: int) -> Bank:
 
 
 # ----------------------------------------------------------------- ledger parts
+
+
+def check_run_totals(
+    rows: Iterable[tuple[int, bytes, bytes]],
+    seq: int,
+    finished: RunFinished,
+    bank: tuple[BankPublished, int] | None,
+) -> None:
+    """``verify --recompute``: re-derive the totals a RunFinished carries (issue 22).
+
+    ``rows``: (seq, body, leaf hash) of the run's events before ``seq`` in stream
+    order (read by the stream index of a ledger ``verify`` has just checked, or kept
+    from the walk); each body must hash to its leaf and be numbered 0, 1, ... in the
+    stream. They are folded with ``bank`` (the BankPublished its RunStarted names,
+    and its seq) by the one definition ``caseledger runs`` uses
+    (``projections.report.build.stream_totals``). A RunFinished without totals is
+    not checked.
+
+    Raises:
+        VerificationError: naming ``seq`` and the first field that differs, or why the
+            run can carry no totals (exit 1, as for a score that differs).
+    """
+    recorded = finished.totals
+    if not isinstance(recorded, RunTotals):
+        return
+    stream = finished.stream
+    items = []
+    for count, (at, body, stored) in enumerate(rows):
+        leaf = bytes(stored)
+        head = envelope_of(at, body)
+        if leaf_hash(body) != leaf or head.stream != stream or head.stream_seq != count:
+            raise VerificationError(
+                f"seq {at}: not event {count} of stream {stream} (read to re-derive the "
+                f"totals of the RunFinished at seq {seq})",
+                seq=at,
+            )
+        items.append((at, leaf, decode(body)))
+    derived = None
+    if bank is not None:
+        derived = stream_totals(BankInfo(bank[1], bank[0]), items)
+    if derived is None:
+        raise VerificationError(
+            f"seq {seq}: run.finished.v1 of {stream} carries totals, but the stream has no "
+            "run on a published bank that can have them (a calibration run, a withdrawn "
+            "run, or no RunStarted)",
+            seq=seq,
+        )
+    for name in RunTotals.__struct_fields__:
+        want, got = getattr(derived, name), getattr(recorded, name)
+        if want != got:
+            raise VerificationError(
+                f"seq {seq}: run.finished.v1 of {stream}: totals.{name} is {got!r}, "
+                f"re-derived from the run's events {want!r}",
+                seq=seq,
+            )
 
 
 def snapshot_ledger(ledger_path: Path, dest: Path) -> None:

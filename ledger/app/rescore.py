@@ -24,7 +24,7 @@ from typing import Any
 
 import msgspec
 
-from ledger.app.audit import published_bank
+from ledger.app.audit import check_run_totals, published_bank
 from ledger.app.snapshot import run_snapshots
 from ledger.bank.build import build_database, freeze_gold_at, gold_digest
 from ledger.bank.model import Bank
@@ -39,11 +39,13 @@ from ledger.errors import (
     broken,
 )
 from ledger.events import (
+    LEDGER_STREAM,
     BankPublished,
     EventBase,
     Limits,
     OutputParsed,
     ProviderFailed,
+    RunFinished,
     RunStarted,
     ScoreComputed,
     SqlExecuted,
@@ -353,6 +355,8 @@ class Recomputation:
         self.reexecute = reexecute
         self.ledger: Ledger | None = None
         self.scores = 0
+        #: RunFinished totals re-derived (issue 22).
+        self.totals = 0
         self.rerun = 0
         self.equal = 0
         self.not_comparable = 0
@@ -398,12 +402,14 @@ class _Walk:
         self.pools: dict[str, Executor] = {}
         self.tmp: tempfile.TemporaryDirectory[str] | None = None
         self.built: list[tuple[str, Path]] = []  # (engine, database) of temporary builds
-        kept = (BankPublished, RunStarted, ScoreComputed, *_EVIDENCE_TYPES)
+        kept = (BankPublished, RunStarted, RunFinished, ScoreComputed, *_EVIDENCE_TYPES)
         self.wanted = frozenset(tag_of(cls) for cls in kept)
         #: With a ledger to look evidence up in, only the newest evidence events are
         #: kept (a score names those of its own batch, just before it; older ones, as
         #: a rescore's score names, are found by leaf hash), so memory stays flat.
         self.window = _WINDOW if owner.ledger is not None else None
+        #: Without a ledger: stream -> (seq, body, leaf) of its events so far (issue 22).
+        self.kept: dict[str, list[tuple[int, bytes, bytes]]] = {}
         #: (stream, leaf hash -> seq) of the stream whose older evidence was last sought.
         self.stream_leaves: tuple[str, dict[bytes, int]] | None = None
 
@@ -416,7 +422,12 @@ class _Walk:
             self.tmp.cleanup()
 
     def add(self, row: StoredEvent) -> None:
-        kind = envelope_of(row.seq, row.body).type
+        head = envelope_of(row.seq, row.body)
+        kind = head.type
+        if self.window is None and head.stream != LEDGER_STREAM:
+            # no ledger to read a run's stream from: every run event is kept (as the
+            # evidence is, without a ledger) to re-derive RunFinished totals
+            self.kept.setdefault(head.stream, []).append((row.seq, row.body, row.leaf_hash))
         if kind not in self.wanted:
             return  # decode only what the check reads
         event = row.event()
@@ -430,6 +441,19 @@ class _Walk:
                 self.evidence.popitem(last=False)  # the oldest
         elif isinstance(event, ScoreComputed):
             self.check_score(row.seq, event)
+        elif isinstance(event, RunFinished) and not isinstance(event.totals, msgspec.UnsetType):
+            # issue 22: the run's `runs` figures, re-derived from its events before it
+            # (read by the stream index; kept from the walk when there is no ledger)
+            ledger = self.owner.ledger
+            rows = (
+                self.kept.get(event.stream, [])
+                if ledger is None
+                else ledger.indexed_stream(event.stream, row.seq)
+            )
+            started = self.runs.get(event.stream)
+            bank = None if started is None else self.banks.get(started.bank_hash)
+            check_run_totals(rows, row.seq, event, bank)
+            self.owner.totals += 1
 
     def named(self, link: str, before: int, stream: str) -> tuple[int, EventBase] | None:
         """(seq, event) of the evidence event ``link`` names, stored before ``before``.

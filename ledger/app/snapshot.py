@@ -37,6 +37,7 @@ from ledger.events import (
     BankPublished,
     EventImported,
     PromptStored,
+    RunFinished,
     RunStarted,
     tag_of,
 )
@@ -46,7 +47,7 @@ from projections import caseruns
 from projections.caseruns import ATTEMPT_EVENTS, State
 from projections.replay import paused_gc
 
-__all__ = ["Snapshot", "read_state", "run_snapshots"]
+__all__ = ["RecordedRun", "Snapshot", "read_state", "run_listing", "run_snapshots"]
 
 T = TypeVar("T")
 # A run's stored prompts (issue 22) are skipped with its attempt events when it is not asked for.
@@ -289,6 +290,34 @@ def _read_indexed(
     return _fold_runs(ledger, _indexed(ledger, index, stop), wanted)
 
 
+@dataclass(frozen=True)
+class RecordedRun:
+    """A run whose last event is a RunFinished carrying its totals (issue 22), read
+    without folding the run: its RunStarted and that RunFinished, each the body of the
+    verified leaf at its seq, and ``banks``, a state holding the published banks only."""
+
+    banks: State
+    started: RunStarted
+    finished: RunFinished
+
+
+def run_listing(ledger: Ledger) -> Iterator[Snapshot | RecordedRun]:
+    """What ``caseledger runs`` reads: each run of the whole log in run id order, as a
+    :class:`RecordedRun` when its last event is a RunFinished with totals, else as the
+    snapshot :func:`run_snapshots` folds.
+
+    A run is read as recorded only through the verified tree index (a ledger file's,
+    or the one a server ledger gets in memory), when its last event there (the head the
+    index recorded, checked against the tree by :func:`run_snapshots`' own check of
+    every head, or the last of the checked rows after the index) is also the row the
+    store's stream index names as the stream's last, and its first event is the run's
+    RunStarted at stream_seq 0. Anything else (no totals: an older ledger, an unfinished
+    run, a rescore, slice, claim or withdrawal after the RunFinished; a calibration run;
+    an imported run; any disagreement) is folded, as before.
+    """
+    return _snapshots(ledger, None, None, recorded=True)
+
+
 def run_snapshots(
     ledger: Ledger, *, at_size: int | None = None, runs: Iterable[str] | None = None
 ) -> Iterator[Snapshot]:
@@ -306,6 +335,14 @@ def run_snapshots(
     Raises:
         UsageError: ``at_size`` beyond the log (exit 2).
     """
+    found = _snapshots(ledger, at_size, runs, recorded=False)
+    return (snap for snap in found if isinstance(snap, Snapshot))
+
+
+def _snapshots(
+    ledger: Ledger, at_size: int | None, runs: Iterable[str] | None, *, recorded: bool
+) -> Iterator[Snapshot | RecordedRun]:
+    """:func:`run_snapshots`, or with ``recorded`` :func:`run_listing`."""
     size = ledger.size()
     stop = size if at_size is None else at_size
     if stop < 0 or stop > size:
@@ -335,7 +372,7 @@ def run_snapshots(
                         raise tree_index.IndexMismatch(f"stream {stream}: not in the index")
                 streams &= wanted
             found = sorted(s for s in streams if _is_run(ledger, index, shared, s))
-            return _each_run(ledger, shared, found)
+            return _each_run(ledger, shared, found, recorded=recorded and wanted is None)
         except tree_index.IndexMismatch:
             index = None if again else tree_index.rebuild(ledger)
     return iter([_read_all(ledger, stop, wanted)])
@@ -365,13 +402,25 @@ def _every_stream_listed(ledger: Ledger, index: tree_index.TreeIndex) -> None:
         raise tree_index.IndexMismatch(f"the streams hold {total} events, not {index.size}")
 
 
-def _each_run(ledger: Ledger, shared: _Indexed, runs: list[str]) -> Iterator[Snapshot]:
+def _each_run(
+    ledger: Ledger, shared: _Indexed, runs: list[str], *, recorded: bool = False
+) -> Iterator[Snapshot | RecordedRun]:
     """Each run's snapshot; a run whose stream disagrees with the index is read again
     after the index is rebuilt from the log (it may have been the stale side), then,
-    if it still disagrees, by the full read (which names the seq of an edited row)."""
+    if it still disagrees, by the full read (which names the seq of an edited row).
+    With ``recorded``, a run whose last event carries its totals is yielded as a
+    :class:`RecordedRun` instead (:func:`run_listing`)."""
+    banks: tuple[_Indexed, State] | None = None
     for run in runs:
         wanted = frozenset([run])
         try:
+            if recorded:
+                if banks is None or banks[0] is not shared:
+                    banks = (shared, _banks_state(shared))
+                found = _recorded_run(ledger, shared, run, banks[1])
+                if found is not None:
+                    yield found
+                    continue
             snap = _fold_runs(ledger, shared, wanted)
         except tree_index.IndexMismatch:
             snap = _again(ledger, shared.stop, wanted)
@@ -380,6 +429,70 @@ def _each_run(ledger: Ledger, shared: _Indexed, runs: list[str]) -> Iterator[Sna
                 shared = _indexed(ledger, index, shared.stop)
         if snap.state.runs:  # a stream that starts after the tree size asked for is no run yet
             yield snap
+
+
+_FINISHED_TAG = tag_of(RunFinished)
+
+
+def _banks_state(shared: _Indexed) -> State:
+    """A state holding only what the ledger stream's events below the tree size fold
+    to (the published banks), as every run's snapshot holds them."""
+    state = caseruns.initial()
+    for seq, leaf, body in shared.banks:
+        state = caseruns.apply(state, (seq, leaf, _decoded(seq, codec.decode, body)))
+    state.size = shared.stop
+    return state
+
+
+def _recorded_run(
+    ledger: Ledger, shared: _Indexed, stream: str, banks: State
+) -> RecordedRun | None:
+    """The run as recorded when its last event is a RunFinished with totals (see
+    :func:`run_listing`); None to fold it. Raises IndexMismatch where a row read
+    through the index is not the verified leaf (the caller reads the run again)."""
+    index = shared.index
+    tail = shared.tail.get(stream)
+    count = -1
+    if tail:
+        # the rows after the index: each checked (leaf, chain, stream chain) by _indexed
+        seq, leaf, body = tail[-1]
+    else:
+        head = index.heads.get(stream)
+        if head is None:
+            return None
+        count, seq, leaf = head
+        stored = ledger.get(seq)  # its body hashed to its stored leaf
+        if stored is None or stored.leaf_hash != leaf or index.leaf(seq) != leaf:
+            raise tree_index.IndexMismatch(f"stream {stream}: head row")
+        body = stored.body
+    last = _decoded(seq, _ENV.decode, body)
+    if last.stream != stream or last.type != _FINISHED_TAG:
+        return None
+    if not tail and last.stream_seq != count:
+        raise tree_index.IndexMismatch(f"stream {stream}: head names another event")
+    # The store's stream index must name the same row as the stream's last (a row
+    # filed under another stream, or hidden from it, makes the run folded, checked).
+    if ledger.stream_head(stream) != (last.stream_seq, leaf, seq):
+        return None
+    finished = _decoded(seq, codec.decode, body)
+    if not isinstance(finished, RunFinished) or isinstance(finished.totals, msgspec.UnsetType):
+        return None
+    if stream in index.heads:
+        first_seq, first_body, _ = next(iter(ledger.indexed_stream(stream, index.size)))
+        if codec.leaf_hash(first_body) != index.leaf(first_seq):
+            raise tree_index.IndexMismatch(f"stream {stream}: first event")
+    else:
+        first_seq, _, first_body = tail[0] if tail else (-1, b"", b"")
+    started = _decoded(first_seq, codec.decode, first_body)
+    if (
+        not isinstance(started, RunStarted)
+        or started.stream != stream
+        or started.stream_seq != 0
+        or started.run_id != stream
+        or first_seq > seq
+    ):
+        return None
+    return RecordedRun(banks, started, finished)
 
 
 def _again(ledger: Ledger, stop: int, wanted: frozenset[str]) -> Snapshot:

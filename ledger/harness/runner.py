@@ -110,8 +110,10 @@ from ledger.harness.protocol import OUTPUT_CONTRACT
 from ledger.harness.worker import ExecResult
 from ledger.keys import Signer
 from ledger.store import Ledger, StoredEvent
+from projections.caseruns import BankInfo
 from projections.outcome import Terminal
 from projections.outcome import terminal as outcome_of
+from projections.report.build import stream_totals
 from projections.report.schema import CONTRACT as REPORT_CONTRACT
 from projections.runsummary import FailureGroup, run_figures
 
@@ -606,9 +608,16 @@ class _Session:
     """The one writer of a run: appends batches, keeps the stream head true to the log."""
 
     def __init__(
-        self, ledger: Ledger, signer: Signer, run_id: str, clock: Callable[[], str]
+        self,
+        ledger: Ledger,
+        signer: Signer,
+        run_id: str,
+        clock: Callable[[], str],
+        bank: events.BankPublished | None = None,
     ) -> None:
         self.ledger, self.signer, self.run_id, self.clock = ledger, signer, run_id, clock
+        #: The run's bank: with it, a RunFinished carries the run's totals (issue 22).
+        self.bank = bank
         self.stored: list[StoredEvent] = []
         self.stream = Stream(run_id, clock, None)
         # The group commit: staged batches, each with the stream head after it.
@@ -692,8 +701,22 @@ class _Session:
         )
 
     def finish(self, status: str, message: str = "") -> None:
-        """RunFinished with the run's final status."""
-        self.one(events.RunFinished, status=status, message=message)
+        """RunFinished with the run's final status and, for a model or self-test run, its totals.
+
+        The totals (issue 22: what ``caseledger runs`` shows of the run's attempts)
+        are folded from the run's stream as recorded, read back from the log, by the
+        definition ``runs`` folds with (``projections.report.build.stream_totals``);
+        ``verify --recompute`` re-derives them.
+        """
+        fields: dict[str, Any] = {"status": status, "message": message}
+        if self.bank is not None:
+            rows = self.ledger.stream_events(self.run_id)
+            totals = stream_totals(
+                BankInfo(-1, self.bank), ((r.seq, r.leaf_hash, r.event()) for r in rows)
+            )
+            if totals is not None:
+                fields["totals"] = totals
+        self.one(events.RunFinished, **fields)
 
     def record(
         self, writer: AttemptWriter, request: Request, outcome: _Outcome
@@ -791,7 +814,7 @@ def _run_planned(
     leaks = {cid: found for cid, text in prompts.items() if (found := bank.leak_check(cid, text))}
     if not todo and existing and isinstance(existing[-1].event(), events.RunFinished):
         return summarise(existing, planned, published)  # a finished run: nothing to add
-    session = _Session(ledger, signer, plan.run_id, clock)
+    session = _Session(ledger, signer, plan.run_id, clock, published)
     if len(session.stored) != len(existing):
         # Another process appended to this run since it was checked above (the same
         # --run-id started twice at once): never a second RunStarted in one stream.
