@@ -11,14 +11,18 @@ from __future__ import annotations
 
 import hashlib
 import json
+import sqlite3
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+from ledger import codec
 from ledger import events as ev
 from ledger.calibration import kill_rate
-from ledger.keys import Signer
-from ledger.store import Draft, Ledger, link_of
+from ledger.checkpoint import format_checkpoint
+from ledger.keys import EVENT_SIGNING_PREFIX_V2, Signer
+from ledger.merkle import TreeAccumulator
+from ledger.store import GENESIS_CHAIN, Draft, Ledger, link_of
 
 CLOCK = "2026-12-02T10:00:00.000000Z"
 STATUSES = ("killed", "survived", "equivalent", "blocked", "unsupported", "not_applicable")
@@ -411,3 +415,44 @@ def build_real_ledger(folder: Path) -> Path:
         plan = runner.RunPlan(run_id="model-a", profile="model-a", attempts=3)
         runner.run(ledger, signer, bank, adapter, plan, clock=fixed_clock)
     return path
+
+
+def resign_from(path: Path, seq: int, body: bytes) -> None:
+    """Put ``body`` at ``seq`` and re-sign it and every later row with the operator key:
+    every later body that names a changed leaf (``stream_prev``, a score's ``evidence``)
+    names the new one; leaf hashes, chain, signatures and the stored checkpoints after it
+    are made again. What the key's holder could do: every chain, stream chain, signature
+    and checkpoint holds, so only a check of the content can catch the change."""
+    signer = operator()
+    conn = sqlite3.connect(path)
+    conn.execute("DROP TRIGGER events_refuse_update")
+    table = conn.execute("SELECT seq, body, leaf_hash, chain FROM events ORDER BY seq").fetchall()
+    prev = GENESIS_CHAIN if seq == 0 else bytes(table[seq - 1][3])
+    moved: dict[bytes, bytes] = {}
+    for s, old, old_leaf, _ in table[seq:]:
+        new = body if s == seq else bytes(old)
+        for was, now in moved.items():
+            new = new.replace(was, now)
+        leaf = codec.leaf_hash(new)
+        if leaf != bytes(old_leaf):
+            moved[f"sha256:{bytes(old_leaf).hex()}".encode()] = f"sha256:{leaf.hex()}".encode()
+        sig = signer.sign(EVENT_SIGNING_PREFIX_V2 + prev + leaf)
+        prev = codec.chain_hash(prev, leaf)
+        conn.execute(
+            "UPDATE events SET body = ?, leaf_hash = ?, chain = ?, sig = ? WHERE seq = ?",
+            (new, leaf, prev, sig, s),
+        )
+    # the checkpoints stored after it, signed again over the new tree
+    conn.execute("DROP TRIGGER checkpoints_refuse_update")
+    leaves = [bytes(leaf) for (leaf,) in conn.execute("SELECT leaf_hash FROM events ORDER BY seq")]
+    with Ledger.open(path, readonly=True) as ledger:
+        origin = ledger.origin()
+    for (size,) in conn.execute("SELECT size FROM checkpoints WHERE size > ?", (seq,)).fetchall():
+        tree = TreeAccumulator()
+        for leaf in leaves[:size]:
+            tree.append(leaf)
+        note = signer.sign_note(format_checkpoint(origin, size, tree.root()))
+        conn.execute("UPDATE checkpoints SET note = ? WHERE size = ?", (note, size))
+    conn.commit()
+    conn.close()
+    path.with_name(path.stem + ".index.db").unlink(missing_ok=True)

@@ -23,15 +23,14 @@ import pytest
 from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from report_testkit import build_real_ledger, fixed_clock, operator
+from report_testkit import build_real_ledger, fixed_clock, operator, resign_from
 
 from ledger import codec
 from ledger.cli import main
 from ledger.errors import VerificationError
 from ledger.events import PromptSent, PromptStored
 from ledger.harness import runner
-from ledger.keys import EVENT_SIGNING_PREFIX_V2
-from ledger.store import GENESIS_CHAIN, Draft, Ledger
+from ledger.store import Draft, Ledger
 from ledger.verify import verify_ledger
 from projections import caseruns
 from projections.replay import replay
@@ -208,35 +207,6 @@ def test_store_prompts_appends_only_the_missing_ones(tmp_path: Path) -> None:
 
 
 # ----------------------------------------------------------------- tampering
-
-
-def resign_from(path: Path, seq: int, body: bytes) -> None:
-    """Put ``body`` at ``seq`` and re-sign it and every later row with the operator key:
-    every later body that names a changed leaf (``stream_prev``, a score's ``evidence``)
-    names the new one, and leaf hashes, chain and signatures are recomputed. What the
-    key's holder could do: every chain, stream chain and signature holds."""
-    signer = operator()
-    conn = sqlite3.connect(path)
-    conn.execute("DROP TRIGGER events_refuse_update")
-    table = conn.execute("SELECT seq, body, leaf_hash, chain FROM events ORDER BY seq").fetchall()
-    prev = GENESIS_CHAIN if seq == 0 else bytes(table[seq - 1][3])
-    moved: dict[bytes, bytes] = {}  # old link -> new link, as bodies spell them
-    for s, old, old_leaf, _ in table[seq:]:
-        new = body if s == seq else bytes(old)
-        for was, now in moved.items():
-            new = new.replace(was, now)
-        leaf = codec.leaf_hash(new)
-        if leaf != bytes(old_leaf):
-            moved[f"sha256:{bytes(old_leaf).hex()}".encode()] = f"sha256:{leaf.hex()}".encode()
-        sig = signer.sign(EVENT_SIGNING_PREFIX_V2 + prev + leaf)
-        prev = codec.chain_hash(prev, leaf)
-        conn.execute(
-            "UPDATE events SET body = ?, leaf_hash = ?, chain = ?, sig = ? WHERE seq = ?",
-            (new, leaf, prev, sig, s),
-        )
-    conn.commit()
-    conn.close()
-    path.with_name(path.stem + ".index.db").unlink(missing_ok=True)
 
 
 def first_of(path: Path, kind: str, run: str = "model-a") -> tuple[int, dict[str, Any]]:

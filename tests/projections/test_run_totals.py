@@ -22,7 +22,7 @@ import pytest
 from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from report_testkit import CLOCK, build_real_ledger, operator
+from report_testkit import CLOCK, build_real_ledger, resign_from
 from runkit import fresh_home
 from test_runner import go, published, reference, write_replay
 
@@ -30,14 +30,11 @@ from ledger import codec, events
 from ledger.adapters import build_adapter
 from ledger.app.rescore import recompute_hook
 from ledger.app.snapshot import RecordedRun, run_listing
-from ledger.checkpoint import format_checkpoint
 from ledger.cli import main
 from ledger.cli.run import bank_context
 from ledger.errors import BankError, VerificationError
 from ledger.harness import score as score_mod
-from ledger.keys import EVENT_SIGNING_PREFIX_V2
-from ledger.merkle import TreeAccumulator
-from ledger.store import GENESIS_CHAIN, Ledger
+from ledger.store import Ledger
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 LISTINGS = ([], ["--json"], ["--include-withdrawn"], ["--json", "--include-withdrawn"])
@@ -231,46 +228,6 @@ def test_failed_resumed_early_stopped_and_leak_stopped_runs(
 
 
 # ----------------------------------------------------------------- verify --recompute
-
-
-def resign_from(path: Path, seq: int, body: bytes) -> None:
-    """Put ``body`` at ``seq`` and re-sign it and every later row with the operator key
-    (later bodies that name a changed leaf name the new one; leaf hashes, chain,
-    signatures and the stored checkpoints after it made again): what the key's holder
-    could do."""
-    signer = operator()
-    conn = sqlite3.connect(path)
-    conn.execute("DROP TRIGGER events_refuse_update")
-    table = conn.execute("SELECT seq, body, leaf_hash, chain FROM events ORDER BY seq").fetchall()
-    prev = GENESIS_CHAIN if seq == 0 else bytes(table[seq - 1][3])
-    moved: dict[bytes, bytes] = {}
-    for s, old, old_leaf, _ in table[seq:]:
-        new = body if s == seq else bytes(old)
-        for was, now in moved.items():
-            new = new.replace(was, now)
-        leaf = codec.leaf_hash(new)
-        if leaf != bytes(old_leaf):
-            moved[f"sha256:{bytes(old_leaf).hex()}".encode()] = f"sha256:{leaf.hex()}".encode()
-        sig = signer.sign(EVENT_SIGNING_PREFIX_V2 + prev + leaf)
-        prev = codec.chain_hash(prev, leaf)
-        conn.execute(
-            "UPDATE events SET body = ?, leaf_hash = ?, chain = ?, sig = ? WHERE seq = ?",
-            (new, leaf, prev, sig, s),
-        )
-    # the checkpoints stored after it, signed again over the new tree
-    conn.execute("DROP TRIGGER checkpoints_refuse_update")
-    leaves = [bytes(leaf) for (leaf,) in conn.execute("SELECT leaf_hash FROM events ORDER BY seq")]
-    with Ledger.open(path, readonly=True) as ledger:
-        origin = ledger.origin()
-    for (size,) in conn.execute("SELECT size FROM checkpoints WHERE size > ?", (seq,)).fetchall():
-        tree = TreeAccumulator()
-        for leaf in leaves[:size]:
-            tree.append(leaf)
-        note = signer.sign_note(format_checkpoint(origin, size, tree.root()))
-        conn.execute("UPDATE checkpoints SET note = ? WHERE size = ?", (note, size))
-    conn.commit()
-    conn.close()
-    path.with_name(path.stem + ".index.db").unlink(missing_ok=True)
 
 
 CHANGES: dict[str, st.SearchStrategy[Any]] = {
