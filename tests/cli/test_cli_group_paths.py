@@ -57,10 +57,10 @@ INTERRUPTED = "interrupted (Ctrl-C): stopped; nothing half-done was recorded or 
 
 
 def _raise(exc: BaseException) -> Callable[..., None]:
-    def run_snapshots(*args: object, **kwargs: object) -> None:
+    def reader(*args: object, **kwargs: object) -> None:
         raise exc
 
-    return run_snapshots
+    return reader
 
 
 @pytest.mark.parametrize(
@@ -75,7 +75,7 @@ def _raise(exc: BaseException) -> Callable[..., None]:
 def test_an_interruption_exits_2_with_one_line(
     ledger: Path, monkeypatch: pytest.MonkeyPatch, exc: BaseException, stderr: str
 ) -> None:
-    monkeypatch.setattr("ledger.cli.report.run_snapshots", _raise(exc))
+    monkeypatch.setattr("ledger.cli.report.run_listing", _raise(exc))
     result = CliRunner().invoke(main, ["--ledger", str(ledger), "runs"])
     assert (result.exit_code, result.stdout, result.stderr) == (2, "", stderr)
 
@@ -83,7 +83,7 @@ def test_an_interruption_exits_2_with_one_line(
 def test_any_other_exception_is_a_bug_and_keeps_its_traceback(
     ledger: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("ledger.cli.report.run_snapshots", _raise(RuntimeError("boom")))
+    monkeypatch.setattr("ledger.cli.report.run_listing", _raise(RuntimeError("boom")))
     result = CliRunner().invoke(main, ["--ledger", str(ledger), "runs"])
     assert result.exit_code == 1
     assert isinstance(result.exception, RuntimeError)
