@@ -19,6 +19,8 @@ import contextlib
 import itertools
 import os
 import sqlite3
+import subprocess
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -167,3 +169,22 @@ def setup_roles(cluster: PgCluster) -> None:
     with psycopg.connect(cluster.superuser_dsn, autocommit=True) as con:
         con.execute(f"CREATE ROLE {OWNER} LOGIN PASSWORD 'owner-pw'")
         con.execute(f"CREATE ROLE {WRITER} LOGIN PASSWORD '{WRITER_PASSWORD}'")
+
+
+#: The installed ``caseledger`` command beside this interpreter.
+CASELEDGER = str(Path(sys.executable).parent / "caseledger")
+
+
+def caseledger(
+    location: object, *args: str, cwd: Path, home: Path
+) -> subprocess.CompletedProcess[str]:
+    """``caseledger --ledger LOCATION ARGS`` in a real process (keys in ``home``)."""
+    return subprocess.run(
+        [CASELEDGER, "--ledger", str(location), *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "CASELEDGER_HOME": str(home)},
+        cwd=cwd,
+        timeout=300,
+        check=False,
+    )

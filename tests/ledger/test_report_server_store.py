@@ -8,31 +8,18 @@ reference adapter on sales-fixture, two runs), real signatures.
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
-from store_kit import Store
+from store_kit import Store, caseledger
 
 from ledger.app import tree_index
 from ledger.app.reporting import report_bytes
 from ledger.app.snapshot import read_state, run_snapshots
 from projections.report.build import build_report, build_report_v2, to_json
 
-CASELEDGER = str(Path(sys.executable).with_name("caseledger"))
-
 
 def _cli(location: object, *args: str, cwd: Path, home: Path) -> None:
-    done = subprocess.run(
-        [CASELEDGER, "--ledger", str(location), *args],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "CASELEDGER_HOME": str(home)},
-        cwd=cwd,
-        timeout=300,
-        check=False,
-    )
+    done = caseledger(location, *args, cwd=cwd, home=home)
     assert done.returncode == 0, (args, done.stderr)
 
 

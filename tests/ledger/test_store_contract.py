@@ -15,11 +15,8 @@ import base64
 import hashlib
 import itertools
 import json
-import os
 import re
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -30,7 +27,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from hypothesis import HealthCheck, given, settings
 from ledger_testkit import adapter, fixed_clock, operator, prompt
 from pgcluster import PgCluster
-from store_kit import Store, drop_pg_store, fresh_pg_store
+from store_kit import Store, caseledger, drop_pg_store, fresh_pg_store
 from writer_kit import spawn, start_together
 
 from ledger.errors import (
@@ -475,23 +472,6 @@ def test_verify_catches_tampering(
 
 
 # ----------------------------------------------------------------- the command line
-
-CASELEDGER = str(Path(sys.executable).parent / "caseledger")
-
-
-def caseledger(
-    location: object, *args: str, cwd: Path, home: Path
-) -> subprocess.CompletedProcess[str]:
-    """``caseledger --ledger LOCATION ARGS`` in a real process (keys in ``home``)."""
-    return subprocess.run(
-        [CASELEDGER, "--ledger", str(location), *args],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "CASELEDGER_HOME": str(home)},
-        cwd=cwd,
-        timeout=300,
-        check=False,
-    )
 
 
 def test_the_command_line_works_on_every_store(store: Store, tmp_path: Path) -> None:
