@@ -23,7 +23,7 @@ import pytest
 from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from report_testkit import build_real_ledger, fixed_clock, operator, resign_from
+from report_testkit import fixed_clock, operator, resign_from
 
 from ledger import codec
 from ledger.cli import main
@@ -58,24 +58,11 @@ def rows(path: Path, kind: str | None = None) -> list[tuple[int, bytes]]:
         conn.close()
 
 
-@pytest.fixture(scope="module")
-def master(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """self-test (7 cases x 1 attempt) and model-a (7 x 3) of sales-fixture."""
-    return build_real_ledger(tmp_path_factory.mktemp("prompts") / "home")
-
-
-@pytest.fixture
-def copy(master: Path, tmp_path: Path) -> Path:
-    dst = tmp_path / "home"
-    shutil.copytree(master.parent, dst)
-    return dst / "ledger.db"
-
-
-def test_each_run_stores_each_distinct_prompt_once(master: Path) -> None:
+def test_each_run_stores_each_distinct_prompt_once(real_ledger_master: Path) -> None:
     # model-a: 7 cases x 3 attempts, one of which has no recording (MISSING_CASE: it is
     # cancelled without a call, so without a PromptSent)
     for run, prompted in (("self-test", CASES), ("model-a", CASES * 3 - 1)):
-        with Ledger.open(master) as ledger:
+        with Ledger.open(real_ledger_master, readonly=True) as ledger:
             stream = [(s.body, s.event()) for s in ledger.stream_events(run)]
         kinds = [type(e).__name__ for _, e in stream]
         # RunStarted, then the 7 prompts in one batch, before the first attempt
@@ -99,8 +86,8 @@ def test_each_run_stores_each_distinct_prompt_once(master: Path) -> None:
         assert len({next(iter(v)) for v in by_case.values()}) == CASES
 
 
-def test_views_read_the_verbatim_prompt_through_the_reference(master: Path) -> None:
-    with Ledger.open(master) as ledger:
+def test_views_read_the_verbatim_prompt_through_the_reference(real_ledger_master: Path) -> None:
+    with Ledger.open(real_ledger_master, readonly=True) as ledger:
         items = [(s.seq, s.leaf_hash, s.event()) for s in ledger.iter_events(0, ledger.size())]
     texts = {e.prompt_sha256: e.prompt for _, _, e in items if isinstance(e, PromptStored)}
     state = replay(items)
@@ -217,11 +204,11 @@ def first_of(path: Path, kind: str, run: str = "model-a") -> tuple[int, dict[str
     raise AssertionError(kind)
 
 
-def test_a_changed_stored_prompt_is_refused_by_verify_and_reports(copy: Path) -> None:
-    seq, body = first_of(copy, "prompt.stored.v1")
+def test_a_changed_stored_prompt_is_refused_by_verify_and_reports(real_ledger: Path) -> None:
+    seq, body = first_of(real_ledger, "prompt.stored.v1")
     body["prompt"] = "X" + body["prompt"][1:]  # one character changed
-    resign_from(copy, seq, msgspec.json.encode(body, order="sorted"))
-    code, _, err = cli(copy, "verify")
+    resign_from(real_ledger, seq, msgspec.json.encode(body, order="sorted"))
+    code, _, err = cli(real_ledger, "verify")
     assert code == 1
     assert err.splitlines()[0].startswith(
         f"verification FAILED: seq {seq}: prompt.stored.v1 of stream model-a: the prompt "
@@ -229,26 +216,26 @@ def test_a_changed_stored_prompt_is_refused_by_verify_and_reports(copy: Path) ->
     )
     assert f"not to its prompt_sha256 {body['prompt_sha256']}" in err
     for args in (("report", "--format", "json"), ("report", "--run", "model-a", "--format", "md")):
-        code, out, err = cli(copy, *args)
+        code, out, err = cli(real_ledger, *args)
         assert code == 1, args
         assert f"seq {seq}: prompt.stored.v1" in err
         assert out == ""
-    code, _, err = cli(copy, "report", "--run", "self-test", "--format", "md")
+    code, _, err = cli(real_ledger, "report", "--run", "self-test", "--format", "md")
     assert code == 0, err  # another run's prompts are not read (docs/verification.md)
 
 
-def test_a_reference_that_points_nowhere_is_refused(copy: Path) -> None:
-    seq, body = first_of(copy, "prompt.sent.v1")
+def test_a_reference_that_points_nowhere_is_refused(real_ledger: Path) -> None:
+    seq, body = first_of(real_ledger, "prompt.sent.v1")
     body["prompt_sha256"] = "sha256:" + "0" * 64
-    resign_from(copy, seq, msgspec.json.encode(body, order="sorted"))
-    code, _, err = cli(copy, "verify")
+    resign_from(real_ledger, seq, msgspec.json.encode(body, order="sorted"))
+    code, _, err = cli(real_ledger, "verify")
     assert code == 1
     assert err.splitlines()[0] == (
         f"verification FAILED: seq {seq}: prompt.sent.v1 of case {body['case_id']} attempt "
         f"{body['attempt']} names prompt sha256:{'0' * 64}, which no prompt.stored.v1 before "
         "it in stream model-a holds"
     )
-    code, _, err = cli(copy, "report", "--run", "model-a", "--format", "json")
+    code, _, err = cli(real_ledger, "report", "--run", "model-a", "--format", "json")
     assert code == 1
     assert f"seq {seq}: prompt.sent.v1 of case {body['case_id']}" in err
     assert "Traceback" not in err

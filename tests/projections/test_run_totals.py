@@ -22,7 +22,7 @@ import pytest
 from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from report_testkit import CLOCK, build_real_ledger, resign_from
+from report_testkit import CLOCK, resign_from
 from runkit import fresh_home
 from test_runner import go, published, reference, write_replay
 
@@ -80,19 +80,6 @@ def totals(done: int, planned: int, rate: str | None, score: str | None) -> even
     )
 
 
-@pytest.fixture(scope="module")
-def master(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """self-test (7 cases x 1 attempt) and model-a (7 x 3) of sales-fixture."""
-    return build_real_ledger(tmp_path_factory.mktemp("totals") / "home")
-
-
-@pytest.fixture
-def copy(master: Path, tmp_path: Path) -> Path:
-    dst = tmp_path / "home"
-    shutil.copytree(master.parent, dst)
-    return dst / "ledger.db"
-
-
 def test_an_old_run_finished_keeps_its_bytes() -> None:
     event = events.RunFinished(
         stream="r", stream_seq=3, stream_prev=None, at=CLOCK, status="completed"
@@ -101,8 +88,8 @@ def test_an_old_run_finished_keeps_its_bytes() -> None:
     assert codec.decode(codec.encode(event)) == event
 
 
-def test_the_runner_records_totals_worked_out_by_hand(copy: Path) -> None:
-    with Ledger.open(copy, readonly=True) as ledger:
+def test_the_runner_records_totals_worked_out_by_hand(real_ledger: Path) -> None:
+    with Ledger.open(real_ledger, readonly=True) as ledger:
         # self-test: the reference SQL of 7 cases, once each: all correct, 100 points
         assert finished_of(ledger, "self-test").totals == totals(7, 7, "1.0000", "100.00")
         # model-a: 21 planned, every one with an outcome (the missing recording is
@@ -114,7 +101,7 @@ def test_the_runner_records_totals_worked_out_by_hand(copy: Path) -> None:
             21, 21, "0.8571", CLOCK,
         )  # fmt: skip
         assert read_as(ledger) == {"model-a": "recorded", "self-test": "recorded"}
-    rows = same_as_fold(copy)
+    rows = same_as_fold(real_ledger)
     assert rows["model-a"]["score"] == got.score
     assert (rows["self-test"]["done"], rows["self-test"]["score"]) == (7, "100.00")
 
@@ -154,24 +141,24 @@ def test_ledgers_written_before_are_folded(fixture: str, tmp_path: Path) -> None
 
 
 def test_withdrawn_and_rescored_runs_are_folded(
-    copy: Path, monkeypatch: pytest.MonkeyPatch
+    real_ledger: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     class _Same(score_mod.Scorer):
         version = "2.1.0-totals"
 
     monkeypatch.setitem(score_mod.SCORERS, _Same.version, _Same())
-    before = same_as_fold(copy)
-    code, _, err = cli(copy, "runs", "withdraw", "self-test", "--reason", "wrong bank")
+    before = same_as_fold(real_ledger)
+    code, _, err = cli(real_ledger, "runs", "withdraw", "self-test", "--reason", "wrong bank")
     assert code == 0, err
-    code, _, err = cli(copy, "rescore", "--run", "model-a", "--scorer", _Same.version)
+    code, _, err = cli(real_ledger, "rescore", "--run", "model-a", "--scorer", _Same.version)
     assert code == 0, err
-    with Ledger.open(copy, readonly=True) as ledger:
+    with Ledger.open(real_ledger, readonly=True) as ledger:
         assert read_as(ledger) == {"model-a": "folded", "self-test": "folded"}
-    after = same_as_fold(copy)
+    after = same_as_fold(real_ledger)
     assert after["self-test"] == {**before["self-test"], "withdrawn": "wrong bank"}
     # the run's own scorer's figures: the rescore adds a version, it changes no row
     assert after["model-a"] == before["model-a"]
-    assert "self-test" not in cli(copy, "runs")[1]
+    assert "self-test" not in cli(real_ledger, "runs")[1]
 
 
 def test_failed_resumed_early_stopped_and_leak_stopped_runs(
@@ -244,11 +231,11 @@ CHANGES: dict[str, st.SearchStrategy[Any]] = {
 )
 @given(change=st.sampled_from(sorted(CHANGES)).flatmap(lambda f: st.tuples(st.just(f), CHANGES[f])))
 def test_changed_totals_pass_verify_and_fail_recompute(
-    change: tuple[str, Any], master: Path, tmp_path_factory: pytest.TempPathFactory
+    change: tuple[str, Any], real_ledger_master: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
     field, value = change
     folder = tmp_path_factory.mktemp("tamper") / "home"
-    shutil.copytree(master.parent, folder)
+    shutil.copytree(real_ledger_master.parent, folder)
     path = folder / "ledger.db"
     conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
     seq, raw = conn.execute(
