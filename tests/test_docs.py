@@ -10,7 +10,7 @@ from click.testing import CliRunner
 from support import REPO
 
 from ledger import events
-from ledger.cli import main
+from ledger.cli import load_all, main
 
 DOCS = REPO / "docs"
 
@@ -25,6 +25,7 @@ def _commands(group: click.Group, prefix: tuple[str, ...] = ()) -> list[tuple[st
     return out
 
 
+load_all()  # main.commands holds only the areas loaded so far (lazy loading)
 COMMANDS = _commands(main)
 
 

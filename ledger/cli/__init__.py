@@ -2,8 +2,11 @@
 
 Exit codes, the same for every command: 0 done / verified / passed; 1 the
 check ran and failed; 2 could not check (usage error, bad input, missing
-ledger). Commands of each area live in ``ledger/cli/<area>.py`` and are
-registered on the ``main`` group at the bottom of this file.
+ledger). Commands of each area live in ``ledger/cli/<area>.py``; the ``main``
+group imports an area module only when one of its commands is asked for
+(``COMMAND_AREAS`` at the bottom of this file), so ``caseledger run`` does not pay for
+the bank builder, calibration or the report builder, and neither does each SQL worker
+process (a ``spawn`` child re-runs the ``caseledger`` script, importing this package).
 
 Only this layer reads environment variables and default paths; it passes
 explicit values down to the library.
@@ -12,6 +15,7 @@ explicit values down to the library.
 from __future__ import annotations
 
 import errno
+import importlib
 import os
 import signal
 import sqlite3
@@ -25,7 +29,7 @@ from ledger.cli.common import DEFAULT_HOME, DEFAULT_LEDGER, Context, exit_with, 
 from ledger.errors import LedgerError
 from ledger.stores import parse_location
 
-__all__ = ["DEFAULT_LEDGER", "Context", "exit_with", "main", "pass_ctx"]
+__all__ = ["DEFAULT_LEDGER", "Context", "exit_with", "load_all", "main", "pass_ctx"]
 
 
 # What DuckDB raises (as a plain RuntimeError) when a SIGINT stops a statement.
@@ -40,6 +44,11 @@ def _fail(line: str, code: int, hint: str | None = None) -> NoReturn:
     if hint:
         click.echo(f"  hint: {hint}", err=True)
     sys.exit(code)
+
+
+def _interrupted() -> NoReturn:
+    click.echo(err=True)
+    _fail(INTERRUPTED, 2)
 
 
 def _broken_pipe() -> NoReturn:
@@ -74,7 +83,50 @@ class _Group(click.Group):
     with 141, as a program killed by SIGPIPE does (never 0: a check whose verdict
     could not be printed must not read as passed); a ledger file SQLite cannot read is
     "could not check" (2). Anything else is a bug and keeps its traceback.
+
+    Commands are loaded lazily: ``get_command`` imports only the area module that
+    ``COMMAND_AREAS`` names for a command (every area for a name it does not know),
+    ``list_commands`` (``--help``, completion) imports them all. Each area registers
+    once. The import runs inside ``main()``, so a Ctrl-C during it is reported as above.
     """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._loaded: set[str] = set()
+
+    def load_area(self, area: str) -> None:
+        """Import ``ledger/cli/<area>.py`` and register its commands, once."""
+        if area not in self._loaded:
+            importlib.import_module(f"ledger.cli.{area}").register(self)
+            self._loaded.add(area)
+
+    def load_all(self) -> None:
+        """Register every area's commands (``--help`` lists them all)."""
+        for area in AREAS:
+            self.load_area(area)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        """The command ``cmd_name``, importing only the area module that defines it.
+
+        A name the table does not know loads every area before looking again, so a
+        command added by an area without a table entry is still found (and click's
+        "no such command" lists every real command).
+        """
+        command = self.commands.get(cmd_name)
+        if command is None:
+            area = COMMAND_AREAS.get(cmd_name)
+            if area is not None:
+                self.load_area(area)
+                command = self.commands.get(cmd_name)
+            if command is None:
+                self.load_all()
+                command = self.commands.get(cmd_name)
+        return command
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        """Every command name, sorted (loads every area first)."""
+        self.load_all()
+        return super().list_commands(ctx)
 
     def main(  # type: ignore[override]
         self,
@@ -94,12 +146,14 @@ class _Group(click.Group):
                 _fail("error: end of input while reading a reply", 2)
             _fail(INTERRUPTED, 2)
         except KeyboardInterrupt:
-            click.echo(err=True)
-            _fail(INTERRUPTED, 2)
+            _interrupted()
         except click.UsageError as exc:
-            command = (
-                exc.ctx.command_path if exc.ctx is not None else self._path_of(prog_name, args)
-            )
+            try:
+                command = (
+                    exc.ctx.command_path if exc.ctx is not None else self._path_of(prog_name, args)
+                )
+            except KeyboardInterrupt:  # while _path_of imported a command module
+                _interrupted()
             _fail(f"error: {exc.format_message()}", 2, f"see `{command} --help`")
         except click.ClickException as exc:
             _fail(f"error: {exc.format_message()}", 2)
@@ -127,11 +181,17 @@ class _Group(click.Group):
                 break
             if arg == "--ledger":
                 next(rest, None)
-            elif arg in command.commands:
-                command = command.commands[arg]
-                words.append(arg)
             elif not arg.startswith("-"):
-                break
+                # The top group loads the command's module on demand; subgroups are whole.
+                sub = (
+                    self.get_command(click.Context(self), arg)
+                    if command is self
+                    else command.commands.get(arg)
+                )
+                if sub is None:
+                    break
+                command = sub
+                words.append(arg)
         return " ".join(words)
 
     def make_context(
@@ -205,6 +265,8 @@ def main(ctx: click.Context, ledger: str | None) -> None:
     ctx.obj = Context(location, Path(home) if home else DEFAULT_HOME)
 
 
+# The area modules (ledger/cli/<area>.py), each with a ``register(group)`` function;
+# ``adapters`` lists the adapter kinds, built-in and plug-in.
 AREAS = (
     "log",
     "bank",
@@ -218,21 +280,43 @@ AREAS = (
     "slices",
     "claims",
     "stores",
+    "adapters",
 )
 
+# Which area registers each top-level command: ``caseledger run`` imports
+# ledger/cli/run.py and nothing else of the CLI. tests/cli/test_lazy_commands.py checks
+# it against what the areas really register.
+COMMAND_AREAS: dict[str, str] = {
+    "init": "log",
+    "log": "log",
+    "verify": "log",
+    "checkpoint": "log",
+    "prove": "log",
+    "keys": "log",
+    "bank": "bank",
+    "run": "run",
+    "report": "report",
+    "runs": "report",
+    "rebuild": "report",
+    "rescore": "report",
+    "gate": "gate",
+    "baseline": "gate",
+    "calibrate": "calibrate",
+    "demo": "demo",
+    "export": "export",
+    "import": "exchange",
+    "slices": "slices",
+    "claims": "claims",
+    "ledger": "stores",
+    "adapters": "adapters",
+}
 
-def _register() -> None:
-    # Each area module (ledger/cli/<area>.py) defines click commands and a
-    # ``register(group)`` function.
-    import importlib
 
-    for area in AREAS:
-        importlib.import_module(f"ledger.cli.{area}").register(main)
-    importlib.import_module("ledger.cli.adapters").register(main)  # adapter kinds, plug-ins
+def load_all() -> dict[str, click.Command]:
+    """Every top-level command by name, each area module imported and registered.
 
-
-try:
-    _register()
-except KeyboardInterrupt:
-    # Ctrl-C while the command modules are still being imported (before main() runs).
-    _fail("\n" + INTERRUPTED, 2)
+    ``main.commands`` alone holds only the commands loaded so far; code that needs
+    them all (the docs test, the import-order test) calls this.
+    """
+    main.load_all()
+    return dict(main.commands)
