@@ -21,10 +21,11 @@ import os
 import sqlite3
 import threading
 import time
+from collections.abc import Callable
 from multiprocessing.connection import Connection
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, TypeVar
 
 import msgspec
 
@@ -39,6 +40,7 @@ from ledger.engines.sqlite_sandbox import (
 from ledger.errors import SandboxError
 from ledger.events import Column
 from ledger.harness import cells
+from ledger.harness.reading import Reading, ReadRequest
 from ledger.harness.worker import (
     KILL_GRACE_S,
     STARTUP_TIMEOUT_S,
@@ -46,10 +48,13 @@ from ledger.harness.worker import (
     ProcessWorker,
     Request,
     failure,
+    read_timeout_s,
     serve,
 )
 
 __all__ = ["SQLiteExecutor"]
+
+T = TypeVar("T")
 
 # How many SQLite virtual machine steps pass between two deadline checks.
 _PROGRESS_STEPS = 10_000
@@ -274,6 +279,15 @@ class SQLiteExecutor:
         if max_rows < 0:
             raise ValueError(f"max_rows must be >= 0, got {max_rows}")
         job = Request(sql, max_rows, self._timeout_s, max_result_bytes, max_cell_bytes)
+        return self._on_child(lambda child: child.run(job, KILL_GRACE_S))
+
+    def read(self, req: ReadRequest) -> Reading | None:
+        """Read one SQL text in the worker (``ledger.harness.reading``); None when it could
+        not (the caller reads it itself)."""
+        return self._on_child(lambda child: child.read(req, read_timeout_s(req)))
+
+    def _on_child(self, call: Callable[[ProcessWorker], tuple[T, bool]]) -> T:
+        """``call`` on the worker, one at a time; a worker no longer usable is replaced."""
         with self._turn:
             with self._state:
                 if self._closed:
@@ -281,7 +295,7 @@ class SQLiteExecutor:
                 if self._child is None:
                     self._child = self._spawn()
                 child = self._child
-            result, usable = child.run(job, KILL_GRACE_S)
+            result, usable = call(child)
             if not usable:
                 child.stop()
                 with self._state:

@@ -35,6 +35,7 @@ from ledger import events
 from ledger.harness import functions
 from ledger.harness import limits as limits_mod
 from ledger.harness import score as score_mod
+from ledger.harness.reading import Reading, Readings, ReadRequest
 from ledger.harness.worker import ExecResult
 
 if TYPE_CHECKING:
@@ -159,6 +160,42 @@ def _execute(pool: Executor, sql: str, max_rows: int, limits: events.Limits) -> 
     )
 
 
+def _read(
+    bench: Bench,
+    sql: str,
+    pool: Executor | None,
+    limits: events.Limits,
+    spent_ns: Callable[[], int],
+) -> tuple[limits_mod.Judged, Readings | None]:
+    """The guard stage of a fresh answer: read in a SQL worker of ``pool`` when it can
+    (``ledger.harness.reading``: the same functions, on another core), else here."""
+    read = getattr(pool, "read", None)
+    if read is not None:
+        request = ReadRequest(
+            sql,
+            tuple(sorted(bench.tables)),
+            tuple(bench.case.required_ast),
+            bench.reference_sql,
+            bench.engine,
+            limits,
+            spent_ns(),
+        )
+        reading: Reading | None = read(request)
+        if reading is not None:
+            verdict = limits_mod.Judged(reading.passed, reading.violations, reading.ast_digest)
+            return verdict, reading.readings
+    verdict = limits_mod.judge_sql(
+        sql,
+        bench.tables,
+        rules=bench.case.required_ast,
+        reference_sql=bench.reference_sql,
+        limits=limits,
+        spent_ns=spent_ns,
+        engine=bench.engine,
+    )
+    return verdict, None
+
+
 def judge(
     bench: Bench,
     *,
@@ -185,21 +222,14 @@ def judge(
     source = parsed if parsed is not None else failure
     ids: dict[str, Any] = {"case_id": case.id, "attempt": 1 if source is None else source.attempt}
     verdict: limits_mod.Judged | None = None
+    readings: Readings | None = None
     guarded = executed = None
     if recorded is not None:  # the record is the truth: a missing stage stays missing
         guarded, executed = recorded.guarded, recorded.executed
         if guarded is not None:
             verdict = limits_mod.Judged(guarded.passed, guarded.violations, guarded.ast_digest)
     elif parsed is not None and parsed.sql is not None:
-        verdict = limits_mod.judge_sql(
-            parsed.sql,
-            bench.tables,
-            rules=case.required_ast,
-            reference_sql=bench.reference_sql,
-            limits=limits,
-            spent_ns=spent_ns,
-            engine=bench.engine,
-        )
+        verdict, readings = _read(bench, parsed.sql, pool, limits, spent_ns)
         guarded = events.SqlGuarded(
             **ENVELOPE,
             **ids,
@@ -227,6 +257,7 @@ def judge(
             reference_sql=bench.reference_sql,
             version=version,
             dialect=functions.engine_rules(bench.engine)[0],
+            readings=readings,
         )
     except score_mod.ScoringError as exc:
         return Judgement(verdict, tuple(runs), None, exc)

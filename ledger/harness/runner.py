@@ -107,6 +107,7 @@ from ledger.harness import score
 from ledger.harness.attempt import AttemptKey, AttemptWriter, BankContext, Prepared, Stream
 from ledger.harness.limits import DEFAULT_LIMITS, validate
 from ledger.harness.protocol import OUTPUT_CONTRACT
+from ledger.harness.reading import Reading, ReadRequest
 from ledger.harness.worker import ExecResult
 from ledger.keys import Signer
 from ledger.store import Ledger, StoredEvent
@@ -144,6 +145,9 @@ _MODEL_KINDS = frozenset({"policy_refusal", "tool_use"})
 GROUP_ATTEMPTS = 64
 #: An open group is appended at the latest this many seconds after its first attempt.
 GROUP_WAIT_S = 0.5
+#: How long the recording thread waits for a new answer at a time while the oldest
+#: one is being judged (``_Line._fill``): it checks the judgement between waits.
+FILL_POLL_S = 0.002
 #: Adapters whose answers a resume gets again for free: their answers may wait in a group.
 _FREE_ANSWERS = frozenset({"replay", "reference"})
 # A run id is a stream name: short, printable, no spaces, never the log's own stream.
@@ -842,7 +846,10 @@ def _run_planned(
         depth, window = 2 * size + 2, 2 * size + 2 + GROUP_ATTEMPTS
     else:  # at most --concurrency answers taken and not yet recorded
         depth = window = max(1, plan.concurrency)
-    judges = ThreadPoolExecutor(size, "caseledger-judge", initializer=_hold_ctrl_c)
+    # Two judge threads per worker: while one waits for its worker, the other's next
+    # request is already queued, so the workers (which read the SQL as well as run it)
+    # are never idle for want of work.
+    judges = ThreadPoolExecutor(2 * size, "caseledger-judge", initializer=_hold_ctrl_c)
     try:
         line = _Line(session, writer, calls, judges, depth, window)
         stopped = _drive(session, writer, calls, progress, on_progress, plan, line)
@@ -915,6 +922,16 @@ class _Workers:
                 max_result_bytes=max_result_bytes,
                 max_cell_bytes=max_cell_bytes,
             )
+        finally:
+            self._idle.put(executor)
+
+    def read(self, request: ReadRequest) -> Reading | None:
+        """Read one SQL text on an idle worker (``ledger.harness.reading``); None when
+        its engine's executor cannot, or the worker could not (the caller reads it)."""
+        executor = self._idle.get()
+        try:
+            read = getattr(executor, "read", None)
+            return None if read is None else read(request)
         finally:
             self._idle.put(executor)
 
@@ -1032,12 +1049,13 @@ class _Line:
             and ahead + len(self.staged) < self.window
         )
 
-    def take(self, *, block: bool) -> bool:
-        """Take one answer from the calls and start judging it; False when none was ready."""
+    def take(self, *, block: bool, timeout: float | None = None) -> bool:
+        """Take one answer from the calls and start judging it; False when none was ready
+        (``block``: waiting for one, at most ``timeout`` seconds when given)."""
         if self.taken >= len(self.calls.requests):
             return False
         try:
-            request, outcome = self.calls.get(None if block else 0)
+            request, outcome = self.calls.get(timeout if block else 0)
         except queue.Empty:
             return False
         self.taken += 1
@@ -1074,6 +1092,7 @@ class _Line:
                 message = answer.message if isinstance(answer, MissingRecording) else ""
                 build = _cancellation(key, "missing_recording", message)
             else:
+                self._fill(judged)
                 prepared = judged.result()
                 build = functools.partial(self.writer.build, prepared=prepared)
             batch = self.session.stage(build)
@@ -1087,6 +1106,17 @@ class _Line:
         self.pending.popleft()
         self.staged.append(item)
         return batch
+
+    def _fill(self, judged: Future[Prepared]) -> None:
+        """While ``judged`` (the oldest answer) is still being judged, take the answers
+        that come in meanwhile, within :meth:`room`, and start judging them.
+
+        Without this the recording thread took answers only between two stagings, and
+        the calls run at most ``--concurrency`` answers ahead of it: with one call
+        thread, about one answer was judged at a time and the SQL workers sat idle.
+        """
+        while not judged.done() and self.room() and self.taken < len(self.calls.requests):
+            self.take(block=True, timeout=FILL_POLL_S)
 
     def unrecorded(self) -> list[tuple[Request, _Outcome, Prepared | None]]:
         """Answers taken and not appended, in arrival order, each with its judgement when

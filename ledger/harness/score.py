@@ -56,6 +56,7 @@ from ledger.harness.compare import (
     tidy,
 )
 from ledger.harness.protocol import OUTPUT_TOO_LARGE
+from ledger.harness.reading import Readings
 
 __all__ = [
     "ITEM_PLACES",
@@ -119,11 +120,12 @@ class Scorer:
         provider_failure: ProviderFailed | None,
         reference_sql: str | None,
         dialect: str = "duckdb",
+        readings: Readings | None = None,
     ) -> dict[str, Any]:
         """The ScoreComputed fields (all but envelope, case_id, attempt and evidence).
 
         ``dialect``: the sqlglot dialect of the bank's engine, for the AST rules and
-        the structural match.
+        the structural match; ``readings``: those two already computed by a SQL worker.
         """
         _check_evidence(case, gold, parsed, guarded, executed, provider_failure)
         items = dict(_ZERO_ITEMS)
@@ -151,9 +153,11 @@ class Scorer:
             detail = _guard_limit(guarded)
             try:
                 # SQL refused by a cap is never handed to sqlglot.
+                match_of = structural_match if readings is None else readings.structural_match
+                rules_of = check_rules if readings is None else readings.check_rules
                 if reference_sql is not None and detail is None:
-                    fields["sql_structural_match"] = structural_match(sql, reference_sql, dialect)
-                rules = check_rules(sql, case.required_ast, dialect) if guarded.passed else ()
+                    fields["sql_structural_match"] = match_of(sql, reference_sql, dialect)
+                rules = rules_of(sql, case.required_ast, dialect) if guarded.passed else ()
             except RecursionError:
                 fields["sql_structural_match"] = None
                 detail, rules = "too_complex", ()
@@ -366,8 +370,12 @@ def score_attempt(
     reference_sql: str | None,
     version: str = SCORER_VERSION,
     dialect: str = "duckdb",
+    readings: Readings | None = None,
 ) -> dict[str, Any]:
     """Score one attempt; the result unpacks into ScoreComputed next to the envelope.
+
+    ``readings``: the AST rules and structural match of the SQL already read by a SQL
+    worker (``ledger.harness.reading``); the same values the scorer would compute.
 
     Raises:
         UsageError: unknown scorer version.
@@ -386,4 +394,5 @@ def score_attempt(
         provider_failure=provider_failure,
         reference_sql=reference_sql,
         dialect=dialect,
+        readings=readings,
     )

@@ -44,6 +44,8 @@ from msgspec import UNSET, UnsetType
 from ledger import events
 from ledger.errors import SandboxError
 from ledger.harness import cells, functions
+from ledger.harness.reading import Reading, ReadRequest
+from ledger.harness.reading import read as read_sql
 
 __all__ = [
     "ERROR_KINDS",
@@ -57,6 +59,7 @@ __all__ = [
     "duckdb_refusals",
     "execute_once",
     "failure",
+    "read_timeout_s",
     "send_or_quit",
     "serve",
     "shadow_denied_functions",
@@ -70,6 +73,9 @@ ERROR_KINDS = (
 
 # How long a worker may take to stop after DuckDB was asked to interrupt it.
 KILL_GRACE_S = 1.0
+# How long a worker may take to read one SQL text beyond twice the judge budget
+# (``read_timeout_s``): a worker that overruns is replaced and the parent reads it.
+READ_GRACE_S = 5.0
 # How long a freshly spawned worker may take to import duckdb and open the file.
 STARTUP_TIMEOUT_S = 60.0
 # How often an idle worker checks that its parent is still alive.
@@ -97,8 +103,12 @@ class ExecResult(msgspec.Struct, frozen=True, kw_only=True):
     cells_truncated: int | UnsetType = UNSET
 
 
-class Request(msgspec.Struct, frozen=True):
-    """One query sent to a worker process (every engine's worker reads this shape)."""
+class Request(msgspec.Struct, frozen=True, tag="execute"):
+    """One query sent to a worker process (every engine's worker reads this shape).
+
+    A worker also answers a :class:`ledger.harness.reading.ReadRequest` (read the SQL,
+    run nothing) with a ``reading`` reply: see ``ledger.harness.reading``.
+    """
 
     sql: str
     max_rows: int
@@ -108,11 +118,19 @@ class Request(msgspec.Struct, frozen=True):
 
 
 class Reply(msgspec.Struct, frozen=True):
-    """A worker's answer: ``ready``, ``open_failed``, ``result`` or ``fault`` (a worker bug)."""
+    """A worker's answer: ``ready``, ``open_failed``, ``result``, ``reading`` or ``fault``
+    (a worker bug)."""
 
     kind: str
     message: str | None = None
     result: ExecResult | None = None
+    reading: Reading | None = None
+
+
+def read_timeout_s(req: ReadRequest) -> float:
+    """How long the parent waits for a worker's reading: the judge budget is CPU time, so
+    twice it in wall time (a loaded machine), plus :data:`READ_GRACE_S`."""
+    return 2 * req.limits.judge_budget_ms / 1000 + READ_GRACE_S
 
 
 def failure(kind: str, message: str, sql_us: int) -> ExecResult:
@@ -310,7 +328,9 @@ def serve(
     try:
         if not send_or_quit(conn, encoder.encode(Reply(kind="ready"))):
             return
-        decoder: msgspec.msgpack.Decoder[Request] = msgspec.msgpack.Decoder(Request)
+        decoder: msgspec.msgpack.Decoder[Request | ReadRequest] = msgspec.msgpack.Decoder(
+            Request | ReadRequest
+        )
         while True:
             try:
                 raw = conn.recv_bytes()
@@ -318,7 +338,10 @@ def serve(
                 break
             req = decoder.decode(raw)
             try:
-                reply = Reply(kind="result", result=run(session, req))
+                if isinstance(req, ReadRequest):
+                    reply = Reply(kind="reading", reading=read_sql(req))
+                else:
+                    reply = Reply(kind="result", result=run(session, req))
             except Exception:
                 reply = Reply(kind="fault", message=traceback.format_exc())
             if not send_or_quit(conn, encoder.encode(reply)):
@@ -677,6 +700,22 @@ class ProcessWorker:
             raise SandboxError(f"the {self.label} answered without a result (a harness bug)")
         return reply.result, True
 
+    def read(self, req: ReadRequest, timeout_s: float) -> tuple[Reading | None, bool]:
+        """Have the worker read one SQL text (``ledger.harness.reading``); returns (the
+        reading, worker still usable). None: no reading (the worker died, took over
+        ``timeout_s``, or reported a fault); the caller then reads the text itself."""
+        if not self.ready and self.wait_ready(STARTUP_TIMEOUT_S) is not None:
+            return None, False
+        try:
+            self.conn.send_bytes(_ENCODER.encode(req))
+            if not self.conn.poll(timeout_s):
+                self.kill()
+                return None, False
+            reply = _DECODER.decode(self.conn.recv_bytes())
+        except (EOFError, OSError):
+            return None, False
+        return (reply.reading if reply.kind == "reading" else None), True
+
     def _exit_text(self) -> str:
         self.process.join(0.5)
         code = self.process.exitcode
@@ -787,6 +826,18 @@ class WorkerPool:
         finally:
             self._give_back(worker, usable)
         return result
+
+    def read(self, req: ReadRequest) -> Reading | None:
+        """Read one SQL text in a worker (see ``ledger.harness.reading``); None when the
+        worker could not (the caller reads it itself). A worker that died or overran is
+        replaced."""
+        worker = self._take()
+        usable = False
+        try:
+            reading, usable = worker.read(req, read_timeout_s(req))
+        finally:
+            self._give_back(worker, usable)
+        return reading
 
     def _spawn(self) -> ProcessWorker:
         return ProcessWorker(
