@@ -47,6 +47,7 @@ from ledger.harness.worker import (
     ExecResult,
     ProcessWorker,
     Request,
+    exit_now,
     failure,
     read_timeout_s,
     serve,
@@ -191,6 +192,7 @@ def _child_main(conn: Connection, db_path: str, heap_limit: int, parent_pid: int
     serve(
         conn, open_session, _run_job, lambda session: session.con.close(), (sqlite3.Error, OSError)
     )
+    exit_now()
 
 
 # ------------------------------------------------------------------------ parent side

@@ -941,8 +941,22 @@ class _Workers:
             thread.join()
         with self._lock:
             made, self._made = self._made, []
-        for executor in made:
-            executor.close()
+        # Each on its own thread: a worker takes a moment to end, and they end together.
+        errors: list[BaseException] = []
+
+        def close(executor: Executor) -> None:
+            try:
+                executor.close()
+            except BaseException as exc:  # not hidden: raised below, on the run's thread
+                errors.append(exc)
+
+        closers = [threading.Thread(target=close, args=(e,)) for e in made]
+        for thread in closers:
+            thread.start()
+        for thread in closers:
+            thread.join()
+        if errors:
+            raise errors[0]
 
     def __enter__(self) -> _Workers:
         return self

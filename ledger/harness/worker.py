@@ -58,6 +58,7 @@ __all__ = [
     "connect_sandboxed",
     "duckdb_refusals",
     "execute_once",
+    "exit_now",
     "failure",
     "read_timeout_s",
     "send_or_quit",
@@ -376,6 +377,14 @@ def _worker_main(conn: Connection, db_path: str, memory_limit: str, parent_pid: 
         lambda session: session[0].check.close(),
         (duckdb.Error,),
     )
+    exit_now()
+
+
+def exit_now() -> None:
+    """End a worker whose database is closed and whose pipe is done, skipping the
+    interpreter's teardown (freeing every cached parse tree took 0.3 s a worker at the
+    end of each run, issue 21): nothing is left to flush or to release."""
+    os._exit(0)
 
 
 # --------------------------------------------------------------- DuckDB's own parse check

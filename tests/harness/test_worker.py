@@ -473,6 +473,17 @@ def test_no_worker_outlives_its_pool(bank_db: Path) -> None:
         p.execute("SELECT 1", max_rows=1)
 
 
+def test_a_worker_whose_pool_closes_ends_by_itself(bank_db: Path) -> None:
+    # exit_now(): on EOF the worker closes its database and leaves without the
+    # interpreter's teardown; exit code 0 means it was not killed (the pool kills a
+    # worker that has not ended 2 s after its pipe closed).
+    p = WorkerPool(bank_db, size=2)
+    _assert_still_serves(p)
+    workers = list(p._all)
+    p.close()
+    assert [w.process.exitcode for w in workers] == [0, 0]
+
+
 def test_execute_once_leaves_nothing(bank_db: Path) -> None:
     before = _worker_children()
     result = execute_once(bank_db, "SELECT name FROM customer WHERE id = 3", max_rows=1)
