@@ -31,7 +31,7 @@ import msgspec
 from ledger import events
 from ledger.errors import BankError
 
-__all__ = ["ReadRequest", "Reading", "Readings", "read", "readings_of"]
+__all__ = ["ReadRequest", "Reading", "Readings", "prepare", "read", "readings_of"]
 
 
 class ReadRequest(msgspec.Struct, frozen=True, tag="read"):
@@ -98,6 +98,12 @@ class Reading(msgspec.Struct, frozen=True):
     violations: tuple[events.Violation, ...]
     ast_digest: str | None
     readings: Readings
+
+
+def prepare() -> None:
+    """Import what :func:`read` needs (a worker calls this once it is ready, before its
+    first request, so that the import overlaps the parent's own preparations)."""
+    from ledger.harness import ast_rules, limits  # noqa: F401
 
 
 def readings_of(

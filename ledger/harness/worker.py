@@ -329,6 +329,11 @@ def serve(
     try:
         if not send_or_quit(conn, encoder.encode(Reply(kind="ready"))):
             return
+        # While the parent prepares the run: import what reading SQL needs (sqlglot, the
+        # guard), so that the first ReadRequest does not wait for it.
+        from ledger.harness import reading
+
+        reading.prepare()
         decoder: msgspec.msgpack.Decoder[Request | ReadRequest] = msgspec.msgpack.Decoder(
             Request | ReadRequest
         )
