@@ -125,8 +125,12 @@ in its own child: decoding every body once (the floor), ``caseledger report --fo
 (``caseledger-report/2``), ``--format json --detail full`` (``/1``: the old code's plain
 ``json``) and ``--format html`` of every run written to a file, and ``caseledger rescore`` of every
 run under a fresh scorer version (on a fresh copy each time). Wall time, peak RSS
-(VmHWM), the multiple of decode-only and bytes per CaseRun, old (``--before``, e.g.
-``git worktree add --detach /tmp/cl-before-21 <rev>``) and new side by side.
+(VmHWM), the multiple of decode-only and, for the reports, bytes per CaseRun, old
+(``--before``, e.g. ``git worktree add --detach /tmp/cl-before-21 <rev>``) and new side
+by side. The copies carry no tree index file, so the first child on a copy builds it;
+each rescore has a fresh copy, so its peak includes the build (287 MB for the rescore
+of every run at 1M, 205 MB with the index present). Figures: docs/reports.md (reports)
+and docs/benchmarks.md "Rescoring every run" (rescore, new code only).
 """
 
 from __future__ import annotations
