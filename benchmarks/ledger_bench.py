@@ -74,6 +74,20 @@ One build of each layout after the other at 1,000,000 events, read from
 and used 64.1 CPU s (4,506 ev/s). The bytes written
 are the steadier figure: 2.6 GB with the leaf index and 0.47 GB without it for
 300,000 events, the difference growing with the file.
+
+Again on a quiet machine (2026-12-03, load average below 1.5), 3 rounds, median (range):
+at 1,000,000 events (sign ceiling 22,723/s) UNIQUE leaf_hash 8,536 (8,115-10,152) ev/s,
+39% (33%-47%); UNIQUE (stream, stream_seq) 11,312 (9,041-12,837), 43% (39%-79%). Then
+with a batch's signatures made on one thread per core (``Ledger._sign_all``; the
+cryptography library releases the GIL while it signs), 300,000 events, the old code
+(``PYTHONPATH`` = a worktree of 4495674) and the new one run one after the other:
+
+    layout                        old: ev/s, share            new: ev/s, share
+    UNIQUE leaf_hash              12,111 (8,117-12,165) 40%   11,834 (11,314-12,722) 45%
+    UNIQUE (stream, stream_seq)   13,890 (13,791-14,228) 47%  18,098 (14,472-18,165) 58%
+
+(sign ceiling medians 29,931/s and 26,853/s). The 70 % target is not met: about half
+of each event's time is its canonical encoding and the planning before signing.
 """
 
 from __future__ import annotations

@@ -206,3 +206,24 @@ def test_bodies_are_the_canonical_bytes(ledger: Ledger) -> None:
     assert row is not None
     assert row.body == codec.encode(row.event())
     assert row.body.startswith(b'{"at":"2026-12-02T10:00:00.000000Z","attempt":1,"case_id":')
+
+
+@pytest.mark.parametrize("count", [1, 31, 32, 127, 128, 129, 300])
+def test_a_batch_signed_on_threads_carries_each_rows_own_signature(
+    ledger: Ledger, count: int
+) -> None:
+    # Batches of 32 rows or more are signed on one thread per core (Ledger._sign_all);
+    # every row must still carry the signature of its own message, in order: checked
+    # here from the design's formula (event/v2: previous chain, then the leaf), not
+    # from the store's code.
+    ledger.append([prompt("r", i) for i in range(count)], operator())
+    public = Ed25519PublicKey.from_public_bytes(operator().public_key)
+    prev = ledger.get(0)
+    assert prev is not None
+    for seq in range(1, count + 1):
+        row = ledger.get(seq)
+        assert row is not None
+        assert row.chain == hashlib.sha256(prev.chain + row.leaf_hash).digest()
+        public.verify(row.sig, b"caseledger/event/v2\n" + prev.chain + row.leaf_hash)
+        prev = row
+    assert ledger.size() == count + 1
