@@ -38,12 +38,17 @@ def parsed_of(case_id: str, raw: str) -> events.OutputParsed:
     return events.OutputParsed(**ENV, case_id=case_id, attempt=1, **msgspec.structs.asdict(verdict))
 
 
-@pytest.fixture(scope="module")
-def bank(tmp_path_factory: pytest.TempPathFactory) -> PublishedBank:
+def sales_fixture(tmp_path_factory: pytest.TempPathFactory) -> PublishedBank:
+    """The built-in sales-fixture bank published in a fresh ledger (also test_reading's)."""
     home = tmp_path_factory.mktemp("home")
     signer = Signer.from_seed("test-operator", b"\x07" * 32)
     with Ledger.create(home / "ledger.db", signer, clock=lambda: AT) as ledger:
         return publish(ledger, signer, BUILTIN_DIR / "sales-fixture", home, cwd=home).published
+
+
+@pytest.fixture(scope="module")
+def bank(tmp_path_factory: pytest.TempPathFactory) -> PublishedBank:
+    return sales_fixture(tmp_path_factory)
 
 
 @pytest.fixture(scope="module")

@@ -23,29 +23,22 @@ from typing import Any
 
 import msgspec
 import pytest
-from test_pipeline import ENV, bench, parsed_of, strict
+from test_pipeline import bench, parsed_of, sales_fixture, strict
 from test_sqlparse_copy import CORPUS
 
 from ledger import events
-from ledger.bank.publish import publish
-from ledger.bank.registry import BUILTIN_DIR, PublishedBank
+from ledger.bank.registry import PublishedBank
 from ledger.engines.sqlite_worker import SQLiteExecutor
 from ledger.harness import ast_rules, limits, pipeline, reading
 from ledger.harness.worker import ExecResult, ProcessWorker, WorkerPool, _worker_main
-from ledger.keys import Signer
-from ledger.store import Ledger
 
-AT = ENV["at"]
 RULES = tuple(sorted(ast_rules.KNOWN_RULES))
 TABLES = ("customers", "order_items", "orders", "products", "sales", "stores", "visits")
 
 
 @pytest.fixture(scope="module")
 def bank(tmp_path_factory: pytest.TempPathFactory) -> PublishedBank:
-    home = tmp_path_factory.mktemp("home")
-    signer = Signer.from_seed("test-operator", b"\x07" * 32)
-    with Ledger.create(home / "ledger.db", signer, clock=lambda: AT) as ledger:
-        return publish(ledger, signer, BUILTIN_DIR / "sales-fixture", home, cwd=home).published
+    return sales_fixture(tmp_path_factory)
 
 
 @pytest.fixture(scope="module")

@@ -176,7 +176,7 @@ CASELEDGER = str(Path(sys.executable).parent / "caseledger")
 
 
 def caseledger(
-    location: object, *args: str, cwd: Path, home: Path
+    location: object, *args: str, cwd: Path, home: Path, timeout: float = 300
 ) -> subprocess.CompletedProcess[str]:
     """``caseledger --ledger LOCATION ARGS`` in a real process (keys in ``home``)."""
     return subprocess.run(
@@ -185,6 +185,6 @@ def caseledger(
         text=True,
         env={**os.environ, "CASELEDGER_HOME": str(home)},
         cwd=cwd,
-        timeout=300,
+        timeout=timeout,
         check=False,
     )

@@ -22,13 +22,13 @@ import os
 import shutil
 import sqlite3
 import subprocess
-import sys
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
+import store_kit
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -42,7 +42,6 @@ from ledger.store import Ledger
 
 pytestmark = pytest.mark.slow
 
-CASELEDGER = str(Path(sys.executable).parent / "caseledger")
 DEMO = Path(__file__).resolve().parents[2] / "ledger" / "demo"
 MACHINES = {"m1": "northwind-sql-pro", "m2": "harbor-coder-14b", "m3": "lumen-mini"}
 FORK = "self-retail"  # the run id machines 2 and 3 both use
@@ -51,16 +50,8 @@ FORK = "self-retail"  # the run id machines 2 and 3 both use
 def caseledger(
     location: str | Path, *args: str, home: Path, timeout: float = 600
 ) -> subprocess.CompletedProcess[str]:
-    """``caseledger --ledger LOCATION ARGS`` in a real process, keys in ``home``."""
-    return subprocess.run(
-        [CASELEDGER, "--ledger", str(location), *args],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "CASELEDGER_HOME": str(home)},
-        cwd=home,
-        timeout=timeout,
-        check=False,
-    )
+    """``caseledger --ledger LOCATION ARGS`` in a real process, keys and cwd in ``home``."""
+    return store_kit.caseledger(location, *args, cwd=home, home=home, timeout=timeout)
 
 
 def ok(done: subprocess.CompletedProcess[str]) -> str:
