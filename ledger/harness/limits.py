@@ -29,10 +29,10 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Callable, Collection, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ledger.errors import UsageError
-from ledger.events import Limits, Violation
+from ledger.events import AstRule, Limits, Violation
 from ledger.harness import cells, functions
 from ledger.harness import guard as guard_mod
 from ledger.harness.ast_rules import check_rules, structural_match
@@ -174,11 +174,17 @@ def nesting_depth(sql: str) -> int:
 
 @dataclass(frozen=True)
 class Judged:
-    """The guard stage of one attempt: the guard's verdict, or a cap's rejection."""
+    """The guard stage of one attempt: the guard's verdict, or a cap's rejection.
+
+    ``rules`` and ``match``: the AST rules and structural match computed on the way
+    (None: not computed), so that a reader need not compute them again; never compared.
+    """
 
     passed: bool
     violations: tuple[Violation, ...]
     ast_digest: str | None
+    rules: tuple[AstRule, ...] | None = field(default=None, compare=False)
+    match: bool | None = field(default=None, compare=False)
 
 
 def _rejected(check: str, message: str) -> Judged:
@@ -205,8 +211,10 @@ def judge_sql(
     attempt's judging has used so far (output parse included).
 
     Rejections: ``sql_too_large`` or ``too_complex`` (see the module doc), else the guard's
-    own verdict. The AST rules and the structural match are computed here only so that
-    their cost counts against the budget; the scorer recomputes them (from caches).
+    own verdict. The AST rules and the structural match are computed here so that their
+    cost counts against the budget; they are kept in the result (``Judged.rules``,
+    ``Judged.match``) for ``ledger.harness.reading``; the scorer in this process
+    recomputes them (from caches).
     """
     size = len(sql.encode("utf-8", "surrogatepass"))
     if size > limits.max_sql_bytes:
@@ -224,10 +232,8 @@ def judge_sql(
         if _too_deep(verdict.violations):
             return _rejected("too_complex", "nested too deeply for the SQL parser")
         # The scorer reads the rules of SQL that passed, and the structural match of any.
-        if verdict.passed:
-            check_rules(sql, rules, dialect)
-        if reference_sql is not None:
-            structural_match(sql, reference_sql, dialect)
+        found = check_rules(sql, rules, dialect) if verdict.passed else None
+        match = None if reference_sql is None else structural_match(sql, reference_sql, dialect)
     except RecursionError:
         return _rejected("too_complex", "nested too deeply for the SQL parser")
     if spent_ns() > limits.judge_budget_ms * 1_000_000:
@@ -236,5 +242,5 @@ def judge_sql(
             message=f"parsing, guarding and checking the SQL took over the "
             f"{limits.judge_budget_ms} ms CPU budget",
         )
-        return Judged(False, (*verdict.violations, over), verdict.ast_digest)
-    return Judged(verdict.passed, verdict.violations, verdict.ast_digest)
+        return Judged(False, (*verdict.violations, over), verdict.ast_digest, found, match)
+    return Judged(verdict.passed, verdict.violations, verdict.ast_digest, found, match)

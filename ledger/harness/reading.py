@@ -107,21 +107,29 @@ def prepare() -> None:
 
 
 def readings_of(
-    sql: str, rules: Sequence[str], reference_sql: str | None, dialect: str, *, passed: bool
+    sql: str,
+    rules: Sequence[str],
+    reference_sql: str | None,
+    dialect: str,
+    *,
+    passed: bool,
+    match: bool | None = None,
+    found: tuple[events.AstRule, ...] | None = None,
 ) -> Readings:
     """What the scorer will ask of ``sql``: the structural match (when there is a reference)
-    and the AST rules (when the guard ``passed`` it); what raises is left not computed."""
-    match: bool | None = None
-    found: tuple[events.AstRule, ...] | None = None
+    and the AST rules (when the guard ``passed`` it). ``match`` and ``found``: those already
+    computed (``limits.Judged``), used as they are; what raises is left not computed."""
     from ledger.harness import ast_rules
 
     try:
-        if reference_sql is not None:
+        if match is None and reference_sql is not None:
             match = ast_rules.structural_match(sql, reference_sql, dialect)
     except RecursionError:
         match = None
     try:
-        if passed:
+        if not passed:
+            found = None
+        elif found is None:
             found = ast_rules.check_rules(sql, rules, dialect)
     except (RecursionError, BankError):
         found = None
@@ -148,5 +156,13 @@ def read(req: ReadRequest) -> Reading:
         engine=req.engine,
     )
     dialect = functions.engine_rules(req.engine)[0]
-    readings = readings_of(req.sql, req.rules, req.reference_sql, dialect, passed=judged.passed)
+    readings = readings_of(
+        req.sql,
+        req.rules,
+        req.reference_sql,
+        dialect,
+        passed=judged.passed,
+        match=judged.match,
+        found=judged.rules,
+    )
     return Reading(judged.passed, tuple(judged.violations), judged.ast_digest, readings)
