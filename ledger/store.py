@@ -87,7 +87,7 @@ _ENVELOPE_FIELDS = ("stream", "stream_seq", "stream_prev", "at")
 _SIGNER_TAGS = (tag_of(SignerRegistered), tag_of(SignerRetired))
 #: Batches holding one of these get an automatic checkpoint (see the module doc).
 _CHECKPOINT_AFTER = (RunFinished, BankPublished, EventImported)
-_CHUNK_ROWS = 128  # rows signed while the previous chunk is inserted (see Ledger._write)
+_CHUNK_ROWS = 128  # rows signed while the previous chunk is inserted, if (see Ledger._write)
 #: A chunk at least this long is signed on the signing threads (see Ledger._sign).
 _PARALLEL_SIGN_ROWS = 32
 
@@ -573,13 +573,21 @@ class Ledger:
         """Sign the planned rows and insert them (inside the caller's transaction).
 
         SQLite releases the GIL while it inserts. In a large batch each chunk of signed
-        rows is therefore inserted by a helper thread while the next chunk is signed.
-        Only one thread uses the connection at a time: a chunk is handed over after the
-        previous one is done, and nothing returns (or raises) while an insert is still
-        running.
+        rows is therefore inserted by a helper thread while the next chunk is signed,
+        when that thread has a core of its own (more cores than signing threads) or the
+        insert is a wait on a server (PostgreSQL). Otherwise, as for a SQLite file on
+        2 cores, the whole batch is signed on the signing threads first and then
+        inserted: an insert running beside the signing threads there slowed the batch
+        (docs/stores.md, "Signing on threads"). Only one thread uses the connection at a
+        time: a chunk is handed over after the previous one is done, and nothing returns
+        (or raises) while an insert is still running.
         """
-        chunks = self._sign(planned, size, chain, signer)
-        if len(planned) <= _CHUNK_ROWS:
+        overlap = len(planned) > _CHUNK_ROWS and (
+            not self._db.inserts_in_process or (os.cpu_count() or 1) > _signing_threads()
+        )
+        chunk_rows = _CHUNK_ROWS if overlap else max(1, len(planned))
+        chunks = self._sign(planned, size, chain, signer, chunk_rows)
+        if not overlap:
             for rows in chunks:
                 self._insert(rows)
             return
@@ -603,18 +611,19 @@ class Ledger:
         size: int,
         chain: bytes,
         signer: Signer,
+        chunk_rows: int,
     ) -> Iterator[list[tuple[Any, ...]]]:
         """Check the signer and keyring rules, then chain and sign each planned row.
 
-        Yields the rows in chunks of ``_CHUNK_ROWS``. Within a chunk the rules are checked
+        Yields the rows in chunks of ``chunk_rows``. Within a chunk the rules are checked
         and the chain computed row by row, in order; then the chunk's signatures are made,
         on the signing threads when the chunk is long (:meth:`_sign_all`).
         """
         self._refresh_keyring(size)
         keyring = self._keyring
         key_id = signer.key_id
-        for start in range(0, len(planned), _CHUNK_ROWS):
-            chunk = planned[start : start + _CHUNK_ROWS]
+        for start in range(0, len(planned), chunk_rows):
+            chunk = planned[start : start + chunk_rows]
             messages: list[bytes] = []
             chains: list[bytes] = []
             for seq, event, leaf, _ in chunk:
@@ -639,7 +648,7 @@ class Ledger:
         library releases the GIL while it signs (measured here: 23,500 signatures/s on
         one thread, 39,700/s on two), and each signature depends on its message only.
         """
-        threads = min(4, os.cpu_count() or 1)
+        threads = _signing_threads()
         if threads < 2 or len(messages) < _PARALLEL_SIGN_ROWS:
             return [signer.sign(m) for m in messages]
         if self._signing is None:
@@ -809,6 +818,11 @@ class Ledger:
             "reason": reason,
         }
         return self.append([Draft(SignerRetired, LEDGER_STREAM, fields)], by)[0]
+
+
+def _signing_threads() -> int:
+    """How many threads sign a long chunk (Ledger._sign_all): one per core, at most four."""
+    return min(4, os.cpu_count() or 1)
 
 
 def _registration(signer: Signer, at: str) -> Draft:

@@ -92,6 +92,10 @@ class Backend(Protocol):
 
     #: How messages name the ledger: a file path or a URL without its password.
     name: str
+    #: Whether an insert is CPU work in this process (SQLite) rather than a wait on a
+    #: server (PostgreSQL): Ledger._write runs it beside the signing threads only when
+    #: a core is left for it.
+    inserts_in_process: bool
 
     def close(self) -> None:
         """Close the connection (an open write transaction is rolled back)."""

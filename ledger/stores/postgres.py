@@ -128,6 +128,8 @@ _INSERT = f"INSERT INTO {SCHEMA}.events VALUES (%s, %s, %s, %s, %s, %s, %s, %s, 
 class PostgresBackend:
     """One open ledger database. Use :meth:`create` or :meth:`open`."""
 
+    inserts_in_process = False  # the server writes; this process waits on the socket
+
     def __init__(self, url: str, conn: psycopg.Connection[Any], busy_timeout_s: float) -> None:
         self.url = url
         self.name = redact(url)

@@ -68,6 +68,8 @@ BEGIN SELECT RAISE(ABORT, 'caseledger checkpoints are append-only: DELETE refuse
 class SqliteBackend:
     """One open ledger file. Use :meth:`create` or :meth:`open`."""
 
+    inserts_in_process = True  # SQLite's B-trees and WAL are written by this process
+
     def __init__(self, path: Path, conn: sqlite3.Connection, busy_timeout_s: float) -> None:
         self.path = path
         self.name = str(path)

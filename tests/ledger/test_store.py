@@ -7,8 +7,8 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
-from ledger_testkit import adapter, fixed_clock, operator, prompt
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
+from ledger_testkit import OPERATOR_SEED, adapter, fixed_clock, operator, prompt
 
 from ledger import codec
 from ledger.errors import StoreBusyError, StoreConflictError, StoreError, UsageError
@@ -208,10 +208,18 @@ def test_bodies_are_the_canonical_bytes(ledger: Ledger) -> None:
     assert row.body.startswith(b'{"at":"2026-12-02T10:00:00.000000Z","attempt":1,"case_id":')
 
 
+@pytest.mark.parametrize("cores", [1, 2, 8])
 @pytest.mark.parametrize("count", [1, 31, 32, 127, 128, 129, 300])
 def test_a_batch_signed_on_threads_carries_each_rows_own_signature(
-    ledger: Ledger, count: int
+    ledger: Ledger, count: int, cores: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # 1 core: signed on this thread; 2: the whole batch signed on two threads, then
+    # inserted; 8: on four threads, and a batch of more than 128 rows inserted a chunk
+    # at a time by a helper thread (it has a core of its own) while the next chunk is
+    # signed (Ledger._write). The rows must be the same: Ed25519 is deterministic, so
+    # each signature is compared byte for byte with one made here from the seed.
+    monkeypatch.setattr("ledger.store.os.cpu_count", lambda: cores)
+    key = Ed25519PrivateKey.from_private_bytes(OPERATOR_SEED)
     # Batches of 32 rows or more are signed on one thread per core (Ledger._sign_all);
     # every row must still carry the signature of its own message, in order: checked
     # here from the design's formula (event/v2: previous chain, then the leaf), not
@@ -225,5 +233,7 @@ def test_a_batch_signed_on_threads_carries_each_rows_own_signature(
         assert row is not None
         assert row.chain == hashlib.sha256(prev.chain + row.leaf_hash).digest()
         public.verify(row.sig, b"caseledger/event/v2\n" + prev.chain + row.leaf_hash)
+        assert row.sig == key.sign(b"caseledger/event/v2\n" + prev.chain + row.leaf_hash)
         prev = row
     assert ledger.size() == count + 1
+    assert (ledger._inserter is not None) == (cores == 8 and count > 128)
