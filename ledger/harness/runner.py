@@ -623,6 +623,7 @@ class _Session:
         #: The run's bank: with it, a RunFinished carries the run's totals (issue 22).
         self.bank = bank
         self.stored: list[StoredEvent] = []
+        self.last_seqs: list[int] = []  # the seqs of the last batch append() wrote
         self.stream = Stream(run_id, clock, None)
         # The group commit: staged batches, each with the stream head after it.
         self.group: list[tuple[list[events.EventBase], tuple[int, str | None]]] = []
@@ -643,7 +644,7 @@ class _Session:
         seq, prev = self.stream.seq, self.stream.prev
         try:
             batch = build(self.stream)
-            self.ledger.append(batch, self.signer)
+            self.last_seqs = self.ledger.append(batch, self.signer)
         except BaseException:
             self.stream.rollback(seq, prev)
             raise
@@ -704,15 +705,21 @@ class _Session:
             events.AttemptCancelled, case_id=key[0], attempt=key[1], reason=reason, message=message
         )
 
-    def finish(self, status: str, message: str = "") -> None:
+    def finish(self, status: str, message: str = "") -> list[StoredEvent] | None:
         """RunFinished with the run's final status and, for a model or self-test run, its totals.
 
         The totals (issue 22: what ``caseledger runs`` shows of the run's attempts)
         are folded from the run's stream as recorded, read back from the log, by the
         definition ``runs`` folds with (``projections.report.build.stream_totals``);
         ``verify --recompute`` re-derives them.
+
+        Returns the run's stream as read for the totals followed by the RunFinished as
+        stored (what reading the stream again would give: the RunFinished was appended
+        onto the head of the stream read, or the append failed), so that the run's
+        summary needs no second read of the log; None when nothing was read (no bank).
         """
         fields: dict[str, Any] = {"status": status, "message": message}
+        rows: list[StoredEvent] | None = None
         if self.bank is not None:
             rows = self.ledger.stream_events(self.run_id)
             totals = stream_totals(
@@ -721,6 +728,8 @@ class _Session:
             if totals is not None:
                 fields["totals"] = totals
         self.one(events.RunFinished, **fields)
+        finished = self.ledger.get(self.last_seqs[-1]) if rows is not None else None
+        return None if rows is None or finished is None else [*rows, finished]
 
     def record(
         self, writer: AttemptWriter, request: Request, outcome: _Outcome
@@ -856,8 +865,10 @@ def _run_planned(
     finally:
         judges.shutdown(wait=False, cancel_futures=True)
     status, message = stopped or ("completed", "")
-    session.finish(status, message)
-    return summarise(ledger.stream_events(plan.run_id), planned, published)
+    stream = session.finish(status, message)
+    if stream is None:
+        stream = ledger.stream_events(plan.run_id)
+    return summarise(stream, planned, published)
 
 
 def _hold_ctrl_c() -> None:

@@ -23,7 +23,7 @@ from ledger.cli.run import bank_context
 from ledger.errors import AdapterError, BankError, UsageError
 from ledger.harness import pipeline, protocol
 from ledger.harness.attempt import BankContext
-from ledger.harness.runner import RunPlan, plan_keys, run
+from ledger.harness.runner import RunPlan, plan_keys, run, summarise
 from ledger.harness.worker import WorkerPool
 from ledger.keys import load_default_signer
 from ledger.store import Ledger
@@ -180,6 +180,36 @@ def test_replay_scores_equal_the_scorer_case_by_case(
     assert isinstance(started, events.RunStarted)
     assert started.attempts == 2
     assert started.replay_file_sha256 is not None
+
+
+def test_the_run_summary_is_the_streams_without_reading_the_log_again(
+    home: Path, ledger: Ledger, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The run reads its stream back once at the end, for the RunFinished totals, and
+    # sums up that stream and the RunFinished it appended: the summary must be the one
+    # a fresh read of the finished stream gives.
+    bank = published(ledger, home, "retail")
+    reads: list[str] = []
+    whole = Ledger.stream_events
+
+    def counted(self: Ledger, stream: str) -> list[Any]:
+        reads.append(stream)
+        return whole(self, stream)
+
+    monkeypatch.setattr(Ledger, "stream_events", counted)
+    summary = go(ledger, home, bank_context(bank, ledger.path, tmp_path), reference(bank),
+                 run_id="once", attempts=1)  # fmt: skip
+    # Two reads at the start (the run id checked, then the writer's stream head), one
+    # at the end; before, the summary read the whole log a fourth time.
+    assert reads == ["once", "once", "once"]
+    monkeypatch.undo()
+    stored = ledger.stream_events("once")
+    finished = stored[-1].event()
+    assert isinstance(finished, events.RunFinished)
+    assert finished.status == "completed"
+    again = summarise(stored, plan_keys(bank.event.cases, 1), bank.event)
+    assert summary == again
+    assert (summary.planned, summary.done, summary.correct) == (18, 18, 18)
 
 
 # ------------------------------------------------------------------ prompt leak
