@@ -618,7 +618,9 @@ class _Session:
         run_id: str,
         clock: Callable[[], str],
         bank: events.BankPublished | None = None,
+        stored: list[StoredEvent] | None = None,
     ) -> None:
+        """``stored``: the run's stream as just read (checked) by the caller, else read here."""
         self.ledger, self.signer, self.run_id, self.clock = ledger, signer, run_id, clock
         #: The run's bank: with it, a RunFinished carries the run's totals (issue 22).
         self.bank = bank
@@ -628,7 +630,11 @@ class _Session:
         # The group commit: staged batches, each with the stream head after it.
         self.group: list[tuple[list[events.EventBase], tuple[int, str | None]]] = []
         self.group_head: tuple[int, str | None] = (-1, None)
-        self.resync()
+        if stored is None:
+            self.resync()
+        else:
+            self.stored = stored
+            self.stream = Stream(run_id, clock, stored[-1] if stored else None)
 
     def resync(self) -> None:
         """Re-read the stream head from the log (after an interrupt it is the only truth).
@@ -827,10 +833,13 @@ def _run_planned(
     leaks = {cid: found for cid, text in prompts.items() if (found := bank.leak_check(cid, text))}
     if not todo and existing and isinstance(existing[-1].event(), events.RunFinished):
         return summarise(existing, planned, published)  # a finished run: nothing to add
-    session = _Session(ledger, signer, plan.run_id, clock, published)
-    if len(session.stored) != len(existing):
+    session = _Session(ledger, signer, plan.run_id, clock, published, stored=existing)
+    head = ledger.stream_head(plan.run_id)
+    if (None if head is None else head[2]) != (existing[-1].seq if existing else None):
         # Another process appended to this run since it was checked above (the same
-        # --run-id started twice at once): never a second RunStarted in one stream.
+        # --run-id started twice at once): never a second RunStarted in one stream. The
+        # store's stream index names the stream's last row (the store refuses an append
+        # that does not continue the stream's stored head in any case).
         raise StoreConflictError(f"stream {plan.run_id} grew while this run was starting")
     if leaks:
         if started is None:
