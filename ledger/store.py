@@ -87,7 +87,7 @@ _ENVELOPE_FIELDS = ("stream", "stream_seq", "stream_prev", "at")
 _SIGNER_TAGS = (tag_of(SignerRegistered), tag_of(SignerRetired))
 #: Batches holding one of these get an automatic checkpoint (see the module doc).
 _CHECKPOINT_AFTER = (RunFinished, BankPublished, EventImported)
-_CHUNK_ROWS = 128  # rows signed while the previous chunk is inserted, if (see Ledger._write)
+_CHUNK_ROWS = 128  # rows per chunk where chunks are inserted as the next is signed (_write)
 #: A chunk at least this long is signed on the signing threads (see Ledger._sign).
 _PARALLEL_SIGN_ROWS = 32
 

@@ -630,19 +630,17 @@ class _Session:
         # The group commit: staged batches, each with the stream head after it.
         self.group: list[tuple[list[events.EventBase], tuple[int, str | None]]] = []
         self.group_head: tuple[int, str | None] = (-1, None)
-        if stored is None:
-            self.resync()
-        else:
-            self.stored = stored
-            self.stream = Stream(run_id, clock, stored[-1] if stored else None)
+        self.resync(stored)
 
-    def resync(self) -> None:
+    def resync(self, stored: list[StoredEvent] | None = None) -> None:
         """Re-read the stream head from the log (after an interrupt it is the only truth).
 
-        Attempts staged and not appended are dropped (the caller records them again).
+        ``stored``: the stream as the caller has just read it, instead of reading it
+        again. Attempts staged and not appended are dropped (the caller records them
+        again).
         """
         self.group = []
-        self.stored = self.ledger.stream_events(self.run_id)
+        self.stored = self.ledger.stream_events(self.run_id) if stored is None else stored
         self.stream = Stream(self.run_id, self.clock, self.stored[-1] if self.stored else None)
 
     def append(self, build: Callable[[Stream], list[events.EventBase]]) -> list[events.EventBase]:
