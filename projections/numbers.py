@@ -12,7 +12,15 @@ from collections.abc import Sequence
 from decimal import Decimal
 from fractions import Fraction
 
-__all__ = ["RATE_PLACES", "SCORE_PLACES", "nearest_rank", "pop_stddev", "rate", "show"]
+__all__ = [
+    "RATE_PLACES",
+    "SCORE_PLACES",
+    "nearest_rank",
+    "pop_stddev",
+    "rate",
+    "show",
+    "sqrt",
+]
 
 SCORE_PLACES = 2
 RATE_PLACES = 4
@@ -56,9 +64,18 @@ def pop_stddev(values: Sequence[Decimal]) -> Decimal:
     n = len(values)
     mean = sum((Fraction(v) for v in values), Fraction(0)) / n
     variance = sum(((Fraction(v) - mean) ** 2 for v in values), Fraction(0)) / n
+    return sqrt(variance)
+
+
+def sqrt(value: Fraction) -> Decimal:
+    """The square root of an exact value >= 0, as a Decimal to 60 significant digits.
+
+    >>> show(sqrt(Fraction(1, 4)), 4), show(sqrt(Fraction(2)), 4)
+    ('0.5000', '1.4142')
+    """
     # A local context: the result never depends on the caller's decimal settings.
     with decimal.localcontext(decimal.Context(prec=_SQRT_PRECISION)):
-        return (Decimal(variance.numerator) / Decimal(variance.denominator)).sqrt()
+        return (Decimal(value.numerator) / Decimal(value.denominator)).sqrt()
 
 
 def nearest_rank(values: Sequence[int], percentile: int = 95) -> int | None:
