@@ -9,6 +9,7 @@
 - ``withdraw``: withdraw a run (a signed ``run.withdrawn.v1``; its events stay).
 - ``audit``: the auditor's export (verify and recompute without a private key).
 - ``demo``: the main job on the built-in default.
+- ``output``: where a command's ``-o`` goes (stdout, a device in place, a file atomically).
 
 Services read and write through ``ledger.store``; what they show is folded by
 ``projections``. Nothing here parses command-line options or prints.

@@ -4,14 +4,13 @@ The rows come from :func:`projections.caseruns_table.caserun_rows` over the stat
 ``read_state`` folds (every body and the chain checked while read), so the file says
 what a report built at the same tree size says. The column list and types are
 ``projections.caseruns_table.COLUMNS`` (docs/formats.md "CaseRuns table"). The file
-is written under a temporary name beside the target and renamed into place: Ctrl-C
-or an error leaves the old file or the whole new one.
+is written through ``ledger.app.output`` (``-`` is standard output, a device is
+written in place, a regular file under a temporary name renamed into place: Ctrl-C
+or an error leaves the old file or the whole new one).
 """
 
 from __future__ import annotations
 
-import contextlib
-import os
 import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -20,6 +19,7 @@ from pathlib import Path
 import duckdb
 import msgspec
 
+from ledger.app.output import is_stdout, output_file
 from ledger.app.snapshot import read_state
 from ledger.errors import UsageError
 from ledger.store import Ledger
@@ -93,7 +93,7 @@ def _literal(text: str) -> str:
 
 
 def _write(source: Path, out: Path, fmt: str, *, empty: bool) -> None:
-    """COPY the rows (in their order) to a temporary file beside ``out``, then rename it."""
+    """COPY the rows (in their order) to ``out`` through ``ledger.app.output.output_file``."""
     read_as = {"_n": "BIGINT"} | {
         name: ("VARCHAR" if kind.startswith(("DECIMAL", "DOUBLE")) else kind)
         for name, kind, _ in COLUMNS
@@ -109,18 +109,11 @@ def _write(source: Path, out: Path, fmt: str, *, empty: bool) -> None:
             f"SELECT {select} FROM read_json({_literal(str(source))}, "  # noqa: S608 (COLUMNS constants, a quoted path)
             f"format = 'newline_delimited', columns = {columns}) ORDER BY _n"
         )
-    if not out.parent.is_dir():
+    if not is_stdout(out) and not out.parent.is_dir():
         raise UsageError(
             f"cannot write {out}: there is no folder {out.parent}",
             hint="create the folder first, or pass another -o",
         )
-    tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
-    try:
-        with duckdb.connect(":memory:") as db:
-            db.execute("SET threads = 1")  # one writer thread: the same bytes every time
-            db.execute(f"COPY ({query}) TO {_literal(str(tmp))} ({_COPY_OPTIONS[fmt]})")
-        os.replace(tmp, out)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            tmp.unlink()
-        raise
+    with output_file(out) as tmp, duckdb.connect(":memory:") as db:
+        db.execute("SET threads = 1")  # one writer thread: the same bytes every time
+        db.execute(f"COPY ({query}) TO {_literal(str(tmp))} ({_COPY_OPTIONS[fmt]})")

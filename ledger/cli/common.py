@@ -11,7 +11,6 @@ import contextlib
 import os
 import shlex
 import shutil
-from collections.abc import Iterable
 from pathlib import Path
 from typing import NoReturn
 
@@ -27,8 +26,6 @@ __all__ = [
     "exit_with",
     "pass_ctx",
     "program_name",
-    "write_atomic",
-    "write_atomic_chunks",
 ]
 
 DEFAULT_HOME = Path(".caseledger")
@@ -84,34 +81,6 @@ def exit_with(code: int) -> NoReturn:
     for every error it maps.
     """
     raise click.exceptions.Exit(code)
-
-
-def write_atomic(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` through a temporary file renamed into place.
-
-    Ctrl-C or a full disk leaves either the old file or the whole new one, never a
-    half-written one. An error names ``path`` (not the temporary file).
-    """
-    write_atomic_chunks(path, [data])
-
-
-def write_atomic_chunks(path: Path, chunks: Iterable[bytes]) -> None:
-    """:func:`write_atomic` of the bytes ``chunks`` give, one piece at a time (a report
-    too large to hold in memory)."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        with tmp.open("wb") as f:
-            for piece in chunks:
-                f.write(piece)
-        os.replace(tmp, path)
-    except OSError as exc:
-        with contextlib.suppress(OSError):
-            tmp.unlink()
-        raise type(exc)(exc.errno, exc.strerror, str(path)) from None
-    except BaseException:
-        with contextlib.suppress(OSError):
-            tmp.unlink()
-        raise
 
 
 def program_name(argv0: str, *, cwd: Path, search_path: str | None) -> str:

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import click
 
-from ledger.cli.common import Context, pass_ctx, write_atomic
+from ledger.app.output import is_stdout, write_output
+from ledger.cli.common import Context, pass_ctx
 from ledger.errors import UsageError
 
 __all__ = ["register"]
@@ -69,8 +70,8 @@ def export_audit_cmd(
     "--output",
     "out_file",
     required=True,
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="The bundle file to write (docs/exchange.md).",
+    type=click.Path(dir_okay=False, allow_dash=True, path_type=Path),
+    help="The bundle file to write (docs/exchange.md; - for stdout).",
 )
 @pass_ctx
 def export_run_cmd(ctx: Context, run_id: str, out_file: Path) -> None:
@@ -83,8 +84,11 @@ def export_run_cmd(ctx: Context, run_id: str, out_file: Path) -> None:
 
     with Ledger.open(ctx.ledger, readonly=True) as ledger:  # names a missing ledger (exit 2)
         data = export_run(ledger, run_id)
-    write_atomic(out_file, data)
-    click.echo(f"wrote {out_file}: run {run_id} from {ctx.ledger_name} ({len(data)} bytes)")
+    write_output(out_file, [data])
+    click.echo(
+        f"wrote {out_file}: run {run_id} from {ctx.ledger_name} ({len(data)} bytes)",
+        err=is_stdout(out_file),
+    )
 
 
 @export.command("caseruns")
@@ -100,8 +104,8 @@ def export_run_cmd(ctx: Context, run_id: str, out_file: Path) -> None:
     "--output",
     "out_file",
     required=True,
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="The file to write (replaced whole if it exists).",
+    type=click.Path(dir_okay=False, allow_dash=True, path_type=Path),
+    help="The file to write (replaced whole if it exists; - for stdout).",
 )
 @click.option("--run", "runs", multiple=True, help="Only this run (repeatable; default: all).")
 @click.option("--include-withdrawn", is_flag=True, help="Also withdrawn runs (their rows say why).")
@@ -129,7 +133,8 @@ def export_caseruns_cmd(
     click.echo(
         f"wrote {out_file}: {done.rows} CaseRuns of {done.runs} run"
         f"{'' if done.runs == 1 else 's'} as {fmt} "
-        f"(tree size {done.size}, root sha256:{done.root.hex()}; columns: docs/formats.md)"
+        f"(tree size {done.size}, root sha256:{done.root.hex()}; columns: docs/formats.md)",
+        err=is_stdout(out_file),
     )
 
 

@@ -10,9 +10,10 @@ from pathlib import Path
 import click
 import msgspec
 
+from ledger.app.output import is_stdout, write_output
 from ledger.bounds import MAX_WORKERS
 from ledger.checkpoint import check_note_format
-from ledger.cli.common import Context, exit_with, pass_ctx, write_atomic
+from ledger.cli.common import Context, exit_with, pass_ctx
 from ledger.errors import UsageError, VerificationError
 from ledger.events import EVENT_TYPES, EventBase, tag_of
 from ledger.keys import KeyEntry, Signer, load_default_signer
@@ -247,7 +248,12 @@ def verify(
 
 
 @click.command()
-@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), help="Write here.")
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, allow_dash=True, path_type=Path),
+    help="Write here (- for stdout, the default).",
+)
 @pass_ctx
 def checkpoint(ctx: Context, output: Path | None) -> None:
     """Sign a checkpoint (C2SP signed note) over the committed log and record it."""
@@ -257,8 +263,8 @@ def checkpoint(ctx: Context, output: Path | None) -> None:
     if output is None:
         click.echo(note, nl=False)
     else:
-        write_atomic(output, note.encode("utf-8"))
-        click.echo(f"wrote {output}")
+        write_output(output, [note.encode("utf-8")])
+        click.echo(f"wrote {output}", err=is_stdout(output))
 
 
 @click.group()

@@ -3,17 +3,17 @@
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
 import click
 
 from ledger.app.evaluate import now
+from ledger.app.output import STDOUT, write_output
 from ledger.app.reporting import report_chunks
 from ledger.app.rescore import rescore
 from ledger.app.snapshot import RecordedRun, read_state, run_listing, run_snapshots
-from ledger.cli.common import Context, pass_ctx, write_atomic_chunks
+from ledger.cli.common import Context, pass_ctx
 from ledger.cli.withdraw import withdraw_cmd, withdrawn_note
 from ledger.keys import load_default_signer
 from ledger.store import Ledger
@@ -31,7 +31,12 @@ __all__ = ["register"]
 @click.option("--scorer", help="View every run under this scorer version (default: as recorded).")
 @click.option("--at-size", type=int, help="Build from the first N events (default: all).")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="json", show_default=True)
-@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), help="Write here.")
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, allow_dash=True, path_type=Path),
+    help="Write here (- for stdout, the default).",
+)
 @click.option("--with-gold", is_flag=True, help="Internal view with gold rows (do not publish).")
 @click.option(
     "--include-withdrawn", is_flag=True, help="Show withdrawn runs too, marked with the reason."
@@ -69,13 +74,7 @@ def report(
     ) as (chunks, size, root):
         # Every event is checked before the first piece: a bad byte writes nothing.
         click.echo(f"report built at tree size {size}, root sha256:{root.hex()}", err=True)
-        if output is None:
-            sys.stdout.flush()
-            for piece in chunks:
-                sys.stdout.buffer.write(piece)
-            sys.stdout.buffer.flush()
-        else:
-            write_atomic_chunks(output, chunks)
+        write_output(STDOUT if output is None else output, chunks)
 
 
 # The header line of `caseledger runs` (docs/cli.md); the columns are aligned under it.
