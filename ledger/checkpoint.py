@@ -20,6 +20,7 @@ from ledger.errors import LedgerError, ProofError
 __all__ = [
     "COSIGNATURE_V1",
     "ED25519",
+    "MAX_NOTE_BYTES",
     "MAX_SIGNATURES",
     "Checkpoint",
     "Cosignature",
@@ -62,6 +63,9 @@ ED25519 = 0x01
 COSIGNATURE_V1 = 0x04
 #: More signature lines than this make a note malformed (C2SP asks for at least 16).
 MAX_SIGNATURES = 100
+#: A checkpoint note (or a key file) longer than this is not read further: 100 signature
+#: lines of a long key name fit in 16 KiB, so 64 KiB is never a real note (docs/cli.md).
+MAX_NOTE_BYTES = 64 * 1024
 _SIG_PREFIX = "\u2014 "  # em dash, space
 _KEY_ID_SIZE = 4
 _PUBLIC_KEY_SIZE = 32
@@ -438,6 +442,11 @@ def check_note_format(
     Raises:
         NoteFormatError: naming ``label`` and what is wrong (exit 2: could not check).
     """
+    if len(note) > MAX_NOTE_BYTES:  # characters or bytes: either bounds the work below
+        raise NoteFormatError(
+            f"{label}: not a signed checkpoint note: longer than {MAX_NOTE_BYTES:,} bytes",
+            hint="a checkpoint note is a few hundred bytes (caseledger checkpoint -o FILE)",
+        )
     try:
         text, _ = split_note(note)
         body = parse_checkpoint(text)

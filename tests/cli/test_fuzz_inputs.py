@@ -11,10 +11,13 @@ not be checked, 1 for a ledger whose content is wrong.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import shutil
 import sqlite3
 import tempfile
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -26,6 +29,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ledger.bank.registry import builtin_banks
+from ledger.checkpoint import MAX_NOTE_BYTES, NoteFormatError, check_note_format
 from ledger.cli import main
 
 SALES = builtin_banks()["sales-fixture"]
@@ -104,6 +108,12 @@ OTHER_CASES = [
         ["bank", "validate", "/no/such/folder"],
         ["bank", "diff", "sales-fixture", "/no/such"],
         ["verify", "--checkpoint", "/no/such/file"],
+        # Endless files (issue 30): read no further than a note's maximum size.
+        ["verify", "--checkpoint", "/dev/zero"],
+        ["verify", "--checkpoint", "/dev/urandom"],
+        ["verify", "--key", "/dev/zero"],
+        ["prove", "inclusion", "--seq", "0", "--checkpoint", "/dev/zero"],
+        ["prove", "consistency", "--old", "/dev/zero", "--new", "/dev/zero"],
         ["verify", "--banks", tempfile.gettempdir()],  # a folder that holds no banks
         ["verify", "--key", "not-a-key"],
         ["verify", "--key", "a+b+c"],
@@ -577,3 +587,41 @@ def test_a_ledger_with_bad_content(
         # Reading commands never print a traceback and never pass bad content off as
         # good: they refuse, with 1 naming the seq (or 2).
         assert_clean(result, {1, 2})
+
+
+# ----------------------------------------------------------------- 6. issue 30 item 4
+
+
+def test_an_endless_checkpoint_is_read_no_further_than_a_notes_maximum(
+    home: Path, tmp_path: Path
+) -> None:
+    """A FIFO fed without end: the command stops reading after MAX_NOTE_BYTES (+ 1), exit 2."""
+    fifo = tmp_path / "endless.note"
+    os.mkfifo(fifo)
+    written = [0]
+
+    def feed() -> None:
+        with contextlib.suppress(BrokenPipeError), fifo.open("wb") as out:
+            while written[0] < 100 * MAX_NOTE_BYTES:  # the reader gave up long before
+                out.write(b"\0" * 4096)
+                out.flush()
+                written[0] += 4096
+
+    writer = threading.Thread(target=feed)
+    writer.start()
+    result = invoke(["--ledger", str(home / "ledger.db"), "verify", "--checkpoint", str(fifo)])
+    writer.join(timeout=60)
+    assert_clean(result, {2})
+    assert (
+        f"error: cannot read checkpoint {fifo}: longer than 65,536 bytes "
+        "(not a checkpoint note or key file)"
+    ) in result.output
+    assert MAX_NOTE_BYTES == 65536
+    # What the reader took, plus at most one pipe buffer (64 KiB) and one 4 KiB write.
+    assert written[0] <= MAX_NOTE_BYTES + 1 + 65536 + 4096
+
+
+def test_a_note_text_over_the_maximum_is_malformed_without_parsing() -> None:
+    good_shape = "caseledger/0123456789abcdef\n1\n" + "A" * 43 + "=\n\n"
+    with pytest.raises(NoteFormatError, match="longer than 65,536 bytes"):
+        check_note_format(good_shape + "\u2014 k AAAA\n" * 10_000, label="n")

@@ -36,12 +36,8 @@ def invoke(folder: Path, *args: str) -> Result:
 def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A real ledger with sales-fixture published and one finished reference run."""
     folder = tmp_path_factory.mktemp("outputs")
-    for args in (
-        ["init"],
-        ["bank", "publish", "sales-fixture"],
-        ["run", "--bank", "sales-fixture", "--adapter", "reference", "--no-variants"]
-        + ["--run-id", RUN_ID],
-    ):
+    run = ["run", "--bank", "sales-fixture", "--adapter", "reference", "--no-variants"]
+    for args in (["init"], ["bank", "publish", "sales-fixture"], [*run, "--run-id", RUN_ID]):
         result = invoke(folder, *args)
         assert result.exit_code == 0, result.output
     return folder
