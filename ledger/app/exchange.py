@@ -204,6 +204,11 @@ def read_bundle(data: bytes, name: str) -> Bundle:
         raw = msgspec.json.decode(data)
     except msgspec.DecodeError as exc:
         raise UsageError(f"{name}: not a run bundle (not JSON: {exc})") from None
+    except RecursionError:  # msgspec's own depth check (``[[[[...`` 100,000 deep)
+        raise UsageError(
+            f"{name}: not a run bundle (JSON nested too deep to read)",
+            hint="write one with `caseledger export run RUN -o FILE`",
+        ) from None
     if not isinstance(raw, dict) or raw.get("format") != FORMAT:
         found = raw.get("format") if isinstance(raw, dict) else None
         raise UsageError(

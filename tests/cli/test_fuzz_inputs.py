@@ -625,3 +625,31 @@ def test_a_note_text_over_the_maximum_is_malformed_without_parsing() -> None:
     good_shape = "caseledger/0123456789abcdef\n1\n" + "A" * 43 + "=\n\n"
     with pytest.raises(NoteFormatError, match="longer than 65,536 bytes"):
         check_note_format(good_shape + "\u2014 k AAAA\n" * 10_000, label="n")
+
+
+_NOT_BUNDLES = [
+    pytest.param("[" * 100_000 + "]" * 100_000, id="deep-array-100000"),
+    pytest.param('{"a":' * 100_000 + "1" + "}" * 100_000, id="deep-object-100000"),
+    pytest.param('{"format": ' + "[" * 100_000 + "]" * 100_000 + "}", id="deep-format-value"),
+    pytest.param("", id="empty"),
+    pytest.param(b"\x00\xff\xfe", id="binary"),
+    pytest.param("[1, 2]", id="array"),
+    pytest.param('{"format": "caseledger-run-bundle/v0"}', id="other-format"),
+]
+
+
+@pytest.mark.parametrize("content", _NOT_BUNDLES)
+def test_import_of_a_file_that_is_not_a_bundle_exits_2(
+    home: Path, tmp_path: Path, content: str | bytes
+) -> None:
+    bundle = tmp_path / "bundle.json"
+    if isinstance(content, bytes):
+        bundle.write_bytes(content)
+    else:
+        bundle.write_text(content, "utf-8")
+    ledger = str(home / "ledger.db")
+    before = invoke(["--ledger", ledger, "log"]).output
+    result = invoke(["--ledger", ledger, "import", "run", str(bundle)])
+    assert_clean(result, {2})
+    assert f"error: {bundle}: not a" in result.output
+    assert invoke(["--ledger", ledger, "log"]).output == before
