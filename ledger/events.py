@@ -223,6 +223,16 @@ class BenchmarkCase(_Part, frozen=True, kw_only=True):
     index: int
     question_id: str | None = None
     difficulty: str | None = None
+    # Issue 31: what Spider's execution match reads from the gold SQL's text, which a
+    # published case does not carry (only its hash). ``order_by``: the text holds
+    # "order by" (Spider then keeps row order); ``distinct``: where DISTINCT stands
+    # ("select": only as the outermost SELECT DISTINCT; "other": anywhere else), as
+    # Spider's evaluator deletes it before running; ``rewritten``: Spider's evaluator
+    # rewrites the text before running it ("> =" to ">=", YEAR(CURDATE()) to 2020).
+    # UNSET (left out of the bytes): false / none, and every case not from Spider.
+    order_by: bool | UnsetType = UNSET
+    distinct: Literal["select", "other"] | UnsetType = UNSET
+    rewritten: bool | UnsetType = UNSET
 
 
 class CaseSpec(_Part, frozen=True, kw_only=True):

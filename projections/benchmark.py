@@ -1,11 +1,14 @@
 """The benchmark's own verdict (EX) beside caseledger's, for a bank imported from BIRD or
-Spider (issue 16). Pure: computed from recorded events only.
+Spider (issues 16, 31). Pure: computed from recorded events only.
 
-The rule is the benchmarks' published one: a prediction is correct when the set
-of its result rows equals the set of the gold's rows, each row a tuple of
-values in the order the query returns its columns (BIRD's ``evaluation_ex.py``:
-``set(predicted_res) == set(ground_truth_res)``; Spider's execution match on
-SQLite compares the same way for queries without ORDER BY). Values are rebuilt
+Each benchmark's rule is the one its own evaluator applies (docs/benchmarks.md cites
+both). BIRD (``evaluation_ex.py``): correct when the set of the prediction's rows
+equals the set of the gold's, each row a tuple of values in the order the query
+returns its columns: ``set(predicted_res) == set(ground_truth_res)``. Spider
+(test-suite-sql-eval ``exec_eval.py``, ``result_eq`` and ``eval_exec_match``), see
+:func:`spider_rows_match` and :func:`spider_verdict`: rows as a multiset (duplicates
+count), any permutation of the columns, row order kept only when the gold's text
+holds "order by", DISTINCT deleted from both queries before they run. Values are rebuilt
 from the recorded typed cells as SQLite returned them (``BIGINT`` -> int,
 ``DOUBLE`` -> float, text, ``NULL`` -> None), so ``1`` and ``1.0`` are equal as
 they are in Python. A column mixing text and numbers is recorded as text
@@ -17,13 +20,16 @@ Where the two verdicts differ, :func:`reason` names why, from the same evidence.
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
+from ledger.codec import sha256_hex
 from ledger.events import (
     BankPublished,
+    BenchmarkCase,
     BenchmarkSource,
     CaseSpec,
     Column,
@@ -32,14 +38,27 @@ from ledger.events import (
     SqlGuarded,
     Violation,
 )
+from ledger.harness.benchmark_sql import spider_distinct, spider_rewritten
 from projections.caseruns import Attempt
 
-__all__ = ["RULES", "benchmark_ex", "reason", "summarize"]
+__all__ = [
+    "RULES",
+    "benchmark_ex",
+    "reason",
+    "spider_rows_match",
+    "spider_verdict",
+    "summarize",
+    "verdict",
+]
 
 #: The published rule of each benchmark, as reports show it.
 RULES = {
     "bird": "set(pred) == set(gold) on SQLite (BIRD evaluation_ex.py)",
-    "spider": "set(pred) == set(gold) on SQLite (Spider execution match)",
+    "spider": (
+        "rows as a multiset, any column permutation, row order only when the gold has "
+        "ORDER BY, DISTINCT removed from both, on SQLite (Spider test-suite-sql-eval "
+        "exec_eval.py result_eq)"
+    ),
 }
 
 
@@ -135,6 +154,171 @@ def benchmark_ex(
     return got == want
 
 
+# ------------------------------------------------------------------ Spider's own rule
+
+
+def _unordered(row: tuple[Any, ...]) -> tuple[Any, ...]:
+    # Spider sorts each row's values by their text followed by their Python type's text
+    # (exec_eval.py unorder_row), so 1 and 1.0 can land in different places.
+    return tuple(sorted(row, key=lambda v: str(v) + str(type(v))))
+
+
+def _assignments(allowed: Sequence[Sequence[int]]) -> Iterator[tuple[int, ...]]:
+    """Every way to give each gold column a distinct prediction column from ``allowed``."""
+    chosen: list[int] = []
+
+    def extend(i: int) -> Iterator[tuple[int, ...]]:
+        if i == len(allowed):
+            yield tuple(chosen)
+            return
+        for j in allowed[i]:
+            if j not in chosen:
+                chosen.append(j)
+                yield from extend(i + 1)
+                chosen.pop()
+
+    return extend(0)
+
+
+def spider_rows_match(
+    gold: Sequence[tuple[Any, ...]], pred: Sequence[tuple[Any, ...]], ordered: bool
+) -> bool:
+    """Spider's denotation match (test-suite-sql-eval ``exec_eval.py`` ``result_eq``).
+
+    True when some permutation of the prediction's columns makes its rows equal to
+    the gold's: as a multiset (duplicates count), or as a list when ``ordered`` (the
+    gold's text holds "order by"). Two empty results are equal whatever their columns;
+    otherwise the row counts and the first rows' widths must agree. Values compare as
+    Python compares them (``1 == 1.0``, ``1 != '1'``). Spider first rejects results whose
+    rows, each with its values sorted by ``str(v) + str(type(v))``, differ (as a set, or
+    as a list when ordered); that check is kept, since it decides some pairs. Spider
+    narrows the column permutations with 20 random rows; here every row narrows them,
+    which removes only permutations that cannot match, so the verdict is the same.
+
+    >>> spider_rows_match([(1, "a"), (1, "a")], [("a", 1), ("a", 1)], False)
+    True
+    >>> spider_rows_match([(1,), (1,)], [(1,)], False)
+    False
+    >>> spider_rows_match([(2,), (1,)], [(1,), (2,)], True)
+    False
+    """
+    if not gold and not pred:
+        return True
+    if len(gold) != len(pred):
+        return False
+    width = len(gold[0])
+    if len(pred[0]) != width:
+        return False
+    gold_unordered = [_unordered(r) for r in gold]
+    pred_unordered = [_unordered(r) for r in pred]
+    if ordered and gold_unordered != pred_unordered:
+        return False
+    if not ordered and set(gold_unordered) != set(pred_unordered):
+        return False
+    values = [{row[i] for row in gold} for i in range(width)]
+    # Prediction column j may stand at gold column i only if all its values are there.
+    allowed = [[j for j in range(width) if all(r[j] in values[i] for r in pred)]
+               for i in range(width)]  # fmt: skip
+    gold_bag = Counter(gold)
+    for perm in _assignments(allowed):
+        moved = [tuple(r[j] for j in perm) for r in pred]
+        if ordered:
+            if moved == list(gold):
+                return True
+        elif Counter(moved) == gold_bag:
+            return True
+    return False
+
+
+def _sets_can_match(gold: Sequence[tuple[Any, ...]], pred: Sequence[tuple[Any, ...]]) -> bool:
+    """False when no column permutation makes the two results' row *sets* equal (a
+    necessary condition of Spider's match, kept when DISTINCT goes)."""
+    if not gold or not pred:
+        return not gold and not pred
+    width = len(gold[0])
+    if len(pred[0]) != width:
+        return False
+    want = set(gold)
+    for perm in itertools.permutations(range(width)):
+        if {tuple(r[j] for j in perm) for r in pred} == want:
+            return True
+    return False
+
+
+_DISTINCT_GONE = (
+    "Spider's evaluator deletes DISTINCT from both queries before running them "
+    "(keep_distinct=False); the rows without it were not recorded"
+)
+
+
+def spider_verdict(
+    case: CaseSpec, gold: GoldResult, attempt: Attempt
+) -> tuple[bool | None, str | None]:
+    """Spider's execution match for one attempt (``exec_eval.py`` ``eval_exec_match``,
+    ``plug_value=False``, ``keep_distinct=False``: its ``evaluation.py`` defaults), and
+    when it cannot be decided from the record, None with the reason.
+
+    The record holds the rows of the prediction and of the gold as written. Spider
+    runs other texts when it rewrites "> =" or YEAR(CURDATE()) (undecided) or deletes
+    DISTINCT: when the prediction is the gold's own text both sides change alike and
+    the record decides; otherwise, with DISTINCT only as an outermost SELECT DISTINCT
+    (deleting it keeps each side's set of rows and can only add rows), results whose
+    row sets cannot match, or whose row counts cannot meet, are wrong, and the rest is
+    undecided. A prediction that fails or is not one statement is wrong, as in Spider.
+    """
+    ref = case.benchmark
+    facts = ref if isinstance(ref, BenchmarkCase) else BenchmarkCase(index=-1)
+    sql = attempt.parsed.sql if attempt.parsed is not None else None
+    same = sql is not None and sha256_hex(sql.strip().encode("utf-8")) == (
+        case.reference_sql_sha256
+    )
+    pred_distinct = None if sql is None or same else spider_distinct(sql)
+    gold_distinct = None if same or not isinstance(facts.distinct, str) else facts.distinct
+    if not same and (facts.rewritten is True or (sql is not None and spider_rewritten(sql))):
+        return None, (
+            "Spider's evaluator rewrites the SQL before running it ('> =' to '>=', "
+            "YEAR(CURDATE()) to 2020); the rewritten text was not run"
+        )
+    e = attempt.execution
+    if e is None or not e.ok:
+        ex = benchmark_ex(gold, e, attempt.guarded)
+        if ex is False and pred_distinct is not None:
+            return None, _DISTINCT_GONE + " (the text as written did not run)"
+        return ex, None
+    try:
+        want = _rows(gold.columns, gold.rows)
+        got = _rows(e.columns, e.rows)
+    except (_Mixed, ValueError):
+        return None, None
+    ordered = facts.order_by is True
+    if e.truncated:
+        if pred_distinct is None and gold_distinct is None and len(got) >= len(want):
+            return False, None  # more rows than the gold: the counts differ
+        return None, None
+    if pred_distinct is None and gold_distinct is None:
+        return spider_rows_match(want, got, ordered), None
+    if "other" in (pred_distinct, gold_distinct):
+        return None, _DISTINCT_GONE + " (DISTINCT inside the query changes its values)"
+    # Only outermost SELECT DISTINCTs: deleting one keeps the set and adds rows only.
+    if not _sets_can_match(want, got):
+        return False, None
+    if gold_distinct is None and len(want) < len(got):
+        return False, None  # the gold's rows stay as they are; the prediction only grows
+    if pred_distinct is None and len(got) < len(want):
+        return False, None
+    return None, _DISTINCT_GONE
+
+
+def verdict(
+    name: str, case: CaseSpec, gold: GoldResult, attempt: Attempt
+) -> tuple[bool | None, str | None]:
+    """The benchmark ``name``'s verdict on one attempt, and a reason when it is None
+    and the reason is the rule's own (else None: :func:`reason` names it)."""
+    if name == "spider":
+        return spider_verdict(case, gold, attempt)
+    return benchmark_ex(gold, attempt.execution, attempt.guarded), None
+
+
 def reason(case: CaseSpec, gold: GoldResult, attempt: Attempt, ex: bool | None) -> str:
     """Why the benchmark's verdict and caseledger's differ (or why EX is undetermined)."""
     e, s = attempt.execution, attempt.score
@@ -211,7 +395,7 @@ def summarize(
         case = specs.get(a.case_id)
         if case is None:
             continue
-        ex = benchmark_ex(gold[a.case_id], a.execution, a.guarded)
+        ex, why = verdict(source.name, case, gold[a.case_id], a)
         ours = a.score.result_correct if a.score is not None else None
         ours_bool = ours is True
         verdicts.append({"case": a.case_id, "attempt": a.attempt, "ex": ex, "caseledger": ours})
@@ -228,7 +412,7 @@ def summarize(
                 "attempt": a.attempt,
                 "ex": ex,
                 "caseledger": ours,
-                "reason": reason(case, gold[a.case_id], a, ex),
+                "reason": why or reason(case, gold[a.case_id], a, ex),
             }
         )
     return {

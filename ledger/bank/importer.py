@@ -30,6 +30,7 @@ from typing import Any
 from ledger.bank.data import DATA_SQLITE, file_sha256
 from ledger.bank.source import canonical_text
 from ledger.errors import UsageError
+from ledger.harness.benchmark_sql import spider_distinct, spider_order_by, spider_rewritten
 
 __all__ = [
     "BIRD_DIFFICULTY",
@@ -315,6 +316,14 @@ def _case(q: Question, benchmark: str, sql: str) -> dict[str, Any]:
         ref["question_id"] = q.question_id
     if q.difficulty is not None:
         ref["difficulty"] = q.difficulty
+    if benchmark == "spider":  # what Spider's rule reads in the gold's own text (issue 31)
+        if spider_order_by(q.sql):
+            ref["order_by"] = True
+        distinct = spider_distinct(q.sql)
+        if distinct is not None:
+            ref["distinct"] = distinct
+        if spider_rewritten(q.sql):
+            ref["rewritten"] = True
     case["benchmark"] = ref
     if benchmark not in ("bird", "spider"):
         raise UsageError(f"unknown benchmark {benchmark!r}")
@@ -363,7 +372,8 @@ def write_bank(
             "name": benchmark,
             "questions": questions_file.name,
             "questions_sha256": file_sha256(questions_file),
-            "rows": "set",
+            # The benchmark's own row contract: BIRD compares sets, Spider multisets.
+            "rows": "multiset" if benchmark == "spider" else "set",
         },
         "cases": cases,
     }

@@ -333,7 +333,7 @@ class _CaseReader:
         raw = self.raw.get("benchmark")
         if raw is None:
             return None
-        known = ("index", "question_id", "difficulty")
+        known = ("index", "question_id", "difficulty", "order_by", "distinct", "rewritten")
         if not isinstance(raw, dict) or any(k not in known for k in raw):
             self.bad("benchmark", f"must be a mapping with keys {', '.join(known)}")
             return None
@@ -346,10 +346,22 @@ class _CaseReader:
             if value is not None and not isinstance(value, str | int):
                 self.bad("benchmark", f"{key} must be a string, got {value!r:.40}")
                 return None
+        # Issue 31: Spider's gold facts; written only when true / present.
+        for key in ("order_by", "rewritten"):
+            if raw.get(key, True) is not True:
+                self.bad("benchmark", f"{key} must be true when present, got {raw[key]!r:.40}")
+                return None
+        distinct = raw.get("distinct")
+        if distinct is not None and distinct not in ("select", "other"):
+            self.bad("benchmark", f"distinct must be select or other, got {distinct!r:.40}")
+            return None
         return BenchmarkCase(
             index=index,
             question_id=None if texts["question_id"] is None else str(texts["question_id"]),
             difficulty=None if texts["difficulty"] is None else str(texts["difficulty"]),
+            order_by=True if "order_by" in raw else UNSET,
+            distinct=UNSET if distinct is None else distinct,
+            rewritten=True if "rewritten" in raw else UNSET,
         )
 
     def row_contract(self, ordered: bool) -> str:

@@ -8,13 +8,25 @@ counting rows, finds one row missing.
 
 from __future__ import annotations
 
+from decimal import Decimal
 from typing import Any
 
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ledger.events import Column, GoldResult, SqlExecuted, SqlGuarded, Violation
-from projections.benchmark import benchmark_ex
+from ledger.codec import sha256_hex
+from ledger.events import (
+    BenchmarkCase,
+    CaseSpec,
+    Column,
+    GoldResult,
+    OutputParsed,
+    SqlExecuted,
+    SqlGuarded,
+    Violation,
+)
+from projections.benchmark import benchmark_ex, spider_rows_match, spider_verdict
+from projections.caseruns import Attempt
 
 INT = (Column(name="n", type="BIGINT"),)
 REAL = (Column(name="x", type="DOUBLE"),)
@@ -130,3 +142,126 @@ def test_sql_the_engine_itself_would_reject_counts_wrong() -> None:
     for sql in ("SELECT load_extension('x') FROM item", "SELECT name FROM sqlite_master",
                 "DELETE FROM item"):  # fmt: skip
         assert benchmark_ex(gold, None, _refused_by_guard(sql)) is None, sql
+
+
+# ------------------------------------------------------------ Spider's rule (issue 31)
+# test-suite-sql-eval exec_eval.py result_eq / eval_exec_match, worked out by hand.
+
+
+def test_spider_counts_duplicates_where_bird_does_not() -> None:
+    # gold UNION ALL gold: the same set, twice the rows. BIRD: correct; Spider: wrong.
+    gold = [(1,), (2,)]
+    assert spider_rows_match(gold, [(1,), (2,), (1,), (2,)], False) is False
+    assert benchmark_ex(_gold(INT, gold), _ran(INT, [(1,), (2,), (1,), (2,)])) is True
+    assert spider_rows_match([(1,), (1,), (2,)], [(2,), (1,), (1,)], False) is True
+    assert spider_rows_match([(1,), (1,), (2,)], [(2,), (2,), (1,)], False) is False
+
+
+def test_spider_accepts_any_column_permutation() -> None:
+    assert spider_rows_match([(1, "x"), (2, "y")], [("y", 2), ("x", 1)], False) is True
+    # A permutation must be one for all rows: column values cannot be re-paired.
+    assert spider_rows_match([(1, "x"), (2, "y")], [("x", 2), ("y", 1)], False) is False
+    # Five columns (Spider narrows permutations by sampling rows beyond three).
+    gold = [(1, 2, 3, 4, 5), (6, 7, 8, 9, 10)]
+    assert spider_rows_match(gold, [(5, 4, 3, 2, 1), (10, 9, 8, 7, 6)], False) is True
+    assert spider_rows_match(gold, [(5, 4, 3, 2, 1), (10, 9, 8, 6, 7)], False) is False
+
+
+def test_spider_keeps_row_order_only_under_order_by() -> None:
+    assert spider_rows_match([(2,), (1,)], [(1,), (2,)], True) is False
+    assert spider_rows_match([(2,), (1,)], [(1,), (2,)], False) is True
+    assert spider_rows_match([(2, "b"), (1, "a")], [("b", 2), ("a", 1)], True) is True
+
+
+def test_spider_values_and_edges() -> None:
+    assert spider_rows_match([(1,)], [(1.0,)], False) is True  # Python: 1 == 1.0
+    assert spider_rows_match([(1,)], [("1",)], False) is False
+    assert spider_rows_match([(None,)], [(None,)], False) is True
+    # Two empty results are equal whatever their columns; one empty one not, never.
+    assert spider_rows_match([], [], False) is True
+    assert spider_rows_match([], [(1,)], False) is False
+    assert spider_rows_match([(1,)], [(1, 2)], False) is False
+    # Spider's quick check sorts each row's values by str(v) + str(type(v)): (1, '1.5')
+    # sorts as ('1.5', 1) ('1.5<' < '1<'), (1.0, '1.5') as (1.0, '1.5'); the sorted
+    # rows differ, so Spider says wrong though the rows are equal value by value.
+    assert spider_rows_match([(1, "1.5")], [(1.0, "1.5")], False) is False
+
+
+@given(
+    st.lists(st.tuples(st.integers(0, 3), st.sampled_from("ab"), st.integers(5, 6)),
+             min_size=1, max_size=6),
+    st.permutations([0, 1, 2]),
+    st.randoms(use_true_random=False),
+)  # fmt: skip
+def test_spider_property_shuffled_rows_and_columns_match(
+    rows: list[tuple[Any, ...]], perm: list[int], rnd: Any
+) -> None:
+    moved = [tuple(r[j] for j in perm) for r in rows]
+    rnd.shuffle(moved)
+    assert spider_rows_match(rows, moved, False) is True
+    assert spider_rows_match(rows, [*moved, moved[0]], False) is False
+    assert spider_rows_match(rows, [tuple(r[j] for j in perm) for r in rows], True) is True
+
+
+def _case(**bench: Any) -> CaseSpec:
+    return CaseSpec(
+        id="c", dimension="d", difficulty="easy", weight=Decimal(1), question="q",
+        max_rows=10, reference_sql_sha256=sha256_hex(GOLD_SQL.encode("utf-8")),
+        benchmark=BenchmarkCase(index=0, **bench),
+    )  # fmt: skip
+
+
+GOLD_SQL = "SELECT DISTINCT country FROM singer"
+
+
+def _attempt(sql: str, execution: SqlExecuted | None) -> Attempt:
+    parsed = OutputParsed(**_ENV, case_id="c", attempt=1, protocol_strict=False,
+                          recovered_from_fence=False, plan=None, sql=sql, summary=None,
+                          assumptions=None, error=None, imported=True)  # fmt: skip
+    runs = () if execution is None else (execution,)
+    return Attempt(run_id="r", case_id="c", attempt=1, outcome="scored", parsed=parsed,
+                   executions=runs)  # fmt: skip
+
+
+def test_spider_verdict_distinct_is_deleted_before_running() -> None:
+    case = _case(distinct="select")
+    gold = _gold(TEXT, [("France",), ("Netherlands",)])
+    # The gold's own text: both sides lose DISTINCT alike, the record decides.
+    same = _attempt(GOLD_SQL, _ran(TEXT, [("Netherlands",), ("France",)]))
+    assert spider_verdict(case, gold, same) == (True, None)
+    # No rows where the gold has some: still none without DISTINCT -> wrong.
+    empty = _attempt("SELECT country FROM singer WHERE 0", _ran(TEXT, []))
+    assert spider_verdict(case, gold, empty) == (False, None)
+    # Another set of rows: wrong whatever DISTINCT adds.
+    other = _attempt("SELECT country FROM singer WHERE 1", _ran(TEXT, [("France",)]))
+    assert spider_verdict(case, gold, other) == (False, None)
+    # The same set, three rows: the gold without DISTINCT has two or more, unknown.
+    more = _attempt("SELECT country FROM singer",
+                    _ran(TEXT, [("France",), ("France",), ("Netherlands",)]))  # fmt: skip
+    ex, why = spider_verdict(case, gold, more)
+    assert ex is None
+    assert why is not None
+    assert "keep_distinct=False" in why
+    # DISTINCT inside an aggregate changes values when it goes: undecided.
+    count = _attempt("SELECT count(DISTINCT country) FROM singer", _ran(INT, [(2,)]))
+    assert spider_verdict(_case(), _gold(INT, [(2,)]), count)[0] is None
+    # Neither side has DISTINCT: decided, multiset.
+    plain = _attempt("SELECT country FROM singer", _ran(TEXT, [("France",), ("France",)]))
+    assert spider_verdict(_case(), _gold(TEXT, [("France",)]), plain) == (False, None)
+
+
+def test_spider_verdict_rewrites_and_order() -> None:
+    gold = _gold(INT, [(2,), (1,)])
+    # Spider turns "> =" into ">=" before running: the record ran another text.
+    spaced = _attempt(
+        "SELECT n FROM t WHERE n > = 1", _ran(INT, [], ok=False, error_kind="sql_runtime")
+    )
+    ex, why = spider_verdict(_case(), gold, spaced)
+    assert ex is None
+    assert why is not None
+    assert "'> ='" in why
+    flipped = _attempt("SELECT n FROM t ORDER BY n", _ran(INT, [(1,), (2,)]))
+    assert spider_verdict(_case(order_by=True), gold, flipped) == (False, None)
+    assert spider_verdict(_case(), gold, flipped) == (True, None)
+    failed = _attempt("SELECT nope", _ran(INT, [], ok=False, error_kind="sql_runtime"))
+    assert spider_verdict(_case(), gold, failed) == (False, None)
