@@ -51,6 +51,7 @@ __all__ = [
     "client_version",
     "retry_after_ms",
     "retryable",
+    "storable",
     "usage_from_fields",
 ]
 
@@ -639,6 +640,57 @@ def _try_record(
     )
 
 
+def _surrogate(value: object) -> str | None:
+    r"""Where the first lone surrogate of a text (or of the texts of a Struct) is, or None.
+
+    JSON lets a string carry ``\ud800`` alone; Python decodes it to a str that has no
+    UTF-8 form, so no event can hold it.
+
+    >>> _surrogate("ok") is None
+    True
+    >>> _surrogate("a\ud800")
+    '\\ud800 at character 1'
+    """
+    try:
+        msgspec.json.encode(value)
+    except UnicodeEncodeError as exc:
+        return f"\\u{ord(str(exc.object)[exc.start]):04x} at character {exc.start}"
+    return None
+
+
+def storable(
+    outcome: Reply | Failure | MissingRecording,
+) -> Reply | Failure | MissingRecording:
+    r"""``outcome``, or a ``malformed_response`` Failure when a text of it is not valid
+    Unicode (a lone surrogate: no UTF-8 form, so no event could store it verbatim).
+
+    The verdict the openai adapter gives a response body that is not UTF-8: the
+    provider's answer could not be read as text. Every adapter's answer passes here
+    (``call_with_retries``), so none ends a run as an internal error.
+
+    >>> print(storable(Reply("x\ud800", None, None, None, None, None, None, 5)).message)
+    the answer is not valid Unicode text: raw_output holds a lone surrogate (\ud800 at character 1)
+    """
+    if isinstance(outcome, MissingRecording):
+        return outcome
+    for name in outcome.__struct_fields__:
+        value = getattr(outcome, name)
+        where = _surrogate(value) if isinstance(value, str | msgspec.Struct) else None
+        if where is not None:
+            break
+    else:
+        return outcome
+    request_id, usage = outcome.provider_request_id, outcome.usage
+    return Failure(
+        kind="malformed_response",
+        message=f"the answer is not valid Unicode text: {name} holds a lone surrogate ({where})",
+        http_status=outcome.http_status if isinstance(outcome, Failure) else None,
+        provider_request_id=None if _surrogate(request_id) else request_id,
+        usage=None if _surrogate(usage) else usage,
+        generation_us=outcome.generation_us,
+    )
+
+
 def call_with_retries(
     adapter: Adapter,
     request: Request,
@@ -661,7 +713,7 @@ def call_with_retries(
     while True:
         at = clock()
         start = time.monotonic_ns()
-        outcome = adapter.call(request)
+        outcome = storable(adapter.call(request))
         tries.append(_try_record(outcome, at, time.monotonic_ns() - start, waited_ns))
         recorded = tuple(tries) if len(tries) > 1 else ()
         if not isinstance(outcome, Failure):

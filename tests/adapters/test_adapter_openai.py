@@ -18,6 +18,7 @@ import msgspec
 import pytest
 
 from ledger.adapters import Failure, Reply, Request, build_adapter
+from ledger.adapters.base import RetryPolicy, call_with_retries
 from ledger.errors import AdapterError, UsageError
 
 SECRET = "sk-test-SECRET-123"  # noqa: S105 (a fake key the tests plant and look for)
@@ -296,6 +297,33 @@ def test_malformed_body(server: Server, body: str, reason: str) -> None:
     assert failure.kind == "malformed_response"
     assert failure.message.startswith(reason)
     assert failure.http_status == 200
+
+
+def test_a_lone_surrogate_in_the_content_is_a_malformed_response(server: Server) -> None:
+    """Content ``"\\ud800"`` (a JSON escape with no pair) has no UTF-8 form: as a body
+    that is not UTF-8 at all, the answer is a ``malformed_response``, never a crash
+    (issue 30; the replay adapter gives the same, tests/cli/test_fuzz_inputs.py)."""
+    not_utf8 = json.dumps(completion("x")).encode().replace(b'"x"', b'"\xed\xa0\x80"')
+    server.reply(200, not_utf8)
+    assert ask(adapter(server)).kind == "malformed_response"  # type: ignore[union-attr]
+    server.reply(200, json.dumps(completion("ok \ud800")), **{"x-request-id": "req-9"})
+    answer = call_with_retries(
+        adapter(server),
+        Request(case_id="r01", attempt=1, prompt=PROMPT),
+        RetryPolicy(),
+        clock=lambda: "2026-12-06T00:00:00.000000Z",
+    )
+    failure = answer.outcome
+    assert isinstance(failure, Failure)
+    assert (failure.kind, failure.message, failure.raw_output, failure.provider_request_id) == (
+        "malformed_response",
+        "the answer is not valid Unicode text: raw_output holds a lone surrogate "
+        "(\\ud800 at character 3)",
+        None,
+        "req-9",
+    )
+    assert failure.usage is not None
+    assert failure.usage.output == 300
 
 
 def test_slow_response_is_a_timeout(server: Server) -> None:

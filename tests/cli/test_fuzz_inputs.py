@@ -653,3 +653,53 @@ def test_import_of_a_file_that_is_not_a_bundle_exits_2(
     assert_clean(result, {2})
     assert f"error: {bundle}: not a" in result.output
     assert invoke(["--ledger", ledger, "log"]).output == before
+
+
+def test_a_lone_surrogate_in_a_replay_answer_is_a_provider_failure_not_a_crash(
+    home: Path, tmp_path: Path
+) -> None:
+    """``"\\ud800"`` (a JSON escape with no pair) decodes to a str with no UTF-8 form: the
+    attempt is recorded as the provider failure ``malformed_response`` (what the openai
+    adapter makes of a body that is not UTF-8), the other attempts go on, exit 0."""
+    ok = json.dumps({"case": "sf-05", "attempt": 1, "output": "{}"})
+    lines = [
+        '{"case": "sf-01", "attempt": 1, "output": "\\ud800"}',
+        '{"case": "sf-02", "attempt": 1, "output": "SELECT \\udfff"}',
+        '{"case": "sf-03", "attempt": 1, "output": "x", "model": "m\\ud800"}',
+        '{"case": "sf-04", "attempt": 1, "output": "x", "request_id": "\\udbff"}',
+        ok,
+    ]
+    replay = tmp_path / "surrogates.jsonl"
+    replay.write_text("\n".join(lines) + "\n", "ascii")
+    ledger = str(home / "ledger.db")
+    result = invoke(
+        [
+            *("--ledger", ledger, "run", "--bank", "sales-fixture", "--adapter", "replay"),
+            *("--replay-file", str(replay), "--no-variants", "--run-id", "surrogates"),
+        ]
+    )
+    assert_clean(result, {0})
+    events = [
+        json.loads(line)["event"]
+        for line in invoke(["--ledger", ledger, "log", "--json"]).stdout.splitlines()
+    ]
+    failed = {
+        e["case_id"]: (e["kind"], e["message"], e["raw_output"])
+        for e in events
+        if e["stream"] == "surrogates" and e["type"] == "provider.failed.v1"
+    }
+    lone = (
+        "malformed_response: the answer is not valid Unicode text: {} holds a lone surrogate ({})"
+    )
+    assert {case: (f"{kind}: {message}", raw) for case, (kind, message, raw) in failed.items()} == {
+        "sf-01": (lone.format("raw_output", "\\ud800 at character 0"), None),
+        "sf-02": (lone.format("raw_output", "\\udfff at character 7"), None),
+        "sf-03": (lone.format("recorded_model", "\\ud800 at character 1"), None),
+        "sf-04": (lone.format("provider_request_id", "\\udbff at character 0"), None),
+    }
+    answered = [
+        e["case_id"]
+        for e in events
+        if e["stream"] == "surrogates" and e["type"] == "model.responded.v1"
+    ]
+    assert answered == ["sf-05"]
