@@ -76,6 +76,9 @@ _MISMATCH = "\x00type-class-mismatch"
 _NON_FINITE_MARK = "\x00non-finite"
 _FLOAT_NAMES = ("DOUBLE", "FLOAT", "REAL")
 _FLOAT_TYPES = frozenset({"DOUBLE", "FLOAT", "REAL", "FLOAT4", "FLOAT8"})
+# Exact numeric type names without a declared scale (ledger/engines/postgres.py names an
+# unconstrained numeric DECIMAL): their cells do not share one scale.
+_UNSCALED = frozenset({"DECIMAL", "NUMERIC"})
 
 
 def normalise_name(name: str) -> str:
@@ -170,8 +173,11 @@ class ColumnInfo:
             if self.is_float:
                 return self.values.count("-0.0") == 0  # -0.0 == 0.0 by value, not by spelling
             # ints (decimal strings only beyond 2**53) and DECIMAL(p,s) (str() keeps the
-            # scale) have one spelling per value within one type
-            return True
+            # scale) have one spelling per value within one type. A DECIMAL without a
+            # declared scale (PostgreSQL's numeric of SUM(x) / 3 * 3) carries each value's
+            # own scale: 9600.00 and 9600.0000000000000000 are one value in two spellings,
+            # compared as Decimals (issue 31).
+            return self.type not in _UNSCALED
         if self.cls == "string":
             return all(map(str.isascii, filter(None, self.values)))
         if self.cls.startswith("other:"):

@@ -621,3 +621,36 @@ def test_any_two_doubles_decide_as_their_decimal_values(e, a, abs_tol, rel_tol):
     # Includes subnormals and magnitudes near the double range (where floats defer to Decimal).
     expected = reference_within([e], [a], abs_tol, rel_tol)
     assert _values_within(double_column([e]), double_column([a]), abs_tol, rel_tol) is expected
+
+
+# ------------------------------------------------ issue 31: numeric without a declared scale
+UNSCALED = [col("total", "DECIMAL")]  # PostgreSQL's numeric of SUM(x), AVG(x) * COUNT(*)
+
+
+def test_unscaled_decimal_compares_by_value_not_by_spelling():
+    # PostgreSQL: SUM(x) over DECIMAL(12,2) -> 9600.00; AVG(x) * COUNT(*) -> numeric with 16
+    # fractional digits. One value: right.
+    c = cmp(UNSCALED, [["9600.00"]], UNSCALED, [["9600.0000000000000000"]])
+    assert (c.matched, c.expected_rows, c.actual_rows) == (1, 1, 1)
+    assert cmp(UNSCALED, [["9600.00"]], UNSCALED, [["9600.01"]]).matched == 0
+    # Rows and order by value too: 1.5 then 9600 in both.
+    c = cmp(UNSCALED, [["1.5"], ["9600.00"]], UNSCALED, [["1.50"], ["9600"]], order=True)
+    assert (c.matched, c.order_ok) == (2, True)
+    # Duplicates still count: 2 and 2.0 are the same value twice.
+    c = cmp(UNSCALED, [["2"]], UNSCALED, [["2.0"], ["2.00"]])
+    assert (c.matched, c.actual_rows) == (1, 2)
+    # A declared scale keeps one spelling per value: unchanged.
+    fixed = [col("total", "DECIMAL(12,2)")]
+    assert cmp(fixed, [["9600.00"]], UNSCALED, [["9600.0000"]]).matched == 1
+
+
+@given(
+    st.decimals(min_value=-(10**9), max_value=10**9, places=4, allow_nan=False),
+    st.integers(0, 20),
+    st.integers(0, 20),
+)
+def test_unscaled_decimal_any_two_spellings_of_one_value_match(d, s1, s2):
+    a = d.quantize(Decimal(1).scaleb(-max(s1, 4)))
+    b = d.quantize(Decimal(1).scaleb(-max(s2, 4)))
+    assert a == b
+    assert cmp(UNSCALED, [[str(a)]], UNSCALED, [[str(b)]]).matched == 1
