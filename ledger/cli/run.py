@@ -376,6 +376,13 @@ def _run(obj: Any, bank_ref: str, kind: str, reporter: Reporter, options: dict[s
         options.pop("concurrency"),
         options.pop("retries"),
     )
+    for flag, given in (("--run-id", run_id), ("--resume", resume)):
+        if given is not None and not given:  # '' is not "no run id": refuse, never default
+            raise UsageError(
+                f"{flag} '' names no run",
+                hint="give a run id (letters, digits and . _ : -), or leave the option out "
+                "for the default <profile>-<n>",
+            )
     if resume and run_id and resume != run_id:
         raise UsageError(f"--resume {resume} and --run-id {run_id} name different runs")
     if options["replay_format"] in ("bird", "spider") and (attempts or 1) > 1:

@@ -147,6 +147,8 @@ OTHER_CASES = [
         [*_ADAPTER, "replay", "--replay-file", "/no/such.jsonl"],
         [*_ADAPTER, "reference", "--model", "x"],
         [*_ADAPTER, "reference", "--resume", "a", "--run-id", "b"],
+        [*_ADAPTER, "reference", "--run-id", ""],
+        [*_ADAPTER, "reference", "--resume", ""],
     ]
 ]
 
@@ -703,3 +705,15 @@ def test_a_lone_surrogate_in_a_replay_answer_is_a_provider_failure_not_a_crash(
         if e["stream"] == "surrogates" and e["type"] == "model.responded.v1"
     ]
     assert answered == ["sf-05"]
+
+
+@pytest.mark.parametrize("flag", ["--run-id", "--resume"])
+def test_an_empty_run_id_is_refused_not_taken_as_none(home: Path, flag: str) -> None:
+    ledger = str(home / "ledger.db")
+    before = invoke(["--ledger", ledger, "log"]).output
+    result = invoke(
+        ["--ledger", ledger, "run", "--bank", "sales-fixture", "--adapter", "reference", flag, ""]
+    )
+    assert_clean(result, {2})
+    assert result.output.splitlines()[0] == f"error: {flag} '' names no run"
+    assert invoke(["--ledger", ledger, "log"]).output == before
