@@ -80,6 +80,7 @@ __all__ = [
     "SqlExecuted",
     "SqlGuarded",
     "TableSchema",
+    "TextCut",
     "Usage",
     "VariantChecked",
     "VariantOutcome",
@@ -305,7 +306,11 @@ class Limits(_Part, frozen=True, kw_only=True):
     CASE depth of the SQL; ``max_result_bytes``: one execution's columns and
     rows as stored; ``max_cell_bytes``: one result cell as stored (longer
     cells are truncated); ``judge_budget_ms``: CPU time for parsing the
-    output, guarding the SQL and checking its AST rules.
+    output, guarding the SQL and checking its AST rules; ``max_text_bytes``
+    (issue 30): every other free text of a run event as stored (an engine's
+    error message, a provider's message, a guard violation, ...; longer texts
+    are cut and listed in the event's ``texts_cut``). Unset in runs recorded
+    before it existed, which are read (and resumed) under the default cap.
     """
 
     max_output_bytes: int
@@ -314,6 +319,21 @@ class Limits(_Part, frozen=True, kw_only=True):
     max_result_bytes: int
     max_cell_bytes: int
     judge_budget_ms: int
+    max_text_bytes: int | UnsetType = UNSET
+
+
+class TextCut(_Part, frozen=True, kw_only=True):
+    """A free text of an event stored cut to the run's ``max_text_bytes`` (issue 30).
+
+    ``field`` names it by its path in the event (``error_message``,
+    ``violations.0.message``, ``tries.2.message``, ``usage.raw_json``); ``bytes`` is
+    the UTF-8 length of the whole text as it was produced, before any secret was
+    scrubbed from it. The stored text is its longest prefix within the cap (cut on a
+    character boundary, counted as the ledger stores it: a JSON string, escapes included).
+    """
+
+    field: str
+    bytes: int
 
 
 class Invocation(_Part, frozen=True, kw_only=True):
@@ -535,6 +555,8 @@ class ModelResponded(EventBase, tag="model.responded.v1", frozen=True, kw_only=T
     # Every try of the call, the last one included, when there was more than one
     # (retries); UNSET (left out of the bytes) after a single try.
     tries: tuple[CallTry, ...] | UnsetType = UNSET
+    # Issue 30: the free texts stored cut to the run's max_text_bytes (UNSET: none).
+    texts_cut: tuple[TextCut, ...] | UnsetType = UNSET
 
 
 class ProviderFailed(EventBase, tag="provider.failed.v1", frozen=True, kw_only=True):
@@ -558,6 +580,8 @@ class ProviderFailed(EventBase, tag="provider.failed.v1", frozen=True, kw_only=T
     tries: tuple[CallTry, ...] | UnsetType = UNSET
     # What the server asked for in HTTP Retry-After (ms), when it did.
     retry_after_ms: int | UnsetType = UNSET
+    # Issue 30: the free texts stored cut to the run's max_text_bytes (UNSET: none).
+    texts_cut: tuple[TextCut, ...] | UnsetType = UNSET
 
 
 class OutputParsed(EventBase, tag="output.parsed.v1", frozen=True, kw_only=True):
@@ -586,12 +610,18 @@ class SqlGuarded(EventBase, tag="sql.guarded.v1", frozen=True, kw_only=True):
     passed: bool
     violations: tuple[Violation, ...]
     ast_digest: str | None
+    # Issue 30: violation messages stored cut to the run's max_text_bytes (UNSET: none).
+    texts_cut: tuple[TextCut, ...] | UnsetType = UNSET
 
 
 class SqlExecuted(EventBase, tag="sql.executed.v1", frozen=True, kw_only=True):
     """One execution in the sandboxed worker. ``error_kind`` is None when ok, else
     timeout, memory, sql_runtime, result_too_large or worker_crash.
-    ``cells_truncated`` counts cells cut to the run's ``max_cell_bytes`` (unset: none)."""
+    ``cells_truncated`` counts cells cut to the run's ``max_cell_bytes`` (unset: none).
+    ``texts_cut`` (issue 30): ``error_message`` stored cut to the run's
+    ``max_text_bytes``, with its whole length. ``scrubbed`` (issue 30): how many result
+    texts (cells, column names and types) had a registered secret replaced by
+    ``[redacted]``; the rows were scored as stored (unset: none)."""
 
     case_id: str
     attempt: int
@@ -605,6 +635,8 @@ class SqlExecuted(EventBase, tag="sql.executed.v1", frozen=True, kw_only=True):
     sql_us: int
     worker_try: int = 1
     cells_truncated: int | UnsetType = UNSET
+    texts_cut: tuple[TextCut, ...] | UnsetType = UNSET
+    scrubbed: int | UnsetType = UNSET
 
 
 class ScoreComputed(EventBase, tag="score.computed.v1", frozen=True, kw_only=True):
@@ -648,6 +680,8 @@ class AttemptCancelled(EventBase, tag="attempt.cancelled.v1", frozen=True, kw_on
     attempt: int
     reason: str
     message: str
+    # Issue 30: the message stored cut to the run's max_text_bytes (UNSET: not cut).
+    texts_cut: tuple[TextCut, ...] | UnsetType = UNSET
 
 
 class RunTotals(_Part, frozen=True, kw_only=True):
@@ -681,6 +715,8 @@ class RunFinished(EventBase, tag="run.finished.v1", frozen=True, kw_only=True):
     status: str
     message: str = ""
     totals: RunTotals | UnsetType = UNSET
+    # Issue 30: the message stored cut to the run's max_text_bytes (UNSET: not cut).
+    texts_cut: tuple[TextCut, ...] | UnsetType = UNSET
 
 
 # ---------------------------------------------------------------- calibration events

@@ -315,6 +315,12 @@ class Reporter:
     type=click.IntRange(*BOUNDS["judge_budget_ms"]),
     help=f"CPU ms to judge one answer (default {DEFAULT_LIMITS.judge_budget_ms}).",
 )
+@click.option(
+    "--max-text-bytes",
+    type=click.IntRange(*BOUNDS["max_text_bytes"]),
+    help=f"Cap on every other stored text, e.g. an error message "
+    f"(default {DEFAULT_LIMITS.max_text_bytes}).",
+)
 @click.pass_obj
 def run_cmd(obj: Any, /, bank_ref: str, kind: str, **options: Any) -> None:
     """Run KIND on a published bank; every step becomes a signed event."""

@@ -30,6 +30,7 @@ from ledger.errors import broken
 from ledger.harness import limits as limits_mod
 from ledger.harness import pipeline, protocol
 from ledger.harness.cells import stored_size
+from ledger.secrets import SecretSet
 from ledger.store import StoredEvent, link_of
 
 if TYPE_CHECKING:
@@ -79,16 +80,29 @@ class Prepared:
 
 
 class Stream:
-    """A run's stream head; builds complete, linked event bodies (the runner owns its stream)."""
+    """A run's stream head; builds complete, linked event bodies (the runner owns its stream).
 
-    def __init__(self, run_id: str, clock: Callable[[], str], last: StoredEvent | None) -> None:
+    ``texts``: how the run stores free text (issue 30): every event with a ``texts_cut``
+    field has its free texts cut to the run's cap and scrubbed of the run's secrets.
+    """
+
+    def __init__(
+        self,
+        run_id: str,
+        clock: Callable[[], str],
+        last: StoredEvent | None,
+        texts: limits_mod.TextPolicy | None = None,
+    ) -> None:
         self.run_id = run_id
         self.clock = clock
+        self.texts = texts
         self.seq = -1 if last is None else last.event().stream_seq
         self.prev = None if last is None else link_of(last.leaf_hash)
 
     def make(self, cls: type[E], **fields: Any) -> tuple[E, str]:
         """The next event of the stream and its link (``sha256:`` of its leaf hash)."""
+        if self.texts is not None and "texts_cut" in cls.__struct_fields__:
+            fields = self.texts.fields(fields)
         self.seq += 1
         event = cls(
             stream=self.run_id,
@@ -116,12 +130,16 @@ class AttemptWriter:
         version: str,
         limits: events.Limits = limits_mod.DEFAULT_LIMITS,
         cpu_clock: Callable[[], int] = time.thread_time_ns,
+        secrets: SecretSet | None = None,
     ) -> None:
         self.bank = bank
         self.pool = pool
         self.invocation = invocation
         self.version = version
         self.limits = limits
+        # The adapter's secrets (issue 30): scrubbed from the output before it is read and
+        # from every result before it is scored; None or empty: nothing to scrub.
+        self.secrets = secrets or None
         # CPU time of this thread (ns): what the judge budget counts, immune to machine load.
         self.cpu_clock = cpu_clock
         self.cases = {c.id: c for c in bank.event.cases}
@@ -167,7 +185,8 @@ class AttemptWriter:
         if isinstance(answer, Failure):
             first = {**_struct_fields(answer), **retried}
             if answer.raw_output is not None:
-                first.update(self._bounded(answer.raw_output))
+                raw = answer.raw_output
+                first.update(self._bounded(raw) or {"raw_output": self._scrub(raw)})
             first["invocation"] = self.invocation
             failed = events.ProviderFailed(**pipeline.ENVELOPE, **ids, **first)
             read: dict[str, Any] | None = None
@@ -191,6 +210,7 @@ class AttemptWriter:
             limits=self.limits,
             version=self.version,
             spent_ns=spent_ns,
+            secrets=self.secrets,
         )
         return Prepared(key, prompt, failed is not None, first, read, judged)
 
@@ -259,13 +279,17 @@ class AttemptWriter:
             self.bank.event.build.engine,
         )
 
+    def _scrub(self, text: str) -> str:
+        return text if self.secrets is None else self.secrets.scrub(text)
+
     def _bounded(self, raw: str) -> dict[str, Any]:
-        """The raw output fields to store: the text itself, or a prefix, its length and hash."""
+        """The raw output fields to store: the text itself (nothing to change), or a prefix
+        (scrubbed of the run's secrets), the whole text's length and hash."""
         bounded = limits_mod.bound_text(raw, self.limits.max_output_bytes)
         if bounded.full_bytes is None:
             return {}
         return {
-            "raw_output": bounded.text,
+            "raw_output": self._scrub(bounded.text),
             "raw_output_bytes": bounded.full_bytes,
             "raw_output_sha256": bounded.full_sha256,
         }
@@ -282,7 +306,13 @@ class AttemptWriter:
         """
         cap = self.limits.max_output_bytes
         stored = self._bounded(raw)
-        if stored:
+        if not stored and self.secrets is not None:
+            # Scrubbed before it is read: no SQL, summary or plan can carry a secret on.
+            clean = self.secrets.scrub(raw)
+            if clean != raw:
+                raw = clean
+                stored = self._bounded(raw) or {"raw_output": raw}
+        if "raw_output_bytes" in stored:
             full = stored["raw_output_bytes"]
             detail = (
                 f"the raw output is {full} bytes, over the {cap}-byte cap"
@@ -298,8 +328,8 @@ class AttemptWriter:
                 f"the output and the fields extracted from it take {size} bytes as stored, "
                 f"over the {cap}-byte cap"
             )
-            return {}, protocol.too_large(detail, imported=imported)
-        return {}, verdict
+            return stored, protocol.too_large(detail, imported=imported)
+        return stored, verdict
 
 
 def _no_cpu() -> int:

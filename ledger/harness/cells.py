@@ -60,7 +60,7 @@ __all__ = [
     "type_class",
 ]
 
-DEFAULT_MAX_RESULT_BYTES = 16 * 1024 * 1024
+DEFAULT_MAX_RESULT_BYTES = 512 * 1024
 DEFAULT_MAX_CELL_BYTES = 64 * 1024
 _JSON = msgspec.json.Encoder()
 

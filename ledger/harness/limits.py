@@ -13,7 +13,19 @@ max_nesting         bracket and CASE depth        guard       too_complex
 judge_budget_ms     CPU for parse, guard, rules   guard       too_complex
 max_result_bytes    one execution as stored       execution   result_too_large
 max_cell_bytes      one result cell as stored     (truncated, never result_correct)
+max_text_bytes      every other free text         (cut, listed in ``texts_cut``)
 ==================  ============================  ==========  ===================
+
+Issue 30: no event an answer produces is over 1 MiB under the default caps.
+An answer is stored in ModelResponded (raw output within ``max_output_bytes``,
+512 KiB, plus at most 11 tries' messages, a usage object, a request id and a
+model name of ``max_text_bytes``, 8 KiB, each), OutputParsed (within
+``max_output_bytes``), SqlGuarded (violation messages of at most 8 KiB),
+SqlExecuted (a result within ``max_result_bytes``, 512 KiB, which scrubbing a
+secret can grow by at most 10/7: the 10-character marker replaces pieces of 7
+or more characters; or an error message of at most 8 KiB) and ScoreComputed
+(no free text). :class:`TextPolicy` cuts (and scrubs) every free text of a run
+event; ``stored_result`` does the same for an execution before it is scored.
 
 The SQL checks run before sqlglot sees the text: a size check, then a linear
 scan of its nesting depth, so a hostile text is refused in milliseconds.
@@ -30,35 +42,48 @@ import hashlib
 import re
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
+from typing import Any
+
+import msgspec
 
 from ledger.errors import UsageError
-from ledger.events import AstRule, Limits, Violation
+from ledger.events import AstRule, Limits, TextCut, Violation
 from ledger.harness import cells, functions
 from ledger.harness import guard as guard_mod
 from ledger.harness.ast_rules import check_rules, structural_match
 from ledger.harness.cells import prefix_within, stored_size
+from ledger.secrets import SecretSet
 
 __all__ = [
     "BOUNDS",
     "DEFAULT_LIMITS",
+    "DEFAULT_MAX_TEXT_BYTES",
     "LIMIT_CHECKS",
     "PREFIX_BYTES",
     "BoundedText",
     "Judged",
+    "TextPolicy",
     "bound_text",
+    "cut_text",
     "judge_sql",
     "nesting_depth",
     "stored_size",
+    "text_cap",
     "validate",
 ]
 
+#: The cap on every other free text of a run event (issue 30), and the one a run recorded
+#: before the cap existed is read and resumed under.
+DEFAULT_MAX_TEXT_BYTES = 8 * 1024
+
 DEFAULT_LIMITS = Limits(
-    max_output_bytes=1024 * 1024,
+    max_output_bytes=512 * 1024,
     max_sql_bytes=64 * 1024,
     max_nesting=32,
     max_result_bytes=cells.DEFAULT_MAX_RESULT_BYTES,
     max_cell_bytes=cells.DEFAULT_MAX_CELL_BYTES,
     judge_budget_ms=5000,
+    max_text_bytes=DEFAULT_MAX_TEXT_BYTES,
 )
 
 # Accepted range of each cap (inclusive): a cap is a promise about cost, so no 10**30.
@@ -70,6 +95,7 @@ BOUNDS: dict[str, tuple[int, int]] = {
     "max_result_bytes": (1024, 256 * 1024 * 1024),
     "max_cell_bytes": (1024, 16 * 1024 * 1024),
     "judge_budget_ms": (100, 60_000),
+    "max_text_bytes": (256, 256 * 1024),
 }
 
 # How much of an output over the cap is stored (UTF-8 JSON string bytes, escapes included).
@@ -87,6 +113,8 @@ def validate(limits: Limits) -> Limits:
     """
     for name, (low, high) in BOUNDS.items():
         value = getattr(limits, name)
+        if value is msgspec.UNSET:  # a run recorded before the cap: the default applies
+            continue
         if not low <= value <= high:
             raise UsageError(
                 f"--{name.replace('_', '-')} {value} is out of range",
@@ -128,6 +156,84 @@ def bound_text(text: str, cap: int, prefix_bytes: int = PREFIX_BYTES) -> Bounded
         full_bytes=len(data),
         full_sha256="sha256:" + hashlib.sha256(data).hexdigest(),
     )
+
+
+def text_cap(limits: Limits) -> int:
+    """The run's ``max_text_bytes`` (the default for a run recorded before it existed)."""
+    cap = limits.max_text_bytes
+    return DEFAULT_MAX_TEXT_BYTES if cap is msgspec.UNSET else cap
+
+
+def cut_text(text: str, cap: int, secrets: SecretSet | None = None) -> tuple[str, int | None]:
+    """(the text to store, the whole text's UTF-8 length when it was cut, else None).
+
+    Secrets are scrubbed first (from a window of ``cap`` characters plus the scrubber's
+    margin: no more can be stored), then the text is cut to its longest prefix whose
+    stored size (a JSON string, escapes included) is within ``cap``: a character
+    boundary, the same for the same text on every machine.
+
+    >>> cut_text("abc", 8)
+    ('abc', None)
+    >>> cut_text("é" * 6, 8)
+    ('éééé', 12)
+    >>> cut_text('say "hi" now', 8)
+    ('say "hi', 12)
+    """
+    margin = secrets.margin + 64 if secrets else 0
+    window = text if len(text) <= cap + margin else text[: cap + margin]
+    clean = secrets.scrub(window) if secrets else window
+    if window is text and stored_size(clean) <= cap:
+        return clean, None
+    return prefix_within(clean, cap), len(text.encode("utf-8", "surrogatepass"))
+
+
+# Fields a TextPolicy leaves alone: bounded by their own caps, or not free text.
+_OWN_CAPS = frozenset(
+    {"raw_output", "raw_output_sha256", "rows", "columns", "texts_cut", "prompt", "plan", "sql",
+     "summary", "assumptions", "stream", "stream_prev", "at", "case_id"}
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class TextPolicy:
+    """How a run stores free text (issue 30): each cut to ``cap`` (``max_text_bytes``) and,
+    with ``secrets``, scrubbed of them first; cuts are listed in the event's ``texts_cut``."""
+
+    cap: int
+    secrets: SecretSet | None = None
+
+    def fields(self, fields: dict[str, Any]) -> dict[str, Any]:
+        """The fields of one event with every free text cut and scrubbed (``texts_cut``
+        extended with what was cut); fields with caps of their own are left alone."""
+        known = fields.get("texts_cut", msgspec.UNSET)
+        cuts: list[TextCut] = [] if known is msgspec.UNSET else list(known)
+        before = len(cuts)
+        out = {
+            key: value if key in _OWN_CAPS else self._walk(value, key, cuts)
+            for key, value in fields.items()
+        }
+        if len(cuts) > before:
+            out["texts_cut"] = tuple(cuts)
+        return out
+
+    def _walk(self, value: Any, path: str, cuts: list[TextCut]) -> Any:
+        if isinstance(value, str):
+            text, whole = cut_text(value, self.cap, self.secrets)
+            if whole is not None:
+                cuts.append(TextCut(field=path, bytes=whole))
+            return text
+        if isinstance(value, msgspec.Struct):
+            changed = {
+                name: self._walk(getattr(value, name), f"{path}.{name}", cuts)
+                for name in value.__struct_fields__
+                if isinstance(getattr(value, name), str | msgspec.Struct | tuple | dict)
+            }
+            return msgspec.structs.replace(value, **changed)
+        if isinstance(value, tuple):
+            return tuple(self._walk(v, f"{path}.{i}", cuts) for i, v in enumerate(value))
+        if isinstance(value, dict):
+            return {k: self._walk(v, f"{path}.{k}", cuts) for k, v in value.items()}
+        return value
 
 
 # Strings, quoted identifiers, comments and dollar-quoted strings are skipped whole;

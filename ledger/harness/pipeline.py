@@ -25,6 +25,7 @@ as ``infrastructure``); any other exception is a caseledger bug and propagates
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -37,6 +38,7 @@ from ledger.harness import limits as limits_mod
 from ledger.harness import score as score_mod
 from ledger.harness.reading import Reading, Readings, ReadRequest
 from ledger.harness.worker import ExecResult
+from ledger.secrets import MARKER, SecretSet
 
 if TYPE_CHECKING:
     from ledger.engines.base import Executor
@@ -50,6 +52,7 @@ __all__ = [
     "Recorded",
     "execution_differences",
     "judge",
+    "stored_result",
 ]
 
 #: The envelope of evidence built only to be scored, never appended (the scorer reads none).
@@ -151,13 +154,62 @@ def _fields(value: Any) -> dict[str, Any]:
     return {name: getattr(value, name) for name in value.__struct_fields__}
 
 
-def _execute(pool: Executor, sql: str, max_rows: int, limits: events.Limits) -> ExecResult:
-    return pool.execute(
+def _execute(
+    pool: Executor, sql: str, max_rows: int, limits: events.Limits, secrets: SecretSet | None
+) -> ExecResult:
+    result = pool.execute(
         sql,
         max_rows=max_rows,
         max_result_bytes=limits.max_result_bytes,
         max_cell_bytes=limits.max_cell_bytes,
     )
+    return stored_result(result, limits, secrets)
+
+
+def stored_result(
+    result: ExecResult, limits: events.Limits, secrets: SecretSet | None = None
+) -> ExecResult:
+    """An execution as it is stored and scored (issue 30): its error message cut to the run's
+    ``max_text_bytes`` (listed in ``texts_cut`` with its whole length) and, with
+    ``secrets``, every form of a secret scrubbed from the error message, the column names
+    and types and every string in the rows (counted in ``scrubbed``). The score is computed
+    on this, so the recorded evidence re-derives it; a result is never refused for what an
+    answer made it print.
+    """
+    changes: dict[str, Any] = {}
+    if result.error_message is not None:
+        text, whole = limits_mod.cut_text(
+            result.error_message, limits_mod.text_cap(limits), secrets
+        )
+        if text != result.error_message:
+            changes["error_message"] = text
+        if whole is not None:
+            changes["texts_cut"] = (events.TextCut(field="error_message", bytes=whole),)
+    if secrets:
+        counter = [0]
+        columns = tuple(
+            events.Column(
+                name=_scrub(c.name, secrets, counter), type=_scrub(c.type, secrets, counter)
+            )
+            for c in result.columns
+        )
+        rows = tuple(tuple(_scrub(cell, secrets, counter) for cell in row) for row in result.rows)
+        if counter[0]:
+            changes.update(columns=columns, rows=rows, scrubbed=counter[0])
+    return msgspec.structs.replace(result, **changes) if changes else result
+
+
+def _scrub(value: Any, secrets: SecretSet, counter: list[int]) -> Any:
+    """An encoded cell (or name) with every string in it scrubbed; counts the strings changed."""
+    if isinstance(value, str):
+        clean = secrets.scrub(value)
+        counter[0] += clean != value
+        return clean
+    if isinstance(value, list | tuple):
+        return type(value)(_scrub(v, secrets, counter) for v in value)
+    if isinstance(value, dict):
+        return {_scrub(k, secrets, counter): _scrub(v, secrets, counter) for k, v in value.items()}
+    return value
 
 
 def _read(
@@ -206,13 +258,15 @@ def judge(
     limits: events.Limits = limits_mod.DEFAULT_LIMITS,
     version: str = score_mod.SCORER_VERSION,
     spent_ns: Callable[[], int] = _no_cpu,
+    secrets: SecretSet | None = None,
 ) -> Judgement:
     """Judge one answer (``parsed``, or the provider's ``failure``) against ``bench``.
 
     ``recorded`` None: a fresh answer (guard it now); else the recorded stages to use.
     ``spent_ns()`` is the CPU time (ns) the attempt's judging has used so far (the
     judge budget of ``limits``); ``pool`` None means execute nothing and score the
-    recorded execution.
+    recorded execution. Each execution is stored as :func:`stored_result` makes it
+    (``secrets``: the run's, scrubbed from the result before it is scored).
 
     Raises:
         UsageError: unknown scorer ``version``.
@@ -240,9 +294,9 @@ def judge(
     runs: list[ExecResult] = []
     sql = None if parsed is None else parsed.sql
     if pool is not None and verdict is not None and verdict.passed and sql:
-        runs.append(_execute(pool, sql, case.max_rows, limits))
+        runs.append(_execute(pool, sql, case.max_rows, limits, secrets))
         if runs[-1].error_kind == "worker_crash":  # retried once, and both are recorded
-            runs.append(_execute(pool, sql, case.max_rows, limits))
+            runs.append(_execute(pool, sql, case.max_rows, limits, secrets))
             if runs[-1].error_kind == "worker_crash":
                 return Judgement(verdict, tuple(runs), None)
         executed = events.SqlExecuted(**ENVELOPE, **ids, **_fields(runs[-1]), worker_try=len(runs))
@@ -269,13 +323,41 @@ def execution_differences(recorded: events.SqlExecuted, rerun: ExecResult) -> li
 
     Cells are compared as stored (typed, encoded by ``ledger.harness.cells``), so a
     re-execution is equal exactly when its event would carry the same bytes in these
-    fields.
+    fields. A recorded execution with secrets ``scrubbed`` from its result (issue 30)
+    cannot be equal (the re-execution, made without the run's secrets, prints them): its
+    columns and rows are equal when every recorded string equals the re-executed one
+    with each ``[redacted]`` standing for a non-empty text.
     """
+    scrubbed = recorded.scrubbed not in (msgspec.UNSET, 0)
     return [
         name
         for name in COMPARED_FIELDS
-        if _builtins(getattr(recorded, name)) != _builtins(getattr(rerun, name))
+        if not _same(
+            _builtins(getattr(recorded, name)),
+            _builtins(getattr(rerun, name)),
+            scrubbed and name in ("columns", "rows"),
+        )
     ]
+
+
+def _same(recorded: Any, rerun: Any, scrubbed: bool) -> bool:
+    if not scrubbed or recorded == rerun:
+        return bool(recorded == rerun)
+    if isinstance(recorded, str) and isinstance(rerun, str):
+        if MARKER not in recorded:
+            return False
+        pattern = ".+?".join(re.escape(part) for part in recorded.split(MARKER))
+        return re.fullmatch(pattern, rerun, re.DOTALL) is not None
+    if isinstance(recorded, list) and isinstance(rerun, list):
+        return len(recorded) == len(rerun) and all(
+            _same(a, b, scrubbed) for a, b in zip(recorded, rerun, strict=True)
+        )
+    if isinstance(recorded, dict) and isinstance(rerun, dict):
+        return len(recorded) == len(rerun) and all(
+            _same(list(a), list(b), scrubbed)
+            for a, b in zip(recorded.items(), rerun.items(), strict=True)
+        )
+    return False
 
 
 def _builtins(value: Any) -> Any:

@@ -105,7 +105,7 @@ from ledger.errors import (
 )
 from ledger.harness import score
 from ledger.harness.attempt import AttemptKey, AttemptWriter, BankContext, Prepared, Stream
-from ledger.harness.limits import DEFAULT_LIMITS, validate
+from ledger.harness.limits import DEFAULT_LIMITS, TextPolicy, text_cap, validate
 from ledger.harness.protocol import OUTPUT_CONTRACT
 from ledger.harness.reading import Reading, ReadRequest
 from ledger.harness.worker import ExecResult
@@ -413,6 +413,8 @@ def _check_resume(started: events.RunStarted, fresh: dict[str, Any]) -> None:
             f"limits.{f} was {getattr(was, f)}, now {getattr(now, f)}"
             for f in was.__struct_fields__
             if getattr(was, f) != getattr(now, f)
+            # A run recorded before max_text_bytes existed is resumed under its default.
+            and not (f == "max_text_bytes" and text_cap(was) == text_cap(now))
         ]
     if differ:
         raise UsageError(
@@ -619,14 +621,17 @@ class _Session:
         clock: Callable[[], str],
         bank: events.BankPublished | None = None,
         stored: list[StoredEvent] | None = None,
+        texts: TextPolicy | None = None,
     ) -> None:
-        """``stored``: the run's stream as just read (checked) by the caller, else read here."""
+        """``stored``: the run's stream as just read (checked) by the caller, else read here;
+        ``texts``: how the run stores free text (cut, secrets scrubbed: issue 30)."""
         self.ledger, self.signer, self.run_id, self.clock = ledger, signer, run_id, clock
+        self.texts = texts
         #: The run's bank: with it, a RunFinished carries the run's totals (issue 22).
         self.bank = bank
         self.stored: list[StoredEvent] = []
         self.last_seqs: list[int] = []  # the seqs of the last batch append() wrote
-        self.stream = Stream(run_id, clock, None)
+        self.stream = Stream(run_id, clock, None, texts)
         # The group commit: staged batches, each with the stream head after it.
         self.group: list[tuple[list[events.EventBase], tuple[int, str | None]]] = []
         self.group_head: tuple[int, str | None] = (-1, None)
@@ -641,7 +646,8 @@ class _Session:
         """
         self.group = []
         self.stored = self.ledger.stream_events(self.run_id) if stored is None else stored
-        self.stream = Stream(self.run_id, self.clock, self.stored[-1] if self.stored else None)
+        last = self.stored[-1] if self.stored else None
+        self.stream = Stream(self.run_id, self.clock, last, self.texts)
 
     def append(self, build: Callable[[Stream], list[events.EventBase]]) -> list[events.EventBase]:
         """Build a batch on the stream head and append it in one transaction, or not at all."""
@@ -831,7 +837,9 @@ def _run_planned(
     leaks = {cid: found for cid, text in prompts.items() if (found := bank.leak_check(cid, text))}
     if not todo and existing and isinstance(existing[-1].event(), events.RunFinished):
         return summarise(existing, planned, published)  # a finished run: nothing to add
-    session = _Session(ledger, signer, plan.run_id, clock, published, stored=existing)
+    secrets = adapter_secrets(adapter)
+    texts = TextPolicy(text_cap(limits), secrets or None)
+    session = _Session(ledger, signer, plan.run_id, clock, published, stored=existing, texts=texts)
     head = ledger.stream_head(plan.run_id)
     if (None if head is None else head[2]) != (existing[-1].seq if existing else None):
         # Another process appended to this run since it was checked above (the same
@@ -851,7 +859,7 @@ def _run_planned(
         session.one(events.RunStarted, **fresh)
     _store_prompts(session, existing, [prompts[cid] for cid, _ in todo])
     invocation = adapter.invocation(bank.prompt_contract_digest, plan.retries)
-    writer = AttemptWriter(bank, pool, invocation, score.SCORER_VERSION, limits)
+    writer = AttemptWriter(bank, pool, invocation, score.SCORER_VERSION, limits, secrets=secrets)
     requests = [Request(cid, n, prompts[cid]) for cid, n in todo]
     if on_progress is not None:
         on_progress(progress)

@@ -32,13 +32,28 @@ from ledger.store import Draft, Ledger
 KEY = "sk-NEWCOMER+test/Key=0123456789abcdefXYZ"
 
 
+def body(secret: str) -> str:
+    """The secret without a public vendor prefix (issue 30: ``sk-`` alone is no secret)."""
+    for prefix in ("sk-proj-", "sk-ant-", "sk-"):
+        if secret.startswith(prefix) and len(secret) > len(prefix):
+            return secret[len(prefix) :]
+    return secret
+
+
+def runs(secret: str) -> list[str]:
+    """Every shortest window of the body holding 7 letters or digits (issue 30's pieces)."""
+    text = body(secret)
+    marks = [i for i, c in enumerate(text) if c.isalnum()]
+    return [text[marks[i] : marks[i + 6] + 1] for i in range(len(marks) - 6)]
+
+
 def forms(secret: str) -> list[str]:
     """Every form the issue names, written out independently of ledger.secrets."""
     data = secret.encode()
     out = [secret, urllib.parse.quote(secret, safe=""), urllib.parse.quote_plus(secret)]
     for enc in (base64.b64encode(data), base64.urlsafe_b64encode(data)):
         out += [enc.decode(), enc.decode().rstrip("=")]
-    out += [secret[i : i + 8] for i in range(len(secret) - 7)]
+    out += runs(secret)
     return list(dict.fromkeys(out))
 
 
@@ -66,17 +81,20 @@ def test_the_forms_of_the_key_are_what_the_issue_names() -> None:
     ("text", "expected"),
     [
         (f"a {KEY} b", f"a {MARKER} b"),
-        # A run of 8 characters of the key, anywhere, is gone; 7 stay.
+        # A run of 7 letters and digits of the key's body, anywhere, is gone; 6 stay.
         ("id NEWCOMER+t!", f"id {MARKER}!"),
-        ("id NEWCOME!", "id NEWCOME!"),
+        ("id NEWCOME!", f"id {MARKER}!"),
+        ("id NEWCOM!", "id NEWCOM!"),
+        # The public prefix is no secret: a piece of the body after it goes, it stays.
+        ("sk-NEW", "sk-NEW"),
         # Two runs that touch become one marker; runs apart stay apart.
         (f"{KEY}{KEY}", MARKER),
         ("0123456789 x abcdefXYZ", f"{MARKER} x {MARKER}"),
-        # The key straddling a cut: what is left of it is scrubbed too.
-        ("tail: sk-NEWCOMER+te", f"tail: {MARKER}"),
+        # The key straddling a cut: what is left of its body is scrubbed too.
+        ("tail: sk-NEWCOMER+te", f"tail: sk-{MARKER}"),
         ("", ""),
     ],
-    ids=["whole", "run8", "run7", "adjacent", "apart", "cut", "empty"],
+    ids=["whole", "run8", "run7", "run6", "prefix", "adjacent", "apart", "cut", "empty"],
 )
 def test_scrub_by_hand(text: str, expected: str) -> None:
     assert SecretSet([KEY]).scrub(text) == expected
@@ -172,14 +190,18 @@ def test_embedded_secrets_never_survive(secret: str, parts: list[tuple[str, int]
     text = "".join(t + pool[n % len(pool)] for t, n in parts)
     out = SecretSet([secret]).scrub(text)
     assert secret not in out
-    if len(secret) >= 8:
-        assert [g for g in forms(secret) if g in out] == []
+    assert [g for g in forms(secret) if g in out] == []
 
 
 @settings(max_examples=300, deadline=None)
 @given(secret=st.text(alphabet="abcdefghij-_", min_size=1, max_size=40), text=_TEXT)
 def test_text_without_secret_runs_is_unchanged(secret: str, text: str) -> None:
-    text = "".join(c for c in text if c not in "abcdefghij-_ABCDEFGHIJKLMNOPQRSTUVWXYZ%=+/")
+    # ASCII only (no compatibility form of a letter), no escape or hex digit that could
+    # spell a letter of the secret once decoded.
+    text = "".join(
+        c for c in text if c.isascii() and c not in "abcdefghij-_%=+/\\&0123456789"
+    )
+    text = "".join(c for c in text if not c.isupper())
     s = SecretSet([secret])
     assume(not any(f in text for f in forms(secret)))
     assert s.scrub(text) == text
@@ -203,7 +225,7 @@ def _prompt(run: str, text: str) -> Draft:
     ("leaked", "what"),
     [
         (KEY, "a registered secret"),
-        ("x NEWCOMER+t y", "an 8-character run of a registered secret"),
+        ("x NEWCOMER+t y", "a 7-character run of a registered secret"),
         (base64.b64encode(KEY.encode()).decode(), "the base64 form of a registered secret"),
         (urllib.parse.quote(KEY, safe=""), "the URL-encoded form of a registered secret"),
     ],
@@ -430,8 +452,11 @@ def command_model(tmp_path: Path) -> Path:
 PLAN_LISTS = ("sources", "joins", "filters", "metrics", "steps", "risks")
 
 
-def assert_no_key(where: str, data: bytes) -> None:
-    found = [f for f in forms(KEY) if f.encode() in data]
+def assert_no_key(where: str, data: bytes, *, pieces: bool = True) -> None:
+    # A bank database holds the bank's own data: "1234567" (a piece of this test key's
+    # body) is a phone number there, not a leak; only whole forms are searched in it.
+    wanted = forms(KEY) if pieces else [f for f in forms(KEY) if f not in runs(KEY)]
+    found = [f for f in wanted if f.encode() in data]
     assert found == [], f"{where} holds {len(found)} forms of the key"
 
 
@@ -487,7 +512,8 @@ def test_a_server_and_a_command_echoing_the_key_leave_no_trace(
     files = [p for p in home.rglob("*") if p.is_file()]
     assert home / "ledger.db" in files
     for path in files:
-        assert_no_key(str(path.relative_to(home)), path.read_bytes())
+        where = str(path.relative_to(home))
+        assert_no_key(where, path.read_bytes(), pieces=not where.startswith("banks/"))
 
     # The evidence is still there, scrubbed: each channel recorded its marker.
     recorded = {s.seq: s.event() for s in stream(home, "echo")}
@@ -544,7 +570,7 @@ def test_a_key_given_to_api_key_env_is_refused_without_echo(
 def test_store_refuses_a_prompt_holding_a_run_of_the_key(
     tmp_path_factory: pytest.TempPathFactory, tmp_path: Path
 ) -> None:
-    """The last line of defence, for real: the key shares an 8-character run with the bank's
+    """The last line of defence, for real: the key shares a 7-character run with the bank's
     prompt template ("assumptions"), which no adapter scrubs; the batch storing the run's
     prompts (issue 22: before the first model call) is refused, so no prompt is sent."""
     key = "sk-leak-assumptions-9f3a"
@@ -563,7 +589,7 @@ def test_store_refuses_a_prompt_holding_a_run_of_the_key(
     lines = [line for line in done.stderr.splitlines() if "elapsed " not in line]
     assert len(lines) == 1, done.stderr
     assert lines[0].startswith(
-        "error: append refused: the PromptStored event of stream leaky contains an 8-character "
+        "error: append refused: the PromptStored event of stream leaky contains a 7-character "
         "run of a registered secret; nothing of its batch was appended"
     )
     assert "Traceback" not in done.stderr

@@ -244,9 +244,11 @@ def test_a_run_of_hostile_outputs_has_bounded_cost(tmp_path_factory, tmp_path: P
     assert isinstance(started, events.RunStarted)
     assert isinstance(finished, events.RunFinished)
     assert finished.status == "completed"
+    # The documented defaults (docs/running.md "Limits"; issue 30: 512 KiB, 512 KiB, 8 KiB).
     assert started.limits == events.Limits(
-        max_output_bytes=1048576, max_sql_bytes=65536, max_nesting=32,
-        max_result_bytes=16777216, max_cell_bytes=65536, judge_budget_ms=5000,
+        max_output_bytes=524288, max_sql_bytes=65536, max_nesting=32,
+        max_result_bytes=524288, max_cell_bytes=65536, judge_budget_ms=5000,
+        max_text_bytes=8192,
     )  # fmt: skip
 
     per_attempt: dict[tuple[str, int], int] = {}
