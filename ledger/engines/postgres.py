@@ -71,7 +71,16 @@ from ledger.harness.functions import (
     fold,
     name_denial,
 )
-from ledger.harness.worker import ExecResult, Reply, Request, Watchdog, failure, serve
+from ledger.harness.worker import (
+    ExecResult,
+    Reply,
+    Request,
+    Watchdog,
+    failure,
+    limit_address_space,
+    parse_memory_limit,
+    serve,
+)
 
 if TYPE_CHECKING:
     from ledger.bank.data import DataFiles
@@ -1158,24 +1167,6 @@ class _Session:
 _REUSABLE = frozenset({"sql_runtime", "refused", "result_too_large"})
 
 
-def _limit_memory(extra_bytes: int) -> None:
-    """Cap this process's address space at its current size plus ``extra_bytes``."""
-    try:
-        import resource
-
-        status = Path("/proc/self/status").read_text(encoding="ascii")
-        match = re.search(r"^VmSize:\s+(\d+) kB", status, re.MULTILINE)
-        if match is None:
-            return
-        limit = int(match.group(1)) * 1024 + extra_bytes
-        _, hard = resource.getrlimit(resource.RLIMIT_AS)
-        if hard != resource.RLIM_INFINITY:
-            limit = min(limit, hard)
-        resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
-    except (OSError, ValueError, ImportError):
-        return  # not Linux: the worker runs without the cap (docs/engines.md)
-
-
 def _worker_main(
     conn: Connection, conninfo: str, timeout_s: float, memory_bytes: int, parent_pid: int
 ) -> None:
@@ -1186,7 +1177,7 @@ def _worker_main(
         session.connect()
         watchdog = Watchdog(parent_pid, name="caseledger-pg-watchdog")
         watchdog.start()
-        _limit_memory(memory_bytes)
+        limit_address_space(memory_bytes)
         return session, watchdog
 
     def run(state: tuple[_Session, Watchdog], req: Request) -> ExecResult:
@@ -1204,23 +1195,6 @@ def _worker_main(
 
 _DECODER: msgspec.msgpack.Decoder[Reply] = msgspec.msgpack.Decoder(Reply)
 _ENCODER = msgspec.msgpack.Encoder()
-_UNITS = {
-    "b": 1, "kb": 1000, "mb": 1000**2, "gb": 1000**3, "tb": 1000**4,
-    "kib": 1024, "mib": 1024**2, "gib": 1024**3, "tib": 1024**4,
-}  # fmt: skip
-
-
-def parse_memory_limit(text: str) -> int:
-    """Bytes of a DuckDB-style memory limit (``512MB``, ``1GiB``; MB = 1000**2 as DuckDB).
-
-    >>> parse_memory_limit("512MB"), parse_memory_limit("1 GiB")
-    (512000000, 1073741824)
-    """
-    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*", text)
-    unit = (match.group(2).lower() or "b") if match else ""
-    if match is None or unit not in _UNITS:
-        raise UsageError(f"not a memory limit: {text!r}", hint="write it like 512MB or 1GiB")
-    return int(float(match.group(1)) * _UNITS[unit])
 
 
 def _unsendable(sql: str) -> str | None:

@@ -28,6 +28,7 @@ from ledger.engines.sqlite_catalog import allowed_calls, catalog, fold
 from ledger.errors import UsageError
 from ledger.events import Column
 from ledger.harness import cells
+from ledger.harness.worker import parse_memory_limit as worker_memory_limit
 
 __all__ = [
     "Authorizer",
@@ -285,18 +286,13 @@ def open_sandboxed(
 
 
 def parse_memory_limit(text: str) -> int:
-    """Bytes of a memory limit written as DuckDB reads it (KB, MB, GB: powers of 1000;
-    KiB, MiB, GiB: of 1024; no unit: bytes).
+    """Bytes of a memory limit as every SQL worker reads it (``ledger.harness.worker``),
+    at least 1 MiB: SQLite's heap limit below that would refuse opening the database.
 
     >>> parse_memory_limit("512MB"), parse_memory_limit("64 MiB")
     (512000000, 67108864)
     """
-    units = {"": 1, "b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12}
-    units |= {"kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40}
-    found = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([A-Za-z]*)\s*", text)
-    if found is None or found.group(2).lower() not in units:
-        raise UsageError(f"memory limit {text!r} is not a size", hint="write it like 512MB or 1GiB")
-    size = int(float(found.group(1)) * units[found.group(2).lower()])
+    size = worker_memory_limit(text)
     if size < 1024 * 1024:
         raise UsageError(f"memory limit {text!r} is below 1 MiB", hint="give SQLite at least 1MiB")
     return size

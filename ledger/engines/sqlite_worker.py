@@ -49,6 +49,7 @@ from ledger.harness.worker import (
     Request,
     exit_now,
     failure,
+    limit_address_space,
     read_timeout_s,
     serve,
 )
@@ -187,6 +188,9 @@ def _child_main(conn: Connection, db_path: str, heap_limit: int, parent_pid: int
         threading.Thread(
             target=_watch_parent, args=(parent_pid,), name="caseledger-parent-watch", daemon=True
         ).start()
+        # SQLite's heap limit bounds SQLite; the address space also bounds what Python
+        # makes of its values (the same rule as every SQL worker).
+        limit_address_space(heap_limit)
         return _Session(con, authorizer, heap_limit)
 
     serve(

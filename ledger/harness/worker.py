@@ -28,6 +28,7 @@ import json
 import multiprocessing
 import os
 import queue
+import re
 import signal
 import threading
 import time
@@ -42,7 +43,7 @@ import msgspec
 from msgspec import UNSET, UnsetType
 
 from ledger import events
-from ledger.errors import SandboxError
+from ledger.errors import SandboxError, UsageError
 from ledger.harness import cells, functions
 from ledger.harness.reading import Reading, ReadRequest
 from ledger.harness.reading import read as read_sql
@@ -60,6 +61,8 @@ __all__ = [
     "execute_once",
     "exit_now",
     "failure",
+    "limit_address_space",
+    "parse_memory_limit",
     "read_timeout_s",
     "send_or_quit",
     "serve",
@@ -91,8 +94,6 @@ class ExecResult(msgspec.Struct, frozen=True, kw_only=True):
     ``truncated`` says that more existed.  ``sql_us`` is measured inside the
     worker around execute + fetch (for a kill or crash: the parent's wait).
     ``cells_truncated`` counts cells cut to the cell cap (unset when none).
-    ``texts_cut`` and ``scrubbed`` are set by the judge, never by a worker
-    (``ledger.harness.pipeline.stored_result``: the error text cut, secrets scrubbed).
     """
 
     ok: bool
@@ -104,8 +105,6 @@ class ExecResult(msgspec.Struct, frozen=True, kw_only=True):
     truncated: bool
     sql_us: int
     cells_truncated: int | UnsetType = UNSET
-    texts_cut: tuple[events.TextCut, ...] | UnsetType = UNSET
-    scrubbed: int | UnsetType = UNSET
 
 
 class Request(msgspec.Struct, frozen=True, tag="execute"):
@@ -186,6 +185,51 @@ def connect_sandboxed(db_path: str | Path, *, memory_limit: str = "512MB") -> An
     con.execute("SET TimeZone='UTC'")
     con.execute("SET lock_configuration=true")
     return con
+
+
+_UNITS = {
+    "b": 1, "kb": 1000, "mb": 1000**2, "gb": 1000**3, "tb": 1000**4,
+    "kib": 1024, "mib": 1024**2, "gib": 1024**3, "tib": 1024**4,
+}  # fmt: skip
+
+
+def parse_memory_limit(text: str) -> int:
+    """Bytes of a DuckDB-style memory limit (``512MB``, ``1GiB``; MB = 1000**2 as DuckDB).
+
+    >>> parse_memory_limit("512MB"), parse_memory_limit("1 GiB")
+    (512000000, 1073741824)
+    """
+    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*", text)
+    unit = (match.group(2).lower() or "b") if match else ""
+    if match is None or unit not in _UNITS:
+        raise UsageError(f"not a memory limit: {text!r}", hint="write it like 512MB or 1GiB")
+    return int(float(match.group(1)) * _UNITS[unit])
+
+
+def limit_address_space(extra_bytes: int) -> None:
+    """Cap this process's address space at its current size plus ``extra_bytes``.
+
+    Every SQL worker calls it once its database is open: an engine's own memory
+    setting does not bound every allocation (DuckDB's ``memory_limit`` leaves out a
+    1.5 GB ``printf`` value), the address space does, so such a query ends as
+    ``memory`` (the allocation fails) instead of growing the worker without bound.
+    Linux only (``/proc/self/status``); elsewhere the worker runs without the cap
+    (docs/sandbox.md).
+    """
+    try:
+        import resource
+
+        status = Path("/proc/self/status").read_text(encoding="ascii")
+        match = re.search(r"^VmSize:\s+(\d+) kB", status, re.MULTILINE)
+        if match is None:
+            return
+        limit = int(match.group(1)) * 1024 + extra_bytes
+        _, hard = resource.getrlimit(resource.RLIMIT_AS)
+        if hard != resource.RLIM_INFINITY:
+            limit = min(limit, hard)
+        resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
+    except (OSError, ValueError, ImportError):
+        return  # not Linux: the worker runs without the cap
 
 
 class Watchdog(threading.Thread):
@@ -377,7 +421,11 @@ def _worker_main(conn: Connection, db_path: str, memory_limit: str, parent_pid: 
         con = connect_sandboxed(db_path, memory_limit=memory_limit)
         watchdog = Watchdog(parent_pid)
         watchdog.start()
-        return _Sandbox(con), watchdog
+        sandbox = _Sandbox(con)
+        # After the database, the watchdog and the sandbox's own connection exist:
+        # what a query allocates beyond them is bounded by the engine's memory limit.
+        limit_address_space(parse_memory_limit(memory_limit))
+        return sandbox, watchdog
 
     serve(
         conn,
@@ -783,6 +831,7 @@ class WorkerPool:
             raise SandboxError(
                 f"{db_path}: bank database not found", hint="build the bank before running it"
             )
+        parse_memory_limit(memory_limit)  # a bad value is the caller's error, here
         self._db_path = db_path
         self._timeout_s = timeout_s
         self._memory_limit = memory_limit
