@@ -67,8 +67,11 @@ def now() -> str:
     return codec.format_time(dt.datetime.now(dt.UTC))
 
 
-def summary_text(s: RunSummary, ledger_path: Path | str) -> str:
+def summary_text(s: RunSummary, ledger_path: Path | str, bank: str = "") -> str:
     """The one-screen summary printed at the end of a run (docs/running.md).
+
+    ``bank``: ``NAME@VERSION on ENGINE``, the bank and the engine the run's SQL ran on
+    (issue 31), shown under the first line.
 
     The figures are the report's (``RunSummary`` filled in by ``summarise`` with the
     bank): ``done`` counts scored attempts only, cancelled ones are listed by reason
@@ -81,6 +84,8 @@ def summary_text(s: RunSummary, ledger_path: Path | str) -> str:
         reasons = ", ".join(f"{k} {v}" for k, v in sorted(s.cancelled.items()))
         attempts += f", {sum(s.cancelled.values())} cancelled ({reasons})"
     lines = [f"run {s.run_id}: {s.status}"]
+    if bank:
+        lines.append(f"  bank: {bank}")
     if s.status != "completed" and s.message:
         lines.append(f"  stopped: {s.message}")
     lines += [

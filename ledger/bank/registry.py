@@ -146,16 +146,40 @@ def label(bank: PublishedBank) -> str:
     return bank.ref if engine == "duckdb" else f"{bank.ref}:{engine}"
 
 
-def find_published(ledger: Ledger, home: Path, ref: str) -> PublishedBank:
+def find_published(
+    ledger: Ledger,
+    home: Path,
+    ref: str,
+    *,
+    engine: str | None = None,
+    one_engine: bool = False,
+) -> PublishedBank:
     """A published bank by ``NAME[@VERSION][:ENGINE]`` (latest published when no version or
-    engine is given) or content hash."""
+    engine is given) or content hash; ``engine`` selects the engine as ``:ENGINE`` does.
+
+    ``one_engine`` (``run --bank``, issue 31): a reference that matches publications on
+    more than one engine, with no engine named, is an error listing them, never the one
+    published last, so the same question bank cannot score on another engine unnoticed.
+    """
     banks = list_published(ledger, home)
     found = _matching(banks, ref)
+    if engine is not None:
+        found = [b for b in found if b.event.build.engine == engine]
     if not found:
         known = ", ".join(sorted({label(b) for b in banks})) or "none"
+        shown = ref if engine is None else f"{ref} --engine {engine}"
         raise BankError(
-            f"no published bank {ref!r} in {ledger.path} (published: {known})",
+            f"no published bank {shown!r} in {ledger.path} (published: {known})",
             hint="publish it first: caseledger bank publish DIR|NAME",
+        )
+    engines = sorted({b.event.build.engine for b in found})
+    if one_engine and len(engines) > 1:
+        choices = sorted({f"{b.ref} --engine {b.event.build.engine}" for b in found})
+        raise BankError(
+            f"bank {ref!r} is published on more than one engine ({', '.join(engines)}): "
+            f"{'; '.join(choices)}",
+            hint="name the engine: --bank NAME@VERSION --engine E, or --engine E "
+            "(the latest version on that engine)",
         )
     return found[-1]
 

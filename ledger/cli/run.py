@@ -24,6 +24,7 @@ from ledger.bank.registry import find_published
 from ledger.bounds import MAX_ATTEMPTS, MAX_CONCURRENCY, MAX_RETRIES
 from ledger.cli.common import exit_with
 from ledger.errors import LedgerError, StoreConflictError, UsageError
+from ledger.events import ENGINES
 from ledger.harness.limits import BOUNDS, DEFAULT_LIMITS, validate
 from ledger.harness.runner import DEFAULT_MAX_CONSECUTIVE_FAILURES, Progress, RunPlan, run
 from ledger.keys import load_default_signer
@@ -46,10 +47,14 @@ def duration_text(seconds: float) -> str:
     return f"{whole // 3600}h{whole % 3600 // 60:02d}m"
 
 
-def progress_text(p: Progress | None, elapsed: float, eta: float | None, level: int = 0) -> str:
+def progress_text(
+    p: Progress | None, elapsed: float, eta: float | None, level: int = 0, engine: str = ""
+) -> str:
     """What the progress shows, without the bar: the phase or the counts, the time
     since the command started and the estimated time left (``--`` until an attempt
     of this session is done). ``level`` 0 to 3: ever shorter forms for narrow screens.
+    ``engine`` (once the bank is known): the engine the SQL runs on, in the two
+    longest forms (issue 31).
 
     >>> p = Progress(planned=54, done=12, correct=7, failures={"guard": 2})
     >>> for level in range(4):
@@ -58,26 +63,31 @@ def progress_text(p: Progress | None, elapsed: float, eta: float | None, level: 
     12/54, 7 correct, 2 failed, 1m15s, eta 4m50s
     12/54, 7 ok, eta 4m50s
     12/54 eta 4m50s
+    >>> progress_text(p, 75, 290, 0, "sqlite")
+    '12/54 attempts on sqlite, 7 correct, 2 failed, elapsed 1m15s, eta 4m50s'
     """
     spent = duration_text(elapsed)
+    on = f" on {engine}" if engine else ""
     if p is None:
         return f"preparing the run, elapsed {spent}" if level < 2 else f"preparing {spent}"
     if p.phase == "starting":
         if level < 2:
-            return f"starting the SQL workers, {p.done}/{p.planned} attempts, elapsed {spent}"
+            return f"starting the SQL workers{on}, {p.done}/{p.planned} attempts, elapsed {spent}"
         return f"starting {p.done}/{p.planned}"
     failed = sum(p.failures.values())
     left = "--" if eta is None else duration_text(eta)
     count = f"{p.done}/{p.planned}"
     return [
-        f"{count} attempts, {p.correct} correct, {failed} failed, elapsed {spent}, eta {left}",
-        f"{count}, {p.correct} correct, {failed} failed, {spent}, eta {left}",
+        f"{count} attempts{on}, {p.correct} correct, {failed} failed, elapsed {spent}, eta {left}",
+        f"{count}{on}, {p.correct} correct, {failed} failed, {spent}, eta {left}",
         f"{count}, {p.correct} ok, eta {left}",
         f"{count} eta {left}",
     ][min(level, 3)]
 
 
-def progress_line(p: Progress | None, elapsed: float, eta: float | None, columns: int) -> str:
+def progress_line(
+    p: Progress | None, elapsed: float, eta: float | None, columns: int, engine: str = ""
+) -> str:
     """The terminal line, never longer than ``columns - 1`` (a line as wide as the
     terminal wraps on some): a bar of 10 to 30 characters and the longest form of
     ``progress_text`` that fits beside it, else the longest form alone, else the
@@ -91,14 +101,14 @@ def progress_line(p: Progress | None, elapsed: float, eta: float | None, columns
     """
     share = 0.0 if p is None or not p.planned else min(1.0, p.done / p.planned)
     for level in range(4):
-        text = progress_text(p, elapsed, eta, level)
+        text = progress_text(p, elapsed, eta, level, engine)
         room = columns - 1 - len(text) - 3
         if room >= 10:
             width = min(30, room)
             filled = int(width * share)
             return f"[{'#' * filled}{'.' * (width - filled)}] {text}"
     for level in range(4):
-        text = progress_text(p, elapsed, eta, level)
+        text = progress_text(p, elapsed, eta, level, engine)
         if len(text) <= columns - 1:
             return text
     return text[: max(0, columns - 1)]
@@ -129,6 +139,10 @@ class Reporter:
         self.interval = interval
         self.start = clock()
         self.progress: Progress | None = None
+        #: The engine of the bank, once resolved: named on the line (issue 31), and
+        #: ``NAME@VERSION on ENGINE`` for the summary.
+        self.engine = ""
+        self.bank = ""
         self._run_start: float | None = None
         self._base_done = 0
         self._last_plain: float | None = None
@@ -175,14 +189,15 @@ class Reporter:
     def _draw(self) -> None:
         now = self.clock()
         columns = self.columns()
-        line = progress_line(self.progress, now - self.start, self.eta(now), columns)
+        line = progress_line(self.progress, now - self.start, self.eta(now), columns, self.engine)
         self.write("\r" + line.ljust(columns - 1))
         self._drawn = True
 
     def _plain(self) -> None:
         now = self.clock()
         self._last_plain = now
-        self.write(progress_text(self.progress, now - self.start, self.eta(now)) + "\n")
+        text = progress_text(self.progress, now - self.start, self.eta(now), 0, self.engine)
+        self.write(text + "\n")
 
     def begin(self) -> None:
         """Draw now and keep redrawing once a second on a thread until ``end``."""
@@ -212,6 +227,12 @@ class Reporter:
 
 @click.command("run")
 @click.option("--bank", "bank_ref", required=True, help="Published bank NAME[@VERSION].")
+@click.option(
+    "--engine",
+    type=click.Choice(ENGINES),
+    default=None,
+    help="The engine of the bank's publication (needed when it is published on several).",
+)
 @click.option("--adapter", "kind", required=True, help="openai, pi, command, replay or reference.")
 @click.option(
     "--attempts", type=click.IntRange(1, MAX_ATTEMPTS), default=None, help="Attempts per case."
@@ -331,7 +352,7 @@ def run_cmd(obj: Any, /, bank_ref: str, kind: str, **options: Any) -> None:
             summary = _run(obj, bank_ref, kind, reporter, options)
     finally:
         reporter.end()
-    click.echo(summary_text(summary, obj.ledger_name))
+    click.echo(summary_text(summary, obj.ledger_name, bank=reporter.bank))
     if summary.status == "failed":
         raise _RunFailed(
             f"run {summary.run_id} stopped as failed: {summary.message}",
@@ -376,6 +397,7 @@ def _run(obj: Any, bank_ref: str, kind: str, reporter: Reporter, options: dict[s
     resume = options.pop("resume")
     max_failures = options.pop("max_consecutive_failures")
     no_variants = options.pop("no_variants")
+    engine = options.pop("engine")
     attempts, profile = options.pop("attempts"), options.pop("profile")
     run_id, concurrency, retries = (
         options.pop("run_id"),
@@ -403,7 +425,9 @@ def _run(obj: Any, bank_ref: str, kind: str, reporter: Reporter, options: dict[s
     # None: the defaults, or on --resume the original run's caps.
     limits = validate(msgspec.structs.replace(DEFAULT_LIMITS, **given)) if given else None
     with Ledger.open(obj.ledger) as ledger:
-        published = find_published(ledger, obj.home, bank_ref)
+        published = find_published(ledger, obj.home, bank_ref, engine=engine, one_engine=True)
+        reporter.engine = published.event.build.engine
+        reporter.bank = f"{published.ref} on {reporter.engine}"
         ctx = bank_context(published, obj.local_path, Path.cwd())
         refs = ctx.reference_sql if kind == "reference" else None
         adapter = build_adapter(

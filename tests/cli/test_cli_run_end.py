@@ -304,8 +304,9 @@ def test_summary_has_the_reports_figures(home: Path, tmp_path: Path, refs: dict[
     contract = next(e for e in _of(stored, events.OutputParsed) if e.case_id == "sf-06")
     missing = _of(stored, events.AttemptCancelled)[0].message
     # 7 cases of weight 1: four score 100, the rest 0 -> 400 / 7 = 57.142857...
-    assert done.stdout.splitlines()[:9] == [
+    assert done.stdout.splitlines()[:10] == [
         "run sum: completed",
+        "  bank: sales-fixture@v1 on duckdb",  # the engine, named (issue 31)
         "  attempts: 7 planned, 6 done, 1 cancelled (missing_recording 1)",
         "  result-correct: 4/7 planned attempts (rate 0.5714)",
         "  format-ok: 4/7 planned attempts (rate 0.5714)",

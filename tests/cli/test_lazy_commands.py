@@ -246,6 +246,7 @@ def test_the_sql_workers_of_a_run_import_no_command_module(published: Path, tmp_
     # (sf-01 .. sf-07 in its cases.yaml), each right, one attempt each.
     assert done.stdout.splitlines() == [
         "run reference-0001: completed",
+        "  bank: sales-fixture@v1 on duckdb",  # the engine, named (issue 31)
         "  attempts: 7 planned, 7 done",
         "  result-correct: 7/7 planned attempts (rate 1.0000)",
         "  format-ok: 7/7 planned attempts (rate 1.0000)",
