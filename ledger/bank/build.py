@@ -19,6 +19,7 @@ from ledger.bank.problems import Problems
 from ledger.codec import digest
 from ledger.errors import BankError
 from ledger.events import BuildSettings, Column, ForeignKeyViolation, GoldResult, TableSchema
+from ledger.harness import determinism
 from ledger.harness.cells import encode_row
 
 __all__ = [
@@ -384,8 +385,18 @@ def _run_reference(
         line = bank.line_of(case, field)
         problems.add("cases.yaml", message, line=line, case=case.id, field=field)
 
+    sql = bank.engine_sql(case.reference_sql)
+    # Issue 30: a gold that reads the clock or a random source is a different gold
+    # tomorrow; the rule is the guard's own `deterministic` check, on the bank's engine.
+    changing = determinism.refusals(sql, bank.engine)
+    if changing:
+        bad(
+            f"not reproducible on {bank.engine}: {' / '.join(changing)}; "
+            "rewrite it with fixed values"
+        )
+        return None
     try:
-        columns, raw_rows = query(bank.engine_sql(case.reference_sql))
+        columns, raw_rows = query(sql)
     except EngineQueryError as exc:
         bad(f"fails on {bank.engine}: {exc}" if bank.engine != "duckdb" else str(exc))
         return None

@@ -20,8 +20,8 @@ one by writing its schema entry, which the authorizer sees as an update of
 
 The date and time functions take the clock or the host's time zone from an
 *argument* (``date('now')``, ``datetime(x, 'localtime')``), which no name rule
-can deny: :func:`time_argument_refusals` finds those literals in a sqlglot tree
-for the guard (docs/engines.md "SQLite").
+can deny: the guard's ``deterministic`` check (``ledger.harness.determinism``)
+judges those arguments (docs/engines.md "SQLite").
 """
 
 from __future__ import annotations
@@ -34,14 +34,12 @@ from importlib import resources
 from typing import Any
 
 import msgspec
-from sqlglot import exp
 
 from ledger.harness.functions import Catalog, DenyRule, FunctionEntry, fold, name_denial
 
 __all__ = [
     "DATA_FILE",
     "DENY_RULES",
-    "TIME_ARGUMENTS",
     "SQLiteCatalog",
     "allowed_calls",
     "build_entries",
@@ -50,7 +48,6 @@ __all__ = [
     "fold",
     "judge_entry",
     "read_catalog",
-    "time_argument_refusals",
 ]
 
 DATA_FILE = "sqlite_functions.json"
@@ -106,9 +103,6 @@ _TABLE_REASON = (
 
 # Calls sqlglot produces that are SQLite syntax, not catalog functions.
 SYNTAX_CALLS: frozenset[str] = frozenset({"cast", "case", "exists", "collate", "distinct"})
-
-#: Date and time function arguments that read the clock or the host's time zone.
-TIME_ARGUMENTS = frozenset({"now", "localtime", "utc"})
 
 
 def judge_entry(name: str, function_type: str) -> FunctionEntry:
@@ -183,33 +177,6 @@ class SQLiteCatalog(Catalog):
         if found is not None:
             return f"is denied ({found[0]}: {found[1]})"
         return f"is not a {self.engine_label} {self.engine_version} function the allow-list knows"
-
-
-def time_argument_refusals(tree: exp.Expr) -> list[str]:
-    """A refusal for every string literal ``'now'``, ``'localtime'`` or ``'utc'`` passed
-    to a function (the guard's check; docs/engines.md "SQLite").
-
-    SQLite's date and time functions read the clock for ``'now'`` and the host's
-    time zone for the ``'localtime'`` and ``'utc'`` modifiers, so an answer would
-    depend on when and where it ran. The literal is refused as an argument of
-    any function (sqlglot rewrites ``strftime`` into other nodes), never in a
-    comparison, so ``WHERE tz = 'UTC'`` stays allowed.
-
-    >>> import sqlglot
-    >>> def check(sql):
-    ...     return time_argument_refusals(sqlglot.parse_one(sql, read="sqlite"))
-    >>> check("SELECT date('now', 'start of month')")
-    ["the argument 'now' reads the clock or the host's time zone"]
-    >>> check("SELECT 1 WHERE 'UTC' = 'utc'")
-    []
-    """
-    found = []
-    for literal in tree.find_all(exp.Literal):
-        if not literal.is_string or literal.name.strip().lower() not in TIME_ARGUMENTS:
-            continue
-        if isinstance(literal.parent, exp.Func):
-            found.append(f"the argument '{literal.name}' reads the clock or the host's time zone")
-    return found
 
 
 @functools.cache

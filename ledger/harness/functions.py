@@ -55,6 +55,7 @@ __all__ = [
     "render",
     "sqlglot_call_refusal",
     "sqlglot_names",
+    "transparent",
 ]
 
 DUCKDB_VERSION = "1.5.5"
@@ -175,6 +176,9 @@ DENY_RULES: tuple[DenyRule, ...] = (
     DenyRule("get_current_timestamp", "non_reproducible", "the clock"),
     DenyRule("transaction_timestamp", "non_reproducible", "the clock"),
     DenyRule("ago", "non_reproducible", "the clock (now() minus an interval)"),
+    DenyRule("approx_*", "non_reproducible", "an estimate that varies with the row order"),
+    DenyRule("list_approx_*", "non_reproducible", "an estimate (an approximate aggregate)"),
+    DenyRule("reservoir_*", "non_reproducible", "a random sample (reservoir sampling)"),
     # ---- internals of the engine or of a client
     DenyRule("__internal_*", "internal", "internal to DuckDB's optimizer"),
     DenyRule("vector_type", "internal", "an engine debugging function"),
@@ -430,7 +434,7 @@ def _render(node: exp.Func, dialect: str = "duckdb") -> str | None:
     return found if isinstance(found, str) else None
 
 
-def _transparent(node: exp.Func, dialect: str) -> bool:
+def transparent(node: exp.Func, dialect: str) -> bool:
     """True when ``dialect`` writes ``node`` as just its (stubbed) argument: no call at all."""
     try:
         text = type(node)(**{k: _stub(v) for k, v in node.args.items()}).sql(dialect=dialect)
@@ -454,7 +458,7 @@ def sqlglot_call_refusal(
     names = sqlglot_names(node, dialect)
     if isinstance(node, exp.Binary | exp.Unary) and _render(node, dialect) is None:
         return None  # an operator (AND, ||, ->>, ...), not a call
-    if dialect != "duckdb" and not isinstance(node, exp.Anonymous) and _transparent(node, dialect):
+    if dialect != "duckdb" and not isinstance(node, exp.Anonymous) and transparent(node, dialect):
         # A node sqlglot inserts that the engine writes as its argument alone (SQLite's
         # strftime(f, x) reads as TimeToStr(TsOrDsToTimestamp(x))): no call to judge;
         # its arguments are judged on their own.

@@ -27,11 +27,15 @@ Rules, in the order reported (docs/protocol-and-guard.md explains each one):
 - ``file_references``: no string literal, file, glob or URL name in FROM (``FROM 'x.csv'``);
 - ``table_references``: only published ``main`` tables or CTEs in scope;
 - ``function_allowlist``: every function call is on the allow-list generated from
-  DuckDB's catalog (``ledger.harness.functions``); unknown means refused.
+  DuckDB's catalog (``ledger.harness.functions``); unknown means refused;
+- ``deterministic``: nothing whose result depends on the clock, the machine's time
+  zone or locale, a random or sampling source (``ledger.harness.determinism``; a
+  call the allow-list denies as a clock or a random source is reported here too).
 """
 
 from __future__ import annotations
 
+import fnmatch
 import functools
 import re
 import string
@@ -49,7 +53,7 @@ from sqlglot.tokenizer_core import TokenType
 from ledger.codec import sha256_hex
 from ledger.errors import broken
 from ledger.events import Violation
-from ledger.harness import functions, sqlparse
+from ledger.harness import determinism, functions, sqlparse
 
 __all__ = [
     "ALLOWED_TABLE_FUNCTIONS",
@@ -160,6 +164,15 @@ _KNOWN_NODES: frozenset[type[exp.Expr]] = frozenset(
 
 # Query roots that only read. exp.Subquery is a parenthesised query.
 _READ_ONLY_ROOTS = (exp.Select, exp.SetOperation, exp.Values, exp.Pivot, exp.Subquery)
+
+# Names of each engine's catalog tables and schemas. A CTE may not take one: whether
+# the CTE or the catalog wins is the engine's choice, and the documented rule is that a
+# query never reads the catalog (issue 30: `WITH sqlite_master AS (...)` on SQLite).
+_CATALOG_NAMES: dict[str, tuple[str, ...]] = {
+    "duckdb": ("sqlite_*", "duckdb_*", "pragma_*", "pg_*", "information_schema"),
+    "sqlite": ("sqlite_*",),
+    "postgres": ("pg_*", "information_schema"),
+}
 
 # A FROM name that looks like a path, glob or URL (DuckDB would scan the file).
 _FILE_LIKE = re.compile(r"[./\\:*?~\[\]{}]")
@@ -438,6 +451,16 @@ def table_references(tree: exp.Expr, ctx: Context) -> Iterator[Violation]:
             check="table_references",
             message=f"table {shown!r}{_where(table)} {why}; published: {listed}",
         )
+    reserved = _CATALOG_NAMES.get(ctx.dialect, ())
+    for node in _walk(tree, ctx):
+        if isinstance(node, exp.CTE):
+            name = fold(node.alias_or_name)
+            if any(fnmatch.fnmatchcase(name, pattern) for pattern in reserved):
+                yield Violation(
+                    check="table_references",
+                    message=f"CTE {name!r}{_where(node)} has the name of a catalog table of "
+                    f"{ctx.dialect}; name the CTE otherwise",
+                )
 
 
 def pivot_values(tree: exp.Expr, ctx: Context) -> Iterator[Violation]:
@@ -470,6 +493,14 @@ def function_allowlist(tree: exp.Expr, ctx: Context) -> Iterator[Violation]:
             refused = functions.sqlglot_call_refusal(node, ctx.catalog, ctx.dialect)
             if refused is not None:
                 name, why = refused
+                cat = ctx.catalog or functions.catalog()
+                changing = determinism.changing_value(cat, node, name)
+                if changing is not None:  # one rule for the clock, also when it is a name
+                    finding = determinism.Finding(
+                        node, f"function {name}()", f"depends on {changing}"
+                    )
+                    yield Violation(check=determinism.CHECK, message=finding.message(_where(node)))
+                    continue
                 yield Violation(
                     check="function_allowlist",
                     message=f"function {name}(){_where(node)} {why}",
@@ -487,6 +518,13 @@ def function_allowlist(tree: exp.Expr, ctx: Context) -> Iterator[Violation]:
                 f"{fold(node.name)}() unless a column has that name; qualify the column "
                 "(t.name) or quote it",
             )
+
+
+def deterministic(tree: exp.Expr, ctx: Context) -> Iterator[Violation]:
+    """Nothing that reads the clock, the host's zone, a sample or a random source, by the
+    rules of the bank's engine (``ledger.harness.determinism``)."""
+    for finding in determinism.findings(tree, _walk(tree, ctx), ctx.dialect, ctx.tables):
+        yield Violation(check=determinism.CHECK, message=finding.message(_where(finding.node)))
 
 
 def adjacent_literals(sql: str) -> tuple[Violation, ...]:
@@ -529,6 +567,7 @@ CHECKS: tuple[Check, ...] = (
     file_references,
     table_references,
     function_allowlist,
+    deterministic,
 )
 
 
@@ -636,12 +675,6 @@ def _judge(sql: str, allowed: frozenset[str], engine: str = "duckdb") -> Verdict
         return Verdict(passed=False, violations=(violation,), ast_digest=None)
     tree = statements[0]
     found: list[Violation] = list(adjacent_literals(sql))
-    if engine == "sqlite":  # the clock and the host's zone, through an argument
-        from ledger.engines.sqlite_catalog import time_argument_refusals
-
-        found += [
-            Violation(check="function_allowlist", message=m) for m in time_argument_refusals(tree)
-        ]
     try:
         # One walk for every check (each used to walk the tree again: issue 21).
         ctx = Context(allowed, sql, dialect, catalog, tuple(tree.walk()))

@@ -23,7 +23,7 @@ HOSTILE = [
     ("sqlite", "SELECT sql FROM sqlite_schema", "table_references"),
     ("sqlite", "SELECT readfile('/etc/passwd')", "function_allowlist"),
     ("sqlite", "SELECT writefile('/tmp/x', 'y')", "function_allowlist"),
-    ("sqlite", "SELECT random()", "function_allowlist"),
+    ("sqlite", "SELECT random()", "deterministic"),
     ("sqlite", "INSERT INTO sales VALUES (1)", "read_only_root"),
     ("sqlite", "DELETE FROM sales", "read_only_root"),
     ("sqlite", "DROP TABLE sales", "read_only_root"),
@@ -69,13 +69,17 @@ def test_sqlite_strftime_passes_and_the_clock_through_an_argument_does_not() -> 
     # sqlglot reads strftime('%Y', d) as TimeToStr(TsOrDsToTimestamp(d)); SQLite writes the
     # inner node as d alone, so there is no call to refuse.
     assert guard("SELECT strftime('%Y', s.d) AS y FROM sales AS s", TABLES, "sqlite").passed
-    for sql, word in (
-        ("SELECT date('now') AS today FROM sales", "now"),
-        ("SELECT datetime(s.d, 'localtime') AS t FROM sales AS s", "localtime"),
+    for sql, word, where in (
+        ("SELECT date('now') AS today FROM sales", "now", "(line 1, col 13)"),
+        ("SELECT datetime(s.d, 'localtime') AS t FROM sales AS s", "localtime", "(line 1, col 22)"),
     ):
         verdict = guard(sql, TABLES, "sqlite")
         assert [(v.check, v.message) for v in verdict.violations] == [
-            ("function_allowlist", f"the argument '{word}' reads the clock or the host's time zone")
+            (
+                "deterministic",
+                f"the argument '{word}' {where} reads the clock or the host's time zone; "
+                "results would differ on re-execution",
+            )
         ]
     # A comparison with the same word is data, not a clock.
     assert guard("SELECT count(*) AS n FROM sales WHERE zone = 'UTC'", TABLES, "sqlite").passed

@@ -179,7 +179,10 @@ def test_allowed_functions_pass_the_guard() -> None:
     refused = []
     for name in _allowed_call_names():
         verdicts = []
-        for args in ("x", "x, y", "x, y, z", "", "x, y, z, w"):
+        arities = ("x", "x, y", "x, y, z", "", "x, y, z, w")
+        if name == "age":  # age(x) is the age from today: refused by `deterministic` (issue 30)
+            arities = arities[1:]
+        for args in arities:
             try:
                 # S608: built from the catalog's own names on purpose, to probe the guard
                 verdict = guard(f"SELECT {name}({args}) FROM orders", TABLES)  # noqa: S608

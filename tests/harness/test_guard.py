@@ -497,6 +497,7 @@ def test_documented_lists() -> None:
         "file_references",
         "table_references",
         "function_allowlist",
+        "deterministic",
     ]
     docs = (Path(__file__).resolve().parents[2] / "docs" / "protocol-and-guard.md").read_text()
     rules = [r.pattern for r in functions.DENY_RULES]

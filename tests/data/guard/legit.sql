@@ -290,9 +290,6 @@ SELECT DISTINCT ON (customer_id) customer_id, order_id FROM orders ORDER BY cust
 -- title: ORDER BY with NULLS, LIMIT and OFFSET
 SELECT * FROM orders ORDER BY total DESC NULLS LAST, order_id LIMIT 10 OFFSET 5
 -- ;;
--- title: sampling
-SELECT * FROM orders USING SAMPLE 10 PERCENT (bernoulli)
--- ;;
 -- title: comments and a semicolon inside a string
 /* monthly revenue; note the ';' below */
 SELECT 'a; DROP TABLE orders; --' AS s, count(*) -- trailing comment; still one statement

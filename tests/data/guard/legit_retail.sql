@@ -145,8 +145,8 @@ SELECT store_id, max_by(order_id, total_amount), min_by(order_id, total_amount) 
 -- title: r aggregates with FILTER
 SELECT count(*) FILTER (WHERE status = 'completed') AS done, count(*) FILTER (WHERE status = 'cancelled') AS cancelled FROM orders
 -- ;;
--- title: r count distinct and approx
-SELECT count(DISTINCT customer_id), approx_count_distinct(customer_id) FROM orders
+-- title: r count distinct
+SELECT count(DISTINCT customer_id) FROM orders
 -- ;;
 -- title: r statistics aggregates
 SELECT avg(total_amount), stddev_pop(total_amount), stddev_samp(total_amount), var_pop(total_amount), median(total_amount) FROM orders
@@ -395,9 +395,6 @@ SELECT #1, #2 FROM (SELECT order_id, total_amount FROM orders)
 -- ;;
 -- title: r ORDER BY NULLS LAST and expressions
 SELECT customer_id, phone FROM customers ORDER BY phone NULLS LAST, length(customer_name) DESC
--- ;;
--- title: r TABLESAMPLE reservoir with seed
-SELECT count(*) FROM orders USING SAMPLE reservoir(5 ROWS) REPEATABLE (42)
 -- ;;
 -- title: r boolean logic and IS NULL
 SELECT * FROM customers WHERE (is_member IS NULL OR NOT is_member) AND phone IS NOT NULL
