@@ -120,3 +120,45 @@ class SecretLeakError(UsageError):
 
     Nothing of the batch is appended; the message names the event and stream, never the secret.
     """
+
+
+class DiskFullError(LedgerError):
+    """A write found no space left on its device (exit 2: could not do it here).
+
+    Names the folder whose disk is full and what was being written; what was already
+    recorded stays, and nothing half-written is kept (a batch is one transaction, a
+    built database is moved into place only when complete).
+    """
+
+    def __init__(self, folder: object, doing: str, *, hint: str | None = None) -> None:
+        self.folder, self.doing = folder, doing
+        super().__init__(
+            f"disk full: no space left on the disk of {folder}/ while {doing}",
+            hint=hint or f"free space on that disk (df {folder}), then run the command again",
+        )
+
+
+#: errno values of a full device: no space, and a user's quota used up.
+_FULL_ERRNOS = frozenset({28, 122})  # ENOSPC, EDQUOT (Linux)
+#: SQLite's primary result code for a full disk (``sqlite3.SQLITE_FULL``).
+_SQLITE_FULL = 13
+
+
+def disk_full(exc: BaseException) -> bool:
+    """Whether ``exc`` says its device is full: an OSError with ENOSPC or EDQUOT,
+    SQLite's SQLITE_FULL ("database or disk is full"), or DuckDB's IO or fatal error
+    quoting the system's "No space left on device".
+
+    >>> disk_full(OSError(28, "No space left on device"))
+    True
+    >>> disk_full(RuntimeError("FATAL Error: ... No space left on device"))
+    True
+    >>> disk_full(OSError(2, "No such file or directory"))
+    False
+    """
+    if isinstance(exc, OSError) and exc.errno in _FULL_ERRNOS:
+        return True
+    code = getattr(exc, "sqlite_errorcode", None)
+    if isinstance(code, int) and code & 0xFF == _SQLITE_FULL:
+        return True
+    return "No space left on device" in str(exc) or "Disk quota exceeded" in str(exc)

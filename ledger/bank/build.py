@@ -17,7 +17,7 @@ from ledger.bank.data import DATA_SQLITE, DataFiles, load_hint, parents_first
 from ledger.bank.model import Bank, CaseDef
 from ledger.bank.problems import Problems
 from ledger.codec import digest
-from ledger.errors import BankError
+from ledger.errors import BankError, DiskFullError, LedgerError, disk_full
 from ledger.events import BuildSettings, Column, ForeignKeyViolation, GoldResult, TableSchema
 from ledger.harness import determinism
 from ledger.harness.cells import encode_row
@@ -134,21 +134,33 @@ def build_database(bank: Bank, path: Path, *, progress: Progress = _silent) -> N
     """
     data = bank.source.data
     progress(f"building {bank.ref} on {bank.engine}")
-    if bank.engine != "duckdb":
-        from ledger.engines import get_engine
+    try:
+        if bank.engine != "duckdb":
+            from ledger.engines import get_engine
 
-        get_engine(bank.engine).build(
-            bank.engine_sql(bank.schema_sql), bank.engine_sql(bank.seed_sql), path, data=data
+            get_engine(bank.engine).build(
+                bank.engine_sql(bank.schema_sql), bank.engine_sql(bank.seed_sql), path, data=data
+            )
+            return
+        build_sql(
+            bank.engine_sql(bank.schema_sql),
+            bank.engine_sql(bank.seed_sql),
+            path,
+            where=f"bank {bank.ref}",
+            data=data,
+            progress=progress,
         )
-        return
-    build_sql(
-        bank.engine_sql(bank.schema_sql),
-        bank.engine_sql(bank.seed_sql),
-        path,
-        where=f"bank {bank.ref}",
-        data=data,
-        progress=progress,
-    )
+    except LedgerError:
+        raise
+    except Exception as exc:
+        # DuckDB reports a full disk as an IOException or, at CHECKPOINT, a
+        # FatalException; SQLite as "database or disk is full". The half-built file is
+        # already removed (the builders clean up their temporary name).
+        if disk_full(exc):
+            raise DiskFullError(
+                path.parent, f"building the database of bank {bank.ref} on {bank.engine}"
+            ) from None
+        raise
 
 
 def build_sql(

@@ -23,7 +23,7 @@ from ledger.app.evaluate import bank_context, default_run_id, now, summary_text,
 from ledger.bank.registry import find_published
 from ledger.bounds import MAX_ATTEMPTS, MAX_CONCURRENCY, MAX_RETRIES
 from ledger.cli.common import exit_with
-from ledger.errors import LedgerError, StoreConflictError, UsageError
+from ledger.errors import DiskFullError, LedgerError, StoreConflictError, UsageError
 from ledger.events import ENGINES
 from ledger.harness.limits import BOUNDS, DEFAULT_LIMITS, validate
 from ledger.harness.runner import DEFAULT_MAX_CONSECUTIVE_FAILURES, Progress, RunPlan, run
@@ -477,6 +477,15 @@ def _run(obj: Any, bank_ref: str, kind: str, reporter: Reporter, options: dict[s
                     err=True,
                 )
                 exit_with(2)
+            except DiskFullError as exc:
+                # What was appended stays (each batch is one transaction): the run is
+                # finished later, once there is space, like an interrupted one.
+                raise DiskFullError(
+                    exc.folder,
+                    exc.doing,
+                    hint="free space on that disk, then finish the run with the same command "
+                    f"plus --resume {plan.run_id} (`caseledger runs` lists it)",
+                ) from None
             except StoreConflictError:
                 # Two processes appended to one run at once (the same --run-id started
                 # twice, or two --resume): the store's own words name stream heads.

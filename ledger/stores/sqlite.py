@@ -28,7 +28,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from ledger.errors import StoreBusyError, StoreError
+from ledger.errors import DiskFullError, StoreBusyError, StoreError, disk_full
 from ledger.stores import FORMAT, DuplicateLeafError
 
 __all__ = ["SqliteBackend"]
@@ -236,15 +236,31 @@ class SqliteBackend:
                     f"for more than {self.busy_timeout_s:g} s",
                     hint="wait for the other caseledger command to finish, then retry",
                 ) from None
-            raise StoreError(f"cannot write to {self.path}: {exc}") from None
+            raise self._write_error(exc) from None
 
     def commit(self) -> None:
         """COMMIT (fsync of the WAL: synchronous=FULL)."""
-        self.conn.execute("COMMIT")
+        try:
+            self.conn.execute("COMMIT")
+        except sqlite3.DatabaseError as exc:
+            raise self._write_error(exc) from None
 
     def rollback(self) -> None:
-        """ROLLBACK."""
-        self.conn.execute("ROLLBACK")
+        """ROLLBACK, unless SQLite already rolled back: after SQLITE_FULL (and some I/O
+        errors) it ends the transaction itself, and a ROLLBACK then would raise "cannot
+        rollback - no transaction is active" over the error that says what happened."""
+        if self.conn.in_transaction:
+            self.conn.execute("ROLLBACK")
+
+    def _write_error(self, exc: sqlite3.DatabaseError) -> StoreError | DiskFullError:
+        """The error of a failed write to the ledger file: a full disk says so."""
+        if disk_full(exc):
+            return DiskFullError(
+                self.path.parent,
+                f"writing the ledger {self.path} ({exc}); the batch was "
+                "not appended and every event before it is kept",
+            )
+        return StoreError(f"cannot write to {self.path}: {exc}")
 
     def savepoint(self) -> None:
         """SAVEPOINT batch."""
@@ -265,11 +281,14 @@ class SqliteBackend:
         except sqlite3.IntegrityError:
             raise DuplicateLeafError from None  # a stored duplicate: the caller takes the slow path
         except sqlite3.DatabaseError as exc:
-            raise StoreError(f"cannot write to {self.path}: {exc}") from None
+            raise self._write_error(exc) from None
 
     def insert_checkpoint(self, size: int, note: str) -> None:
         """INSERT OR IGNORE the note."""
-        self.conn.execute("INSERT OR IGNORE INTO checkpoints VALUES (?, ?)", (size, note))
+        try:
+            self.conn.execute("INSERT OR IGNORE INTO checkpoints VALUES (?, ?)", (size, note))
+        except sqlite3.DatabaseError as exc:
+            raise self._write_error(exc) from None
 
 
 def _connect(path: Path, *, readonly: bool, busy_timeout_s: float) -> sqlite3.Connection:

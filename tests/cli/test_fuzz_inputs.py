@@ -16,9 +16,10 @@ import json
 import os
 import shutil
 import sqlite3
+import subprocess
 import tempfile
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -717,3 +718,81 @@ def test_an_empty_run_id_is_refused_not_taken_as_none(home: Path, flag: str) -> 
     assert_clean(result, {2})
     assert result.output.splitlines()[0] == f"error: {flag} '' names no run"
     assert invoke(["--ledger", ledger, "log"]).output == before
+
+
+# A full disk (issue 30): a small tmpfs mounted by the test (we run as root, also in CI),
+# filled with a file until only a few KiB are left, then unmounted.
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[Path]:
+    if os.geteuid() != 0:
+        pytest.skip("mounting a tmpfs needs root (CI runs as root)")
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", str(disk)], check=True)
+    try:
+        yield disk
+    finally:
+        subprocess.run(["umount", "-l", str(disk)], check=True)
+
+
+def _fill(disk: Path, leave: int) -> Path:
+    """Fill ``disk`` with one file until ``leave`` bytes are free; returns the file."""
+    filler = disk / "filler"
+    free = shutil.disk_usage(disk).free - leave
+    with filler.open("wb") as f:
+        f.write(b"\0" * max(free, 0))
+    return filler
+
+
+def _published_on(disk: Path) -> str:
+    ledger = str(disk / "l" / "ledger.db")
+    for args in (["init"], ["bank", "publish", "sales-fixture"]):
+        assert invoke(["--ledger", ledger, *args]).exit_code == 0
+    return ledger
+
+
+def test_a_full_disk_while_variants_are_built_is_a_clear_error(small_disk: Path) -> None:
+    ledger = _published_on(small_disk)
+    before = invoke(["--ledger", ledger, "log"]).output
+    filler = _fill(small_disk, 400 * 1024)  # less than one variant database needs
+    run = ["--ledger", ledger, "run", "--bank", "sales-fixture", "--adapter", "reference"]
+    result = invoke([*run, "--run-id", "v"])
+    assert_clean(result, {2})
+    folder = small_disk / "l" / "banks" / "variants"
+    assert result.output.splitlines()[-2:] == [
+        f"error: disk full: no space left on the disk of {folder}/ while building the "
+        "database of bank sales-fixture@v1 on duckdb",
+        f"  hint: free space on that disk (df {folder}), then run the command again",
+    ]
+    assert list(folder.iterdir()) == []  # nothing half-built left
+    filler.unlink()
+    assert invoke(["--ledger", ledger, "log"]).output == before  # nothing lost, nothing added
+    assert_clean(invoke(["--ledger", ledger, "verify"]), {0})
+    assert_clean(invoke([*run, "--run-id", "v"]), {0})
+
+
+def test_a_full_disk_under_the_ledger_is_a_clear_error_and_the_run_resumes(
+    small_disk: Path,
+) -> None:
+    ledger = _published_on(small_disk)
+    filler = _fill(small_disk, 80 * 1024)  # the run starts; a later batch finds no space
+    run = ["--ledger", ledger, "run", "--bank", "sales-fixture", "--adapter", "reference"]
+    result = invoke([*run, "--no-variants", "--run-id", "r"])
+    assert_clean(result, {2})
+    folder = small_disk / "l"
+    assert result.output.splitlines()[-2:] == [
+        f"error: disk full: no space left on the disk of {folder}/ while writing the ledger "
+        f"{ledger} (database or disk is full); the batch was not appended and every event "
+        "before it is kept",
+        "  hint: free space on that disk, then finish the run with the same command plus "
+        "--resume r (`caseledger runs` lists it)",
+    ]
+    assert "cannot rollback" not in result.output
+    filler.unlink()
+    assert_clean(invoke(["--ledger", ledger, "verify"]), {0})
+    assert "unfinished" in invoke(["--ledger", ledger, "runs"]).output
+    assert_clean(invoke([*run, "--no-variants", "--resume", "r"]), {0})
+    listed = invoke(["--ledger", ledger, "runs"]).output.splitlines()
+    assert [line.split()[5:7] for line in listed[1:]] == [["completed", "7/7"]]
