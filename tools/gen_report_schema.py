@@ -1,9 +1,9 @@
-"""Regenerate docs/report.schema.json, docs/report-v2.schema.json and
-docs/gate-verdict.schema.json from the schema structs.
+"""Regenerate docs/report.schema.json, docs/report-v2.schema.json,
+docs/report-v3.schema.json and docs/gate-verdict.schema.json from the schema structs.
 
 Usage: python tools/gen_report_schema.py [--check]
-The files are generated from projections/report/schema.py (``Report``, ``ReportV2``
-and ``GateVerdict``) with ``msgspec.json.schema``; never edit them by hand.
+The files are generated from projections/report/schema.py (``Report``, ``ReportV2``,
+``ReportV3`` and ``GateVerdict``) with ``msgspec.json.schema``; never edit them by hand.
 ``--check`` writes nothing and exits 1 when a checked-in file differs
 (tests/projections/test_report_schema.py asserts the same).
 """
@@ -21,12 +21,14 @@ sys.path.insert(0, str(REPO))
 from projections.report.schema import (  # noqa: E402
     report_schema,
     report_v2_schema,
+    report_v3_schema,
     verdict_schema,
 )
 
 FILES = {
     REPO / "docs" / "report.schema.json": report_schema,
     REPO / "docs" / "report-v2.schema.json": report_v2_schema,
+    REPO / "docs" / "report-v3.schema.json": report_v3_schema,
     REPO / "docs" / "gate-verdict.schema.json": verdict_schema,
 }
 

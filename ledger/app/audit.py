@@ -301,8 +301,9 @@ class ReportSpec:
     runs: tuple[str, ...] | None
     with_gold: bool
     formats: tuple[str, ...]
-    #: ``full`` for a ``caseledger-report/1`` report.json, ``compact`` for ``/2`` (issue 21).
-    detail: Literal["compact", "full"] = "full"
+    #: ``full`` for a ``caseledger-report/1`` report.json, ``compact`` for ``/2`` (issue 21),
+    #: ``stats`` for ``/3`` (issue 32).
+    detail: Literal["stats", "compact", "full"] = "full"
 
     def options(self) -> list[str]:
         """The ``report`` options that rebuild them (without ``--format``)."""
@@ -314,6 +315,14 @@ class ReportSpec:
         if self.with_gold:
             out.append("--with-gold")
         return out
+
+
+#: The ``--detail`` that rebuilds a report of each contract (every format: md and html
+#: show the statistics only under ``/3``, issue 32).
+_DETAIL_OF: dict[str, Literal["stats", "compact", "full"]] = {
+    "caseledger-report/3": "stats",
+    "caseledger-report/2": "compact",
+}
 
 
 def _report_spec(reports_dir: Path) -> ReportSpec:
@@ -330,9 +339,7 @@ def _report_spec(reports_dir: Path) -> ReportSpec:
         scorer = data["scorer"]["requested"]
         runs = data["selection"]["runs"]
         view = data["view"]
-        detail: Literal["compact", "full"] = (
-            "compact" if data.get("contract") == "caseledger-report/2" else "full"
-        )
+        detail = _DETAIL_OF.get(str(data.get("contract")), "full")
         ok = (
             type(size) is int
             and (scorer is None or isinstance(scorer, str))
@@ -374,9 +381,11 @@ def audit_commands(checkpoint_size: int, reports: ReportSpec | None) -> list[str
             lines.append(shlex.join([*base, "report", *at, "--format", fmt, "-o", f"report.{fmt}"]))
         return lines
     for fmt in reports.formats:
-        # `caseledger report` writes caseledger-report/2 JSON by default (issue 21).
-        full = ["--detail", "full"] if fmt == "json" and reports.detail == "full" else []
-        rebuild = shlex.join([*base, "report", *reports.options(), *full, "--format", fmt])
+        # `caseledger report` writes caseledger-report/3 by default (issue 32); a report
+        # published under /1 or /2 is rebuilt with the --detail that names its contract, in
+        # every format (before issue 32 md and html were the same under /1 and /2).
+        detail = [] if reports.detail == "stats" else ["--detail", reports.detail]
+        rebuild = shlex.join([*base, "report", *reports.options(), *detail, "--format", fmt])
         lines.append(f"{rebuild} | cmp - {REPORTS_DIR}/report.{fmt}")
     return lines
 

@@ -56,10 +56,10 @@ class DemoResult:
 
 def write_reports(ledger_path: Path, out_dir: Path, tree_size: int) -> None:
     """Write report.json, report.md and report.html built at ``tree_size`` into ``out_dir``,
-    as ``caseledger report`` writes them by default (JSON: ``caseledger-report/2``), so the
+    as ``caseledger report`` writes them by default (JSON: ``caseledger-report/3``), so the
     commands the demo prints rebuild them byte for byte."""
     for fmt in REPORT_FORMATS:
-        data, _, _ = report_bytes(ledger_path, fmt=fmt, at_size=tree_size, detail="compact")
+        data, _, _ = report_bytes(ledger_path, fmt=fmt, at_size=tree_size, detail="stats")
         (out_dir / f"report.{fmt}").write_bytes(data)
 
 

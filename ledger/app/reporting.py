@@ -35,6 +35,7 @@ from projections.report.build import (
     RunPart,
     assemble,
     assemble_v2,
+    assemble_v3,
     caserun_json,
     run_part,
     splice_caseruns,
@@ -44,6 +45,7 @@ from projections.report.build import (
 )
 from projections.report.html import render_html_chunks
 from projections.report.markdown import render_markdown_chunks
+from projections.report.significance import section_statistics
 
 __all__ = ["report_bytes", "report_chunks"]
 
@@ -70,9 +72,12 @@ def report_bytes(
     event the report is built from is checked against its leaf hash and the chain
     while it is read, and the root is the tree head of exactly those leaves.
     ``detail``: JSON as ``caseledger-report/1`` (``full``, every published report's
-    contract before issue 21, so they all still rebuild byte for byte) or the compact
-    ``caseledger-report/2`` (``compact``, what ``caseledger report`` writes by default);
-    Markdown and HTML are the same with either.
+    contract before issue 21, so they all still rebuild byte for byte), the compact
+    ``caseledger-report/2`` (``compact``, the default before issue 32) or
+    ``caseledger-report/3`` (``stats``, ``/2`` with each section's statistics: what
+    ``caseledger report`` writes by default). Markdown and HTML show the statistics (a
+    headline, error bars, pairwise tables, rank groups) with ``stats`` only, and are the
+    same with ``full`` and ``compact``.
     """
     with report_chunks(
         ledger_path,
@@ -199,7 +204,7 @@ def report_chunks(
     Options as :func:`report_bytes`.
     """
     wanted = None if runs is None else sorted(set(runs))
-    compact = fmt == "json" and detail == "compact"
+    compact = fmt == "json" and detail != "full"
     with Ledger.open(ledger_path, readonly=True) as ledger, tempfile.TemporaryFile() as f:
         spool = _Spool(f)
         parts: list[RunPart] = []
@@ -225,7 +230,7 @@ def report_chunks(
                 if pending is not None:
                     continue
                 try:
-                    part = run_part(state, run_id, scorer, "compact" if compact else "full")
+                    part = run_part(state, run_id, scorer, detail if compact else "full")
                 except UsageError as exc:  # raised after the checks a report makes first
                     pending = exc
                     continue
@@ -256,9 +261,13 @@ def report_chunks(
             "with_gold": with_gold,
             "withdrawn": listed,
         }
-        skeleton: S.Report | S.ReportV2 = (
-            assemble_v2(parts, banks, **how) if compact else assemble(parts, banks, **how)
-        )
+        skeleton: S.Report | S.ReportV2 | S.ReportV3
+        if not compact:
+            skeleton = assemble(parts, banks, **how)
+        elif detail == "stats":
+            skeleton = assemble_v3(parts, banks, **how)
+        else:
+            skeleton = assemble_v2(parts, banks, **how)
         del parts
         if fmt == "json":
             sources = [spool.chunks(_runs_in_order(s)) for s in skeleton.sections]
@@ -266,6 +275,8 @@ def report_chunks(
             return
         if not isinstance(skeleton, S.Report):  # compact is JSON only
             raise InternalError(TypeError(type(skeleton).__name__), where="report views")
+        # Issue 32: the statistics of each section, from its run entries (md/html, /3 only).
+        stats = [section_statistics(s) for s in skeleton.sections] if detail == "stats" else None
         whole = msgspec.structs.replace(
             skeleton,
             sections=[
@@ -274,9 +285,11 @@ def report_chunks(
             ],
         )
         if fmt == "html":  # written section by section, the evidence blob run by run
-            yield (piece.encode("utf-8") for piece in render_html_chunks(whole)), size, root
+            pieces = render_html_chunks(whole, stats)
+            yield (piece.encode("utf-8") for piece in pieces), size, root
             return
         if fmt == "md":  # written in pieces, each section's CaseRuns rows as they are read
-            yield (piece.encode("utf-8") for piece in render_markdown_chunks(whole)), size, root
+            pieces = render_markdown_chunks(whole, stats)
+            yield (piece.encode("utf-8") for piece in pieces), size, root
             return
-        yield iter([render(whole, fmt)]), size, root
+        yield iter([render(whole, fmt, stats)]), size, root

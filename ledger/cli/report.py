@@ -21,7 +21,7 @@ from projections.report import FORMATS, run_overview
 from projections.report.build import Detail, recorded_overview
 
 #: ``--detail`` values (docs/reports.md "Versions").
-DETAILS = ("compact", "full")
+DETAILS = ("stats", "compact", "full")
 
 __all__ = ["register"]
 
@@ -44,10 +44,12 @@ __all__ = ["register"]
 @click.option(
     "--detail",
     type=click.Choice(DETAILS),
-    default="compact",
+    default="stats",
     show_default=True,
-    help="JSON: compact evidence (caseledger-report/2) or every event's evidence verbatim "
-    "(full: caseledger-report/1, the bytes of reports published before). md/html: the same.",
+    help="stats: compact evidence with error bars, paired comparisons and a headline "
+    "(caseledger-report/3); compact: caseledger-report/2; full: every event's evidence "
+    "verbatim (caseledger-report/1). compact and full rebuild reports published under "
+    "them byte for byte, md/html included.",
 )
 @pass_ctx
 def report(

@@ -2,30 +2,35 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from projections.report.build import build_report, from_plain, run_overview, to_json
 from projections.report.html import render_html
 from projections.report.markdown import render_markdown
-from projections.report.schema import Report
+from projections.report.schema import Report, SectionStatistics
 
 __all__ = ["FORMATS", "Report", "build_report", "render", "run_overview"]
 
 FORMATS = ("json", "md", "html")
 
 
-def render(report: Report | Mapping[str, Any], fmt: str) -> bytes:
+def render(
+    report: Report | Mapping[str, Any],
+    fmt: str,
+    statistics: Sequence[SectionStatistics | None] | None = None,
+) -> bytes:
     """The bytes of a report in ``json`` (canonical, the source), ``md`` or ``html``.
 
-    ``report`` is a :class:`Report` or its JSON document (read back into the schema first).
+    ``report`` is a :class:`Report` or its JSON document (read back into the schema first);
+    ``statistics`` (one per section) adds the ``caseledger-report/3`` views to md and html.
     """
     if not isinstance(report, Report):
         report = from_plain(report)
     if fmt == "json":
         return to_json(report)
     if fmt == "md":
-        return render_markdown(report).encode("utf-8")
+        return render_markdown(report, statistics).encode("utf-8")
     if fmt == "html":
-        return render_html(report).encode("utf-8")
+        return render_html(report, statistics).encode("utf-8")
     raise ValueError(f"unknown report format {fmt!r}; use one of {', '.join(FORMATS)}")

@@ -51,7 +51,8 @@ from projections.caseruns import (
     type_name,
 )
 from projections.report import schema as S
-from projections.report.schema import CONTRACT, CONTRACT_V2
+from projections.report.schema import CONTRACT, CONTRACT_V2, CONTRACT_V3
+from projections.report.significance import section_statistics
 
 __all__ = [
     "CONTRACT",
@@ -61,12 +62,15 @@ __all__ = [
     "RunPart",
     "assemble",
     "assemble_v2",
+    "assemble_v3",
     "build_report",
     "build_report_v2",
+    "build_report_v3",
     "caserun_json",
     "compact_caserun",
     "from_json",
     "from_json_v2",
+    "from_json_v3",
     "from_plain",
     "recorded_overview",
     "run_overview",
@@ -83,10 +87,12 @@ __all__ = [
 ]
 
 SectionKind = Literal["models", "self_test", "calibration"]
-#: How much of each CaseRun's evidence a JSON report carries: ``compact``
-#: (``caseledger-report/2``, the default of ``caseledger report``) or ``full``
-#: (``caseledger-report/1``, every event's evidence verbatim).
-Detail = Literal["compact", "full"]
+#: Which report contract is built: ``stats`` (``caseledger-report/3``, the default of
+#: ``caseledger report``: compact evidence and each section's statistics, issue 32),
+#: ``compact`` (``caseledger-report/2``) or ``full`` (``caseledger-report/1``, every
+#: event's evidence verbatim). Markdown and HTML show the statistics only with ``stats``,
+#: so reports published under ``/1`` and ``/2`` rebuild byte for byte in every format.
+Detail = Literal["stats", "compact", "full"]
 T = TypeVar("T")
 #: Section kinds in the order they appear; only ``models`` is ranked.
 KIND_ORDER: tuple[SectionKind, ...] = ("models", "self_test", "calibration")
@@ -542,7 +548,8 @@ class RunPart:
 
 def run_part(state: State, run_id: str, scorer: str | None, detail: Detail = "full") -> RunPart:
     """The :class:`RunPart` of run ``run_id`` of ``state`` (which must hold its bank), with
-    ``caseledger-report/1`` CaseRuns (``detail="full"``) or ``/2`` ones (``"compact"``).
+    ``caseledger-report/1`` CaseRuns (``detail="full"``) or ``/2`` ones (``"compact"``, and
+    ``"stats"``: ``/3`` carries the CaseRuns of ``/2``).
 
     Raises:
         UsageError: the run's bank is not published at this tree size.
@@ -568,7 +575,7 @@ def run_part(state: State, run_id: str, scorer: str | None, detail: Detail = "fu
         caseruns=[_caserun(a) for a in attempts],
         fair=fairness.run_invocations(attempts) if kind == "models" else None,
     )
-    if detail == "compact":
+    if detail != "full":
         for a, full in zip(attempts, part.caseruns, strict=True):
             if full.prompt_sha256 is not None and full.prompt is not None:
                 part.prompts[full.prompt_sha256] = full.prompt
@@ -703,6 +710,30 @@ def build_report_v2(
     :func:`build_report`): the same fields with compact CaseRuns and a prompts table."""
     parts, selection, listed = _parts(state, scorer, runs, include_withdrawn, "compact")
     return assemble_v2(
+        parts,
+        state.banks,
+        size=state.size,
+        root_hash=root_hash,
+        scorer=scorer,
+        selection=selection,
+        with_gold=with_gold,
+        withdrawn=listed,
+    )
+
+
+def build_report_v3(
+    state: State,
+    *,
+    root_hash: bytes,
+    scorer: str | None = None,
+    runs: Sequence[str] | None = None,
+    with_gold: bool = False,
+    include_withdrawn: bool = False,
+) -> S.ReportV3:
+    """The ``caseledger-report/3`` report of a fold state (options as :func:`build_report`):
+    the ``/2`` report with each section's statistics."""
+    parts, selection, listed = _parts(state, scorer, runs, include_withdrawn, "stats")
+    return assemble_v3(
         parts,
         state.banks,
         size=state.size,
@@ -855,6 +886,52 @@ def assemble_v2(
     )
 
 
+def assemble_v3(
+    parts: Iterable[RunPart],
+    banks: Mapping[str, BankInfo],
+    *,
+    size: int,
+    root_hash: bytes,
+    scorer: str | None,
+    selection: list[str] | None,
+    with_gold: bool,
+    withdrawn: list[S.WithdrawnRun],
+) -> S.ReportV3:
+    """The ``caseledger-report/3`` report of parts built with ``detail="stats"``: the
+    ``/2`` report of :func:`assemble_v2` with each section's statistics
+    (``projections/report/significance.py``, docs/statistics.md)."""
+    base = assemble_v2(
+        parts,
+        banks,
+        size=size,
+        root_hash=root_hash,
+        scorer=scorer,
+        selection=selection,
+        with_gold=with_gold,
+        withdrawn=withdrawn,
+    )
+    sections = [
+        S.SectionV3(
+            **{f: getattr(section, f) for f in section.__struct_fields__},
+            statistics=section_statistics(section),
+        )
+        for section in base.sections
+    ]
+    extra = {} if isinstance(base.withdrawn, msgspec.UnsetType) else {"withdrawn": base.withdrawn}
+    return S.ReportV3(
+        **extra,
+        contract=CONTRACT_V3,
+        checkpoint=base.checkpoint,
+        view=base.view,
+        notice=base.notice,
+        scorer=base.scorer,
+        selection=base.selection,
+        prompts=base.prompts,
+        sections=sections,
+        how_to_read=base.how_to_read,
+    )
+
+
 def caserun_json(caserun: S.CaseRun | S.CompactCaseRun) -> bytes:
     """The canonical bytes of one CaseRun as it appears in a report's ``caseruns`` list."""
     return canonical_json(caserun)
@@ -867,7 +944,7 @@ _EMPTY_PROMPTS = b'"prompts":{}'
 
 
 def splice_caseruns(
-    skeleton: S.Report | S.ReportV2,
+    skeleton: S.Report | S.ReportV2 | S.ReportV3,
     caseruns: Sequence[Iterable[bytes]],
     prompts: Iterable[bytes] = (),
 ) -> Iterator[bytes]:
@@ -887,7 +964,7 @@ def splice_caseruns(
     if len(caseruns) != len(skeleton.sections):
         raise InternalError(ValueError("one CaseRun source per section"), where="splice")
     start = 0
-    if isinstance(skeleton, S.ReportV2):
+    if isinstance(skeleton, S.ReportV2 | S.ReportV3):
         at = data.index(_EMPTY_PROMPTS) + len(_EMPTY_PROMPTS) - 1
         yield data[:at]
         yield from prompts
@@ -902,7 +979,7 @@ def splice_caseruns(
     yield data[start:]
 
 
-def to_json(report: S.Report | S.ReportV2) -> bytes:
+def to_json(report: S.Report | S.ReportV2 | S.ReportV3) -> bytes:
     """Canonical JSON bytes of a report (sorted keys, no floats), with a final newline."""
     return canonical_json(report) + b"\n"
 
@@ -923,6 +1000,15 @@ def from_json_v2(data: bytes | str) -> S.ReportV2:
         UsageError: the bytes are not a ``caseledger-report/2`` report; names the JSON path.
     """
     return _decode(data, S.ReportV2, CONTRACT_V2, "docs/report-v2.schema.json")
+
+
+def from_json_v3(data: bytes | str) -> S.ReportV3:
+    """Decode ``caseledger-report/3`` JSON into its schema (the inverse of :func:`to_json`).
+
+    Raises:
+        UsageError: the bytes are not a ``caseledger-report/3`` report; names the JSON path.
+    """
+    return _decode(data, S.ReportV3, CONTRACT_V3, "docs/report-v3.schema.json")
 
 
 def _decode(data: bytes | str, kind: type[T], contract: str, schema: str) -> T:

@@ -25,7 +25,7 @@ import hashlib
 import html
 import itertools
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from decimal import Decimal, localcontext
 from typing import Any
 
@@ -33,7 +33,14 @@ import msgspec
 
 from ledger.events import Column
 from projections.aggregates import DIMENSIONS
-from projections.report.schema import CaseRun, Report, RunEntry, Section
+from projections.report.schema import (
+    CONTRACT_V3,
+    CaseRun,
+    Report,
+    RunEntry,
+    Section,
+    SectionStatistics,
+)
 from projections.report.tables import (
     CASERUNS_HEAD,
     FAILURES_HEAD,
@@ -57,6 +64,7 @@ from projections.report.tables import (
     model_runs,
     runs_table,
     slice_tables,
+    statistics_tables,
     withdrawn_lines,
 )
 
@@ -623,7 +631,38 @@ def _caseruns(section: Section, blob: _Blob) -> Iterator[str]:
     yield "</div>"
 
 
-def _section(section: Section, blob: _Blob) -> Iterator[str]:
+def _statistics(stats: SectionStatistics | None) -> str:
+    """Error bars, the pairwise table and rank groups (``caseledger-report/3`` only)."""
+    if stats is None:
+        return ""
+    runs, pairs = statistics_tables(stats)
+    out = (
+        "<h3>Error bars (95% intervals; the case is the unit)</h3>"
+        '<div id="error-bars">' + _t(runs) + "</div>"
+    )
+    if pairs is not None:
+        out += (
+            "<h3>Paired comparisons (result-correct rate, paired by case)</h3>"
+            '<div id="pairs">' + _t(pairs) + "</div>"
+        )
+    return out
+
+
+def _headline(report: Report, stats: Sequence[SectionStatistics | None] | None) -> str:
+    """The headline of every models section, at the top (``caseledger-report/3`` only)."""
+    if stats is None:
+        return ""
+    said = [
+        f"<li><strong>{_e(section.title)}</strong>: {_e(s.headline)}</li>"
+        for section, s in zip(report.sections, stats, strict=True)
+        if s is not None and s.headline is not None
+    ]
+    return '<h2>Headline</h2><ul id="headline">' + "".join(said) + "</ul>" if said else ""
+
+
+def _section(
+    section: Section, blob: _Blob, stats: SectionStatistics | None = None
+) -> Iterator[str]:
     """A section of the page in pieces (its CaseRuns table row by row)."""
     bank = section.bank
     head = [
@@ -642,6 +681,7 @@ def _section(section: Section, blob: _Blob) -> Iterator[str]:
         [
             *head,
             _summary(section),
+            _statistics(stats),
             _benchmark(section),
             _slices(section),
             _claims(section),
@@ -661,17 +701,25 @@ def _section(section: Section, blob: _Blob) -> Iterator[str]:
     yield _drilldown(section) + _gold(section) + "</section>"
 
 
-def render_html(report: Report) -> str:
-    """The self-contained HTML page of a report."""
-    return "".join(render_html_chunks(report))
+def render_html(
+    report: Report, statistics: Sequence[SectionStatistics | None] | None = None
+) -> str:
+    """The self-contained HTML page of a report; ``statistics`` (one per section,
+    ``caseledger-report/3``) adds the headline, error bars and pairwise tables (None:
+    the bytes of ``/1`` and ``/2``)."""
+    return "".join(render_html_chunks(report, statistics))
 
 
-def render_html_chunks(report: Report) -> Iterator[str]:
+def render_html_chunks(
+    report: Report, statistics: Sequence[SectionStatistics | None] | None = None
+) -> Iterator[str]:
     """The page of :func:`render_html` in pieces, section by section and the evidence blob
     CaseRun by CaseRun, so a report whose CaseRuns are read from a spool is written in
     memory bounded by a section's tables, not by the evidence of every CaseRun."""
     cp = report.checkpoint
     scorer = report.scorer.requested or "as recorded by each run"
+    # The views of /1 and /2 are one page (naming /1); /3 names itself (issue 32).
+    contract = report.contract if statistics is None else CONTRACT_V3
     yield (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         f'<meta http-equiv="Content-Security-Policy" content="{_CSP}">'
@@ -682,11 +730,12 @@ def render_html_chunks(report: Report) -> Iterator[str]:
     yield (
         "<h1>caseledger report</h1>"
         f'<p class="notice">{_e(report.notice)}</p>'
-        f"<p>Contract <code>{_e(report.contract)}</code>; built from the first "
+        f"<p>Contract <code>{_e(contract)}</code>; built from the first "
         f"{cp.tree_size} events, root <code>{_e(cp.root_hash)}</code> (check it with "
         "<code>caseledger verify</code> and <code>caseledger prove</code>); scorer: "
         f"{_e(scorer)}.</p>"
     )
+    yield _headline(report, statistics)
     notes = withdrawn_lines(report.withdrawn, len(report.sections))
     if notes:
         yield (
@@ -697,8 +746,8 @@ def render_html_chunks(report: Report) -> Iterator[str]:
     if not report.sections and not notes:
         yield "<p>No runs in this ledger at this tree size.</p>"
     blob = _Blob()
-    for s in report.sections:
-        yield from _section(s, blob)
+    for i, s in enumerate(report.sections):
+        yield from _section(s, blob, None if statistics is None else statistics[i])
     yield '<h2>How to read this report</h2><ul id="how-to-read">'
     yield "".join(f"<li>{_e(item)}</li>" for item in how_to_read(report))
     yield "</ul>"

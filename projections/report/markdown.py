@@ -6,7 +6,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from itertools import islice
 from typing import Any
 
-from projections.report.schema import Report, Section
+from projections.report.schema import CONTRACT_V3, Report, Section, SectionStatistics
 from projections.report.tables import (
     CASERUNS_HEAD,
     FAILURES_HEAD,
@@ -27,6 +27,7 @@ from projections.report.tables import (
     fairness_rows,
     runs_table,
     slice_tables,
+    statistics_tables,
     withdrawn_lines,
 )
 
@@ -128,39 +129,72 @@ def _calibration(section: Section) -> list[str]:
     return lines
 
 
-def render_markdown(report: Report) -> str:
-    """The Markdown text of a report."""
-    return "".join(render_markdown_chunks(report))
+def _statistics(stats: SectionStatistics | None) -> list[str]:
+    """Error bars, the pairwise table and rank groups (``caseledger-report/3`` only)."""
+    if stats is None:
+        return []
+    runs, pairs = statistics_tables(stats)
+    lines = [
+        "### Error bars (95% intervals; the case is the unit, docs/statistics.md)",
+        "",
+        *_t(runs),
+    ]
+    if pairs is not None:
+        lines += ["### Paired comparisons (result-correct rate, paired by case)", "", *_t(pairs)]
+    return lines
 
 
-def render_markdown_chunks(report: Report) -> Iterator[str]:
+def _headline(report: Report, stats: Sequence[SectionStatistics | None] | None) -> list[str]:
+    """The headline of every models section, at the top (``caseledger-report/3`` only)."""
+    if stats is None:
+        return []
+    said = [
+        f"- **{section.title}**: {s.headline}"
+        for section, s in zip(report.sections, stats, strict=True)
+        if s is not None and s.headline is not None
+    ]
+    return ["## Headline", "", *said, ""] if said else []
+
+
+def render_markdown(
+    report: Report, statistics: Sequence[SectionStatistics | None] | None = None
+) -> str:
+    """The Markdown text of a report; ``statistics`` (one per section, ``caseledger-report/3``)
+    adds the headline, error bars and pairwise tables (None: the bytes of ``/1`` and ``/2``)."""
+    return "".join(render_markdown_chunks(report, statistics))
+
+
+def render_markdown_chunks(
+    report: Report, statistics: Sequence[SectionStatistics | None] | None = None
+) -> Iterator[str]:
     """The Markdown text of a report in pieces of at most ``_LINES`` lines, which joined
     are :func:`render_markdown`'s text. A section's CaseRuns are read once, as their rows
     are written, so a report of many CaseRuns is never held whole (issue 21)."""
-    lines = _lines(report)
+    lines = _lines(report, statistics)
     while piece := list(islice(lines, _LINES)):
         yield "".join(line + "\n" for line in piece)
 
 
-def _lines(report: Report) -> Iterator[str]:
+def _lines(report: Report, statistics: Sequence[SectionStatistics | None] | None) -> Iterator[str]:
     cp = report.checkpoint
     scorer = report.scorer.requested or "as recorded by each run"
     yield from [
         "# caseledger report",
         "",
-        f"- Contract: `{report.contract}`",
+        f"- Contract: `{report.contract if statistics is None else CONTRACT_V3}`",
         f"- Built from the first {cp.tree_size} events, root `{cp.root_hash}`"
         " (check with `caseledger verify` and `caseledger prove`)",
         f"- View: {report.view}. {report.notice}",
         f"- Scorer: {scorer}",
         "",
     ]
+    yield from _headline(report, statistics)
     notes = withdrawn_lines(report.withdrawn, len(report.sections))
     if notes:
         yield from [*notes, ""]
     elif not report.sections:
         yield from ["No runs in this ledger at this tree size.", ""]
-    for section in report.sections:
+    for i, section in enumerate(report.sections):
         bank = section.bank
         yield from [
             f"## {section.title}",
@@ -175,6 +209,7 @@ def _lines(report: Report) -> Iterator[str]:
             yield from ["### Calibration runs", "", *_calibration(section)]
             continue
         yield from ["### Runs", "", *_t(runs_table(section))]
+        yield from _statistics(None if statistics is None else statistics[i])
         yield from _benchmark(section)
         yield from _slices(section)
         yield from _claims(section)

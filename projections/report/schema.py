@@ -38,23 +38,29 @@ from ledger.events import (
 __all__ = [
     "CONTRACT",
     "CONTRACT_V2",
+    "CONTRACT_V3",
     "GATE_CONTRACT",
     "SCORECARD_CONTRACT",
     "GateVerdict",
     "Report",
     "ReportV2",
+    "ReportV3",
     "RunEntry",
     "RunSigner",
     "Scorecard",
     "Section",
+    "SectionStatistics",
     "report_schema",
     "report_v2_schema",
+    "report_v3_schema",
     "verdict_schema",
 ]
 
 CONTRACT: Final = "caseledger-report/1"
 #: The compact report (issue 21): the default of ``caseledger report --format json``.
 CONTRACT_V2: Final = "caseledger-report/2"
+#: Issue 32: ``/2`` with error bars, paired comparisons and rank groups (the default).
+CONTRACT_V3: Final = "caseledger-report/3"
 SCORECARD_CONTRACT: Final = "caseledger-scorecard/1"
 GATE_CONTRACT: Final = "caseledger-gate/1"
 
@@ -865,6 +871,87 @@ class ReportV2(_S, frozen=True, kw_only=True):
     withdrawn: list[WithdrawnRun] | msgspec.UnsetType = msgspec.UNSET
 
 
+# ----------------------------------------------------------------- caseledger-report/3
+
+
+class Interval(_S, frozen=True, kw_only=True):
+    """A 95% interval: estimate +- 1.96 standard errors (a run's: clipped to its range)."""
+
+    low: Dec
+    high: Dec
+
+
+class Estimate(_S, frozen=True, kw_only=True):
+    """A run's rate or score over its cases with its standard error and 95% interval
+    (``se`` and ``interval`` null with fewer than 2 cases; docs/statistics.md)."""
+
+    value: Dec | None
+    se: Dec | None
+    interval: Interval | None
+
+
+class RunStatistics(_S, frozen=True, kw_only=True):
+    """One run's error bars: the case is the unit (docs/statistics.md)."""
+
+    run: str
+    cases: Count
+    result_correct_rate: Estimate
+    model_score: Estimate
+    #: ``1``, ``2=``, ...: runs of one group cannot be told apart (null outside models).
+    rank_group: str | None
+
+
+class PairedComparison(_S, frozen=True, kw_only=True):
+    """Run ``a`` against run ``b`` on the cases both planned, paired by case: the
+    result-correct rate's difference ``a - b`` (docs/statistics.md)."""
+
+    a: str
+    b: str
+    cases: Count
+    difference: Dec | None
+    se: Dec | None
+    interval: Interval | None
+    p_value: Dec
+    test: Literal["exact_sign_flip", "normal", "none"]
+    significant: bool
+    a_better: Count
+    b_better: Count
+    #: Minimum detectable difference at 80% power, alpha 0.05 (null with fewer than 2 cases).
+    mdd: Dec | None
+
+
+class SectionStatistics(_S, frozen=True, kw_only=True):
+    """A section's error bars, pairwise comparisons, rank groups and headline."""
+
+    alpha: Dec
+    confidence: Dec
+    runs: list[RunStatistics]
+    pairs: list[PairedComparison]
+    headline: str | None
+
+
+class SectionV3(SectionV2, frozen=True, kw_only=True):
+    """A section of a ``caseledger-report/3`` report: a ``/2`` section with its statistics
+    (null for a calibration section)."""
+
+    statistics: SectionStatistics | None
+
+
+class ReportV3(_S, frozen=True, kw_only=True):
+    """A ``caseledger-report/3`` report (issue 32): ``/2`` with each section's statistics."""
+
+    contract: Literal["caseledger-report/3"]
+    checkpoint: Checkpoint
+    view: Literal["public", "internal-with-gold"]
+    notice: str
+    scorer: ScorerView
+    selection: Selection
+    prompts: dict[str, str]
+    sections: list[SectionV3]
+    how_to_read: list[str]
+    withdrawn: list[WithdrawnRun] | msgspec.UnsetType = msgspec.UNSET
+
+
 # ----------------------------------------------------------------- the gate
 
 
@@ -988,6 +1075,11 @@ def report_schema() -> dict[str, Any]:
 def report_v2_schema() -> dict[str, Any]:
     """The JSON Schema (2020-12) of a ``caseledger-report/2`` report (:class:`ReportV2`)."""
     return _titled(msgspec.json.schema(ReportV2), "caseledger-report/2")
+
+
+def report_v3_schema() -> dict[str, Any]:
+    """The JSON Schema (2020-12) of a ``caseledger-report/3`` report (:class:`ReportV3`)."""
+    return _titled(msgspec.json.schema(ReportV3), "caseledger-report/3")
 
 
 def verdict_schema() -> dict[str, Any]:

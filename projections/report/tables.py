@@ -24,6 +24,7 @@ from projections.report.schema import (
     Report,
     RunEntry,
     Section,
+    SectionStatistics,
     SliceCounts,
     VariantDiagnostics,
     WithdrawnRun,
@@ -69,6 +70,7 @@ __all__ = [
     "run_label",
     "runs_table",
     "slice_tables",
+    "statistics_tables",
     "status_text",
     "tokens_per_correct",
     "withdrawn_lines",
@@ -796,6 +798,23 @@ DEFINITIONS: dict[str, str] = {
     "missing rows": "gold rows the answer lacks",
     "extra rows": "answer rows gold does not have",
     "guard": "the SQL guard's verdict (passed or rejected)",
+    # Issue 32 (caseledger-report/3; docs/statistics.md).
+    "rank group": "runs whose paired difference is not significant share a group (1, 2=, 2=)",
+    "cases": "cases of the run (the unit of every standard error)",
+    "result-correct rate": "mean over cases of result-correct attempts / planned attempts",
+    "rate SE": "sd of the per-case rates (ddof=1) / sqrt(cases)",
+    "rate 95% CI": "rate +- 1.96 SE, clipped to [0, 1]",
+    "score": _metric("model_score") + ", 0-100",
+    "score SE": "standard error of the weighted mean of the case means",
+    "score 95% CI": "score +- 1.96 SE, clipped to [0, 100]",
+    "difference A-B": "mean over the paired cases of A's case rate - B's",
+    "SE": "sd of the paired differences (ddof=1) / sqrt(cases)",
+    "95% CI": "difference +- 1.96 SE",
+    "p": "two-sided p-value: exact sign-flip test up to 20 differing cases, else normal",
+    "significant": "p (as shown) below 0.05",
+    "A better": "cases where A's rate is higher (one attempt: A right, B wrong)",
+    "B better": "cases where B's rate is higher (one attempt: B right, A wrong)",
+    "MDD": "minimum detectable difference at 80% power, alpha 0.05: 2.8016 SE",
 }
 
 #: The same head means something else in these tables.
@@ -842,3 +861,66 @@ def how_to_read(report: Report) -> list[str]:
     )
     note = said + tail + "; a difference between two models can be noise."
     return [note if item == HOW_TO_READ[0] else item for item in report.how_to_read]
+
+
+# ----------------------------------------------------------------- statistics (report/3)
+
+#: The heads of :func:`statistics_tables` (docs/statistics.md defines every column).
+STATS_RUNS_HEAD = [
+    "rank group", "run", "cases", "result-correct rate", "rate SE", "rate 95% CI",
+    "score", "score SE", "score 95% CI",
+]  # fmt: skip
+STATS_PAIRS_HEAD = [
+    "A", "B", "cases", "difference A-B", "SE", "95% CI", "p", "test", "significant",
+    "A better", "B better", "MDD",
+]  # fmt: skip
+
+
+def _ci(interval: Any) -> str | None:
+    return None if interval is None else f"{interval.low} to {interval.high}"
+
+
+def statistics_tables(stats: SectionStatistics) -> tuple[Table, Table | None]:
+    """The error bars of every run, and the pairwise table (None outside models sections)."""
+    runs = Table(
+        list(STATS_RUNS_HEAD),
+        [
+            [
+                r.rank_group,
+                r.run,
+                r.cases,
+                r.result_correct_rate.value,
+                r.result_correct_rate.se,
+                _ci(r.result_correct_rate.interval),
+                r.model_score.value,
+                r.model_score.se,
+                _ci(r.model_score.interval),
+            ]
+            for r in stats.runs
+        ],
+        numeric=2,
+    )
+    if stats.headline is None:
+        return runs, None
+    pairs = Table(
+        list(STATS_PAIRS_HEAD),
+        [
+            [
+                p.a,
+                p.b,
+                p.cases,
+                p.difference,
+                p.se,
+                _ci(p.interval),
+                p.p_value,
+                p.test,
+                p.significant,
+                p.a_better,
+                p.b_better,
+                p.mdd,
+            ]
+            for p in stats.pairs
+        ],
+        numeric=2,
+    )
+    return runs, pairs

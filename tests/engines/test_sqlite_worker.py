@@ -528,11 +528,12 @@ def _peak_rss(pid: int) -> int:
 
 @pytest.mark.parametrize("width", [900_000_000, 400_000_000])
 def test_one_huge_value_ends_as_memory_with_the_worker_bounded(bank: Path, width: int) -> None:
-    """A single printf value of ``width`` bytes (issue 30; SQLite's printf gives NULL for
-    DuckDB's 1.5 GB width, so 900 MB stands in): SQLite's heap limit refuses the larger, and a value SQLite can make (400 MB) is still more than the worker may
-    hold twice (SQLite's copy and Python's) under its address-space cap (its size once
-    ready plus the 512 MB limit). Either way: ``memory``, the same worker serves on, and
-    it never came near two copies of the value. The allocation decides, not the clock."""
+    """A single printf value of ``width`` bytes (issue 30; SQLite's printf gives NULL
+    for DuckDB's 1.5 GB width, so 900 MB stands in): it ends as ``memory`` and the
+    worker's peak stays far below the value. SQLite's heap limit catches both widths
+    (printf builds its text in more than one buffer); the address-space cap (size
+    once ready plus the 512 MB limit) is the bound behind it, as on DuckDB. The same
+    worker serves on; the allocation decides, not the clock."""
     with ENGINE.executor(bank, timeout_s=120.0) as ex:
         (pid,) = ex.pids()
         result = ex.execute(f"SELECT printf('%{width}d', 1) AS x", max_rows=1)

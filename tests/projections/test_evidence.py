@@ -152,7 +152,7 @@ def test_a_file_beside_the_ledger_never_changes_a_report(
     # The projection store of earlier releases (or anything else beside the ledger) is
     # not read: whatever it holds, the report is the honest one.
     (copy.parent / f"ledger.{name}.db").write_bytes(junk)
-    code, out, _ = cli(copy, "report", "--format", "md")
+    code, out, _ = cli(copy, "report", "--format", "md", "--detail", "full")
     assert code == 0
     assert out.encode() == honest["md"]
 
@@ -367,7 +367,7 @@ def test_a_ledger_of_the_previous_release_verifies_and_renders_the_same(tmp_path
     # report, the one whose JSON bytes are pinned above.
     from projections.report import render
 
-    _, page, _ = cli(path, "report", "--format", "html")
+    _, page, _ = cli(path, "report", "--format", "html", "--detail", "full")
     _, text, _ = cli(path, "report", "--format", "json", "--detail", "full")
     assert page.encode() == render(json.loads(text), "html")
     assert hashlib.sha256(page.encode()).hexdigest() != digests["report.html"]

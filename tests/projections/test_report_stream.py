@@ -22,16 +22,23 @@ from ledger.app.snapshot import read_state, run_snapshots
 from ledger.errors import UsageError
 from ledger.store import Ledger
 from projections.report import build_report, markdown, render
-from projections.report.build import splice_caseruns, to_json
+from projections.report.build import build_report_v3, splice_caseruns, to_json
+from projections.report.significance import section_statistics
 
 
 def _whole(path: Path, fmt: str, **options: object) -> bytes:
-    """The report as the builder before issue 21 made it: one fold, the whole report."""
+    """The report as the builder before issue 21 made it: one fold, the whole report.
+    ``stats=True``: ``caseledger-report/3`` (issue 32), its views with the statistics."""
     at_size = options.pop("at_size", None)
+    stats = options.pop("stats", False)
     runs = options.get("runs")
     with Ledger.open(path, readonly=True) as ledger:
         snap = read_state(ledger, at_size=at_size, runs=runs)  # type: ignore[arg-type]
+    if stats and fmt == "json":
+        return to_json(build_report_v3(snap.state, root_hash=snap.root, **options))  # type: ignore[arg-type]
     report = build_report(snap.state, root_hash=snap.root, **options)  # type: ignore[arg-type]
+    if stats:
+        return render(report, fmt, [section_statistics(s) for s in report.sections])
     return render(report, fmt)
 
 
@@ -53,6 +60,16 @@ def test_streamed_report_equals_the_whole_report(
     assert streamed == _whole(real_ledger, fmt, **options)
     with Ledger.open(real_ledger, readonly=True) as ledger:
         assert size == ledger.size()
+
+
+@pytest.mark.parametrize("fmt", ["json", "md", "html"])
+@pytest.mark.parametrize("options", OPTIONS[:3], ids=lambda o: ",".join(map(str, o)) or "all")
+def test_streamed_v3_report_equals_the_whole_report(
+    real_ledger: Path, fmt: str, options: dict[str, object]
+) -> None:
+    # Issue 32: caseledger-report/3 and its views, streamed and whole, are the same bytes.
+    streamed, _, _ = report_bytes(real_ledger, fmt=fmt, detail="stats", **options)  # type: ignore[arg-type]
+    assert streamed == _whole(real_ledger, fmt, stats=True, **options)
 
 
 def test_streamed_report_at_every_third_of_the_log(real_ledger: Path) -> None:
@@ -132,7 +149,7 @@ def test_cli_report_streams_to_a_file_and_stdout(real_ledger: Path, tmp_path: Pa
     assert out.read_bytes() == _whole(real_ledger, "json")
     done = runner.invoke(main, ["--ledger", str(real_ledger), "report", "--format", "md"])
     assert done.exit_code == 0
-    assert done.stdout_bytes == _whole(real_ledger, "md")
+    assert done.stdout_bytes == _whole(real_ledger, "md", stats=True)  # the default: /3
 
 
 @pytest.mark.parametrize("edit", ["drop", "shrink", "move"])

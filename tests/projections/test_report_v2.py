@@ -208,7 +208,7 @@ def test_gate_reads_both_contracts_alike(reports: dict[str, bytes], run: str) ->
     assert a["metrics"] == b["metrics"]
 
 
-def test_cli_default_is_compact_and_detail_full_is_v1(real_ledger: Path) -> None:
+def test_cli_detail_compact_is_v2_and_detail_full_is_v1(real_ledger: Path) -> None:
     runner = CliRunner()
 
     def out(*args: str) -> bytes:
@@ -216,12 +216,17 @@ def test_cli_default_is_compact_and_detail_full_is_v1(real_ledger: Path) -> None
         assert done.exit_code == 0, done.output
         return done.stdout_bytes
 
-    default, full = out("--format", "json"), out("--format", "json", "--detail", "full")
-    assert json.loads(default)["contract"] == "caseledger-report/2"
+    compact = out("--format", "json", "--detail", "compact")
+    full = out("--format", "json", "--detail", "full")
+    # Issue 32: the default is caseledger-report/3 (tests/projections/test_report_v3.py).
+    assert json.loads(out("--format", "json"))["contract"] == "caseledger-report/3"
+    assert json.loads(compact)["contract"] == "caseledger-report/2"
     assert full == report_bytes(real_ledger, fmt="json", detail="full")[0]
     assert json.loads(full)["contract"] == "caseledger-report/1"
-    for fmt in ("md", "html"):  # the views carry no JSON evidence: the same either way
-        assert out("--format", fmt) == out("--format", fmt, "--detail", "full")
+    for fmt in ("md", "html"):  # the views carry no JSON evidence: the same under /1 and /2
+        assert out("--format", fmt, "--detail", "compact") == out(
+            "--format", fmt, "--detail", "full"
+        )
 
 
 _PIECE = st.sampled_from(['"', "\\", "{", "}", "[", "]", ":", ",", "a", "é", "\n", " "])

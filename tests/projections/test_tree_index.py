@@ -155,7 +155,18 @@ def test_an_older_tree_size_gives_the_bytes_and_root_of_that_prefix(copy: Path, 
     leaves = leaves_of(copy)
     size = len(leaves) - back
     for run in ("model-a", "self-test"):
-        code, out, err = cli(copy, "report", "--run", run, "--at-size", str(size), "--format", "md")
+        code, out, err = cli(
+            copy,
+            "report",
+            "--run",
+            run,
+            "--at-size",
+            str(size),
+            "--format",
+            "md",
+            "--detail",
+            "full",
+        )
         if code == 2:  # model-a may start after that size
             assert "no run model-a" in err
             continue
@@ -243,7 +254,7 @@ def test_a_ledger_without_a_stored_checkpoint_is_read_in_full(copy: Path) -> Non
     conn.close()
     with Ledger.open(copy, readonly=True) as ledger:
         assert tree_index.open_index(ledger) is None
-    code, out, _ = cli(copy, "report", "--run", "model-b", "--format", "md")
+    code, out, _ = cli(copy, "report", "--run", "model-b", "--format", "md", "--detail", "full")
     assert code == 0
     assert out.encode() == full_report(copy, "model-b", "md")
     assert not copy.with_name("ledger.index.db").exists()
