@@ -31,7 +31,8 @@ kinds of construct are refused, both fail closed:
     function-style cast to a date/time type of anything else than such safe
     values; a time zone (``AT TIME ZONE``, ``timezone()``) that is
     ``'localtime'`` or computed at run time; a cast to ``money`` (its text
-    follows the server's ``lc_monetary``). ``'epoch'``, ``'infinity'`` and
+    follows the server's ``lc_monetary``); ``to_char`` with the ``TM`` prefix (names in
+    the server's ``lc_time``) or a format computed at run time. ``'epoch'``, ``'infinity'`` and
     ``'allballs'`` are fixed values and stay allowed. The session's
     ``TimeZone`` (``UTC``) and ``DateStyle`` (``ISO``) are pinned by the bank's
     reader role, so casts to ``timestamptz`` and its text are reproducible.
@@ -317,7 +318,7 @@ class _Values:
             if (
                 isinstance(projection, exp.Alias)
                 and functions.fold(projection.alias) == name
-                and not _inside(column, projection)
+                and not sqlparse.inside(column, projection)
                 and not self.safe(projection.this, bad, depth + 1)
             ):
                 return False
@@ -381,15 +382,6 @@ def _branches(scope: Scope) -> list[Scope]:
     return found
 
 
-def _inside(node: exp.Expr, ancestor: exp.Expr) -> bool:
-    current: exp.Expr | None = node
-    while current is not None:
-        if current is ancestor:
-            return True
-        current = current.parent
-    return False
-
-
 def _numeric_prefix(node: exp.DPipe) -> bool:
     """A concatenation whose first piece is a literal starting with a sign or a digit:
     its text (``'+' || n || ' days'``) can be no clock word and no zone modifier."""
@@ -431,7 +423,9 @@ def _sample(node: exp.Expr) -> Iterator[Finding]:
 
 
 def _one_argument_age(node: exp.Func, dialect: str) -> Iterator[Finding]:
-    if "age" in _names(node, dialect):
+    # sqlglot has no class for age(): the name as written (a class would name its key).
+    name = node.name if isinstance(node, exp.Anonymous) else node.key
+    if functions.fold(name) == "age":
         args = _arguments(node, dialect)
         if args is not None and len(args) == 1:
             yield Finding(node, "age() with one argument", "is the age from today (the clock)")
@@ -517,9 +511,10 @@ def _postgres_node(node: exp.Expr, values: _Values) -> Iterator[Finding]:
             isinstance(node, exp.Anonymous) and names & _POSTGRES_CAST_FUNCTIONS
         ):
             args = _arguments(node, "postgres")
-            if (
-                args is not None
-                and len(args) == 1
+            if args is None:
+                yield Finding(node, f"{sorted(names)[0]}()", "has arguments the guard cannot read")
+            elif (
+                len(args) == 1
                 and not _literal(_unwrap(args[0], "postgres"))
                 and not values.safe(args[0], _postgres_special)
             ):
@@ -531,6 +526,35 @@ def _postgres_node(node: exp.Expr, values: _Values) -> Iterator[Finding]:
         elif "timezone" in names:
             args = _arguments(node, "postgres")
             yield from _zone(node, args[0] if args else None, values)
+        elif "to_char" in names:
+            yield from _to_char(node)
+
+
+def _to_char(node: exp.Func) -> Iterator[Finding]:
+    """``to_char`` with the ``TM`` prefix writes month and day names in the server's
+    ``lc_time``; a format computed at run time could ask for it."""
+    args = _arguments(node, "postgres")
+    fmt = _unwrap(args[1], "postgres") if args is not None and len(args) == 2 else None
+    if not (isinstance(fmt, exp.Literal) and fmt.is_string):
+        yield Finding(node, "to_char() with a format computed at run time", _LOCALE)
+        return
+    text = fmt.name
+    if not isinstance(node, exp.Anonymous):
+        # sqlglot keeps the pattern in its own notation ('TMMonth' is '%B', 'Month' stays
+        # 'Month'): PostgreSQL's text is what the node writes, its other arguments stubbed.
+        stubbed = {k: v if v is fmt else exp.column("x") for k, v in node.args.items()}
+        found = re.search(r"'((?:[^']|'')*)'\)$", type(node)(**stubbed).sql(dialect="postgres"))
+        text = found.group(1) if found is not None else "TM"
+    if "tm" in _unquoted(text).casefold():
+        yield Finding(node, f"to_char() with the format '{text}'", _LOCALE)
+
+
+_LOCALE = "may write names in the server's locale (TM follows lc_time)"
+
+
+def _unquoted(pattern: str) -> str:
+    """A to_char pattern without its double-quoted literal text."""
+    return re.sub(r'"(?:[^"\\]|\\.)*"', "", pattern)
 
 
 def _zone(node: exp.Expr, zone: exp.Expr | None, values: _Values) -> Iterator[Finding]:

@@ -350,7 +350,7 @@ class _CteScopes:
                     with_.args.get("recursive")
                     and fold(node.alias_or_name) == name
                     and isinstance(body, exp.Union)
-                    and _inside(table, body.expression)
+                    and sqlparse.inside(table, body.expression)
                 ):
                     return True
                 # Continue above the query that owns this WITH: its other CTEs
@@ -369,15 +369,6 @@ class _CteScopes:
                 return True
             child, node = node, node.parent
         return False
-
-
-def _inside(node: exp.Expr, ancestor: exp.Expr) -> bool:
-    current: exp.Expr | None = node
-    while current is not None:
-        if current is ancestor:
-            return True
-        current = current.parent
-    return False
 
 
 def _named_tables(nodes: Iterable[exp.Expr]) -> Iterator[exp.Table]:

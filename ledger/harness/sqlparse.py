@@ -17,7 +17,7 @@ from copy import deepcopy
 import sqlglot
 from sqlglot import exp
 
-__all__ = ["CACHED_CHARS", "DIALECT", "copy_tree", "parse"]
+__all__ = ["CACHED_CHARS", "DIALECT", "copy_tree", "inside", "parse"]
 
 DIALECT = "duckdb"
 
@@ -106,3 +106,18 @@ def copy_tree(tree: exp.Expr) -> tuple[exp.Expr, list[exp.Expr]]:
         if node._hash is not None and not linked:
             copy._hash = node._hash
     return root, nodes
+
+
+def inside(node: exp.Expr, ancestor: exp.Expr) -> bool:
+    """Whether ``ancestor`` is ``node`` or one of its parents.
+
+    >>> tree = sqlglot.parse_one("SELECT a + 1 FROM t")
+    >>> inside(tree.find(exp.Literal), tree.find(exp.Add)), inside(tree, tree.find(exp.Add))
+    (True, False)
+    """
+    current: exp.Expr | None = node
+    while current is not None:
+        if current is ancestor:
+            return True
+        current = current.parent
+    return False

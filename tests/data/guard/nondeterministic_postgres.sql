@@ -127,3 +127,9 @@ SELECT * FROM sales ORDER BY random() LIMIT 5
 -- ;;
 -- title: 'today' built inside unnest
 SELECT CAST(x AS date) FROM unnest(ARRAY['to' || 'day']) AS t(x)
+-- ;;
+-- title: to_char with TM (the server's lc_time)
+SELECT to_char(o.ordered_at, 'TMMonth YYYY') FROM orders AS o
+-- ;;
+-- title: to_char with a format computed at run time
+SELECT to_char(o.ordered_at, o.channel) FROM orders AS o
