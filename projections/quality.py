@@ -15,13 +15,18 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ledger.events import AttemptCancelled, ScoreComputed, SqlExecuted
+from ledger.events import AttemptCancelled, OutputParsed, ScoreComputed, SqlExecuted
 from projections.caseruns import Attempt
 from projections.numbers import rate
 
-__all__ = ["CONSUMES", "FAILURE_CATEGORIES", "summarize"]
+__all__ = ["CONSUMES", "FAILURE_CATEGORIES", "NO_CONTRACT", "imported_only", "summarize"]
 
-CONSUMES = (ScoreComputed, AttemptCancelled, SqlExecuted)
+CONSUMES = (ScoreComputed, AttemptCancelled, SqlExecuted, OutputParsed)
+#: Why format-ok does not apply to a run of a benchmark's own predictions (issue 31).
+NO_CONTRACT = (
+    "not applicable: the answers are a benchmark's predictions (plain SQL, "
+    "--replay-format), which carry no answer contract"
+)
 #: The report's failure categories (ScoreComputed.failure_kind other than none), in
 #: report order; not the adapters' Failure kinds (ledger.adapters.base.ADAPTER_FAILURE_KINDS).
 FAILURE_CATEGORIES = (
@@ -34,8 +39,16 @@ FAILURE_CATEGORIES = (
 )
 
 
+def imported_only(attempts: Sequence[Attempt]) -> bool:
+    """True when every parsed answer of the run is a public benchmark's prediction
+    (``OutputParsed.imported``): format-ok then does not apply (:data:`NO_CONTRACT`)."""
+    parsed = [a.parsed for a in attempts if a.parsed is not None]
+    return bool(parsed) and all(p.imported is True for p in parsed)
+
+
 def summarize(attempts: Sequence[Attempt]) -> dict[str, Any]:
-    """Counts and rates over every planned attempt of a run."""
+    """Counts and rates over every planned attempt of a run. ``format_ok_rate`` is None
+    for a run of a benchmark's own predictions (:func:`imported_only`)."""
     total = len(attempts)
     evaluated = correct = wrong = format_ok = sql_ok = 0
     failures = dict.fromkeys(FAILURE_CATEGORIES, 0)
@@ -70,7 +83,7 @@ def summarize(attempts: Sequence[Attempt]) -> dict[str, Any]:
         "unknown": unknown,
         "unscored": unscored,
         "result_correct_rate": rate(correct, total),
-        "format_ok_rate": rate(format_ok, total),
+        "format_ok_rate": None if imported_only(attempts) else rate(format_ok, total),
         "sql_exec_success_rate": rate(sql_ok, total),
         "failures": dict(sorted(failures.items())),
         "failure_rates": {k: rate(v, total) for k, v in sorted(failures.items())},

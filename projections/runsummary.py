@@ -40,6 +40,8 @@ class RunFigures(NamedTuple):
     scored: int
     correct: int
     format_ok: int
+    #: Why format-ok does not apply (a benchmark's predictions), else None (issue 31).
+    format_ok_na: str | None
     result_correct_rate: str | None
     format_ok_rate: str | None
     model_score: str | None
@@ -129,6 +131,7 @@ def run_figures(bank: BankPublished, run_events: Iterable[tuple[int, bytes, Even
         format_ok=sum(
             1 for a in attempts if a.outcome == "scored" and a.score and a.score.format_ok
         ),
+        format_ok_na=quality.NO_CONTRACT if quality.imported_only(attempts) else None,
         result_correct_rate=q["result_correct_rate"],
         format_ok_rate=q["format_ok_rate"],
         model_score=aggregates.summarize(cases, attempts)["model_score"],

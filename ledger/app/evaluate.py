@@ -92,7 +92,9 @@ def summary_text(s: RunSummary, ledger_path: Path | str, bank: str = "") -> str:
         attempts,
         f"  result-correct: {s.correct}/{s.planned} planned attempts{_rate(s.result_correct_rate)}",
     ]
-    if s.format_ok is not None:
+    if s.format_ok_na is not None:
+        lines.append(f"  format-ok: {s.format_ok_na}")
+    elif s.format_ok is not None:
         lines.append(
             f"  format-ok: {s.format_ok}/{s.planned} planned attempts{_rate(s.format_ok_rate)}"
         )

@@ -225,6 +225,7 @@ class RunSummary:
     result_correct_rate: str | None = None
     format_ok_rate: str | None = None
     cancelled: dict[str, int] = field(default_factory=dict)
+    format_ok_na: str | None = None  # why format-ok does not apply (issue 31)
     groups: tuple[FailureGroup, ...] = ()
 
 
@@ -316,6 +317,7 @@ def summarise(
         format_ok=figures.format_ok,
         result_correct_rate=figures.result_correct_rate,
         format_ok_rate=figures.format_ok_rate,
+        format_ok_na=figures.format_ok_na,
         cancelled=figures.cancelled,
         groups=figures.groups,
     )

@@ -565,7 +565,7 @@ def runs_table(section: Section) -> Table:
                 q.total,
                 q.result_correct_rate,
                 f"{q.correct}/{q.wrong}/{q.unknown}",
-                q.format_ok_rate,
+                _format_ok(r),
                 q.sql_exec_success_rate,
                 q.coverage,
                 r.scores.model_score,
@@ -576,6 +576,15 @@ def runs_table(section: Section) -> Table:
             ]
         )
     return Table(head, rows)
+
+
+def _format_ok(r: RunEntry) -> Any:
+    """The format-ok rate, or why it does not apply: a run of a benchmark's own
+    predictions (its rate is null, projections/quality.py ``imported_only``)."""
+    q = r.quality
+    if q.format_ok_rate is None and q.total and not isinstance(r.benchmark, msgspec.UnsetType):
+        return "n/a (benchmark predictions: no answer contract)"
+    return q.format_ok_rate
 
 
 def efficiency_table(section: Section) -> Table:

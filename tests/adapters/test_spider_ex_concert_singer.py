@@ -75,10 +75,20 @@ def test_spider_ex_equals_spiders_own_evaluator_on_concert_singer(tmp_path: Path
                    "--replay-format", "spider", "--replay-file", str(path),
                    "--run-id", run_id)  # fmt: skip
         assert done.returncode == 0, done.stderr
+        # Benchmark predictions carry no answer contract: format-ok does not apply (not 0/45).
+        assert (
+            "  format-ok: not applicable: the answers are a benchmark's predictions (plain SQL, "
+            "--replay-format), which carry no answer contract"
+        ) in done.stdout.splitlines()
     report = tmp_path / "report.json"
     done = cli(home, "report", "-o", str(report))
     assert done.returncode == 0, done.stderr
     doc = json.loads(report.read_text(encoding="utf-8"))
+
+    runs = {r["run"]: r for s in doc["sections"] for r in s["runs"]}
+    assert {runs[r]["quality"]["format_ok_rate"] for r in files} == {None}
+    markdown = cli(home, "report", "--format", "md").stdout
+    assert markdown.count("n/a (benchmark predictions: no answer contract)") == 3
 
     pred = _block(doc, "sp-pred")
     assert pred["name"] == "spider"

@@ -11,8 +11,10 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any
 
+import msgspec
 from hypothesis import given
 from hypothesis import strategies as st
+from msgspec import UNSET
 
 from ledger.codec import sha256_hex
 from ledger.events import (
@@ -25,8 +27,10 @@ from ledger.events import (
     SqlGuarded,
     Violation,
 )
+from projections import quality
 from projections.benchmark import benchmark_ex, spider_rows_match, spider_verdict
 from projections.caseruns import Attempt
+from projections.quality import imported_only
 
 INT = (Column(name="n", type="BIGINT"),)
 REAL = (Column(name="x", type="DOUBLE"),)
@@ -265,3 +269,15 @@ def test_spider_verdict_rewrites_and_order() -> None:
     assert spider_verdict(_case(), gold, flipped) == (True, None)
     failed = _attempt("SELECT nope", _ran(INT, [], ok=False, error_kind="sql_runtime"))
     assert spider_verdict(_case(), gold, failed) == (False, None)
+
+
+def test_format_ok_does_not_apply_to_benchmark_predictions_only() -> None:
+    imported = _attempt("SELECT 1", None)
+    own = msgspec.structs.replace(
+        imported, parsed=msgspec.structs.replace(imported.parsed, imported=UNSET)
+    )
+    assert imported_only([imported, imported]) is True
+    assert imported_only([imported, own]) is False  # a model's own answer: format-ok counts
+    assert imported_only([]) is False
+    assert quality.summarize([imported])["format_ok_rate"] is None
+    assert quality.summarize([own])["format_ok_rate"] == "0.0000"
