@@ -288,24 +288,29 @@ class _Values:
         if scope is None:
             return False
         name = functions.fold(column.name)
+        current: Scope | None = scope
         if column.table:
             qualifier = column.table
-            current: Scope | None = scope
             while current is not None:
                 source = current.sources.get(qualifier)
                 if source is not None:
                     return self._source(source, name, bad, depth + 1)
                 current = current.parent
             return False
+        # Unqualified: the guard does not know the tables' columns, so every source that
+        # may hold the name must be safe, in this scope and, for a subquery (which may
+        # name a column of the query around it), in the scopes around it too.
         current = scope
+        seen = False
         while current is not None:
             if not self._aliases_safe(current, column, name, bad, depth):
                 return False
             sources = list(current.sources.values())
-            if sources:
-                return all(self._source(s, name, bad, depth + 1, maybe=True) for s in sources)
-            current = current.parent
-        return False
+            seen = seen or bool(sources)
+            if not all(self._source(s, name, bad, depth + 1, maybe=True) for s in sources):
+                return False
+            current = current.parent if current.can_be_correlated else None
+        return seen
 
     def _aliases_safe(
         self, scope: Scope, column: exp.Column, name: str, bad: Callable[[str], bool], depth: int

@@ -115,3 +115,6 @@ SELECT hex(randomblob(4))
 -- ;;
 -- title: random in ORDER BY
 SELECT * FROM orders ORDER BY random() LIMIT 3
+-- ;;
+-- title: 'now' from the query around a correlated subquery
+SELECT (SELECT date(v) FROM orders AS o LIMIT 1) AS d FROM (SELECT 'now' AS v) AS x
