@@ -76,6 +76,8 @@ __all__ = [
     "ScoreItems",
     "SignerRegistered",
     "SignerRetired",
+    "SignerTrusted",
+    "SignerUntrusted",
     "SliceComputed",
     "SqlExecuted",
     "SqlGuarded",
@@ -849,6 +851,32 @@ class ForeignSignerRegistered(EventBase, tag="signer.foreign.v1", frozen=True, k
     accepted_by: str
 
 
+class SignerTrusted(EventBase, tag="signer.trusted.v1", frozen=True, kw_only=True):
+    """The operator of this ledger trusts a key to sign runs made elsewhere (issue 29,
+    docs/exchange.md). In stream ``ledger``, signed by the operator (``trusted_by``).
+    ``import run`` accepts a bundle only when every key that signed its run events is
+    trusted and not revoked; ``origin``, when set, is the only ledger whose runs the
+    key is trusted for (the bundle's origin must be attested by the key's signature).
+    A name is bound to one key per ledger: no other key, native or trusted, may use
+    ``name``."""
+
+    key_id: str
+    name: str
+    public_key: str
+    trusted_by: str
+    origin: str | UnsetType = UNSET
+
+
+class SignerUntrusted(EventBase, tag="signer.untrusted.v1", frozen=True, kw_only=True):
+    """The operator revokes the trust a ``signer.trusted.v1`` gave (issue 29). Runs
+    imported before this seq stay readable (reports say the trust was revoked); no run
+    signed by the key is imported after it."""
+
+    key_id: str
+    name: str
+    revoked_by: str
+
+
 class EventImported(EventBase, tag="event.imported.v1", frozen=True, kw_only=True):
     """One event of a run recorded on another ledger, kept exactly as signed there
     (issue 18, docs/exchange.md). ``body`` is the original canonical bytes
@@ -943,6 +971,8 @@ Event = (
     | ClaimsChecked
     | RunWithdrawn
     | PromptStored
+    | SignerTrusted
+    | SignerUntrusted
 )
 
 EVENT_TYPES: tuple[type[EventBase], ...] = (
@@ -970,6 +1000,8 @@ EVENT_TYPES: tuple[type[EventBase], ...] = (
     ClaimsChecked,
     RunWithdrawn,
     PromptStored,
+    SignerTrusted,
+    SignerUntrusted,
 )
 
 # Old tag -> function turning an old body (a dict) into the next version's body.

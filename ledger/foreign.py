@@ -29,6 +29,8 @@ from ledger.events import (
     ForeignSignerRegistered,
     SignerRegistered,
     SignerRetired,
+    SignerTrusted,
+    SignerUntrusted,
 )
 from ledger.keys import KeyEntry, key_id_hex, verify_event_signature
 
@@ -46,6 +48,8 @@ __all__ = [
 NOT_IMPORTABLE = (
     SignerRegistered,
     SignerRetired,
+    SignerTrusted,
+    SignerUntrusted,
     BankPublished,
     CheckpointIssued,
     ForeignSignerRegistered,
@@ -122,6 +126,49 @@ class ForeignChecker:
     def __init__(self) -> None:
         self.keys: dict[str, ForeignSignerRegistered] = {}
         self._heads: dict[str, tuple[int, bytes]] = {}
+        #: key id -> its trust windows [seq of signer.trusted.v1, seq of the revocation
+        #: after it or None] (issue 29), in log order.
+        self._windows: dict[str, list[list[int | None]]] = {}
+        #: key id -> the first wrapper it signed before any trust (ledgers written before
+        #: issue 29): the key must be trusted somewhere in the log (checked by finish).
+        self._untrusted: dict[str, int] = {}
+        #: origin -> imported events checked (for verify's summary).
+        self.by_origin: dict[str, int] = {}
+
+    def trust(self, seq: int, event: SignerTrusted | SignerUntrusted) -> None:
+        """Open (signer.trusted.v1) or close (signer.untrusted.v1) a key's trust window."""
+        windows = self._windows.setdefault(event.key_id, [])
+        if isinstance(event, SignerTrusted):
+            windows.append([seq, None])
+        elif windows and windows[-1][1] is None:
+            windows[-1][1] = seq
+
+    def _check_trust(self, seq: int, key: ForeignSignerRegistered) -> None:
+        windows = self._windows.get(key.key_id, [])
+        opened = [w for w in windows if w[0] is not None and w[0] < seq]
+        if not opened:
+            self._untrusted.setdefault(key.key_id, seq)
+            return
+        if any(end is None or seq < end for _, end in opened):
+            return
+        raise SignatureError(
+            f"seq {seq}: imported event signed by foreign key {key.name} ({key.key_id}) "
+            f"after its trust was revoked at seq {opened[-1][1]}",
+            seq=seq,
+        )
+
+    def finish(self) -> None:
+        """After the walk: every key that signed an imported run is trusted in the log."""
+        for key_id, seq in sorted(self._untrusted.items(), key=lambda kv: kv[1]):
+            if key_id not in self._windows:
+                key = self.keys[key_id]
+                raise SignatureError(
+                    f"seq {seq}: imported event signed by foreign key {key.name} ({key_id}), "
+                    "which no signer.trusted.v1 in this log trusts",
+                    seq=seq,
+                    hint="if you trust that key, record it: caseledger signers trust KEY.pub "
+                    f"--name {key.name}",
+                )
 
     def register(self, seq: int, event: ForeignSignerRegistered, by: KeyEntry) -> None:
         """Accept a foreign signer (it must be well formed and accepted by an operator)."""
@@ -161,6 +208,7 @@ class ForeignChecker:
                 f"({key.key_id}) was accepted for {key.origin}",
                 seq=seq,
             )
+        self._check_trust(seq, key)
         problem = signature_problem(
             base64.b64decode(key.public_key), inner.leaf, inner.sig, inner.prev_chain
         )
@@ -185,4 +233,5 @@ class ForeignChecker:
                 seq=seq,
             )
         self._heads[wrapper.stream] = (event.stream_seq, inner.leaf)
+        self.by_origin[wrapper.origin] = self.by_origin.get(wrapper.origin, 0) + 1
         return inner

@@ -10,6 +10,11 @@ event after its SignerRegistered (the genesis registration at seq 0 signs
 itself) up to and including its own SignerRetired. Windows are positions in
 the log, because order is by sequence number only; ``valid_from`` and
 ``retired_at`` are the writer's time claims and are kept for readers.
+
+It also holds the keys the operator trusts to sign runs made elsewhere
+(``signer.trusted.v1`` / ``signer.untrusted.v1``, issue 29): a trusted key signs
+nothing in this log, it only vouches for imported runs. A signer name is bound to
+one key per ledger, whether the key is registered here or trusted.
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ from cryptography.hazmat.primitives.serialization import (
     PrivateFormat,
     PublicFormat,
 )
+from msgspec import UnsetType
 
 from ledger.checkpoint import (
     key_id as _c2sp_key_id,
@@ -41,7 +47,13 @@ from ledger.checkpoint import (
     verifier_key_string,
 )
 from ledger.errors import StoreError, UsageError
-from ledger.events import EventBase, SignerRegistered, SignerRetired
+from ledger.events import (
+    EventBase,
+    SignerRegistered,
+    SignerRetired,
+    SignerTrusted,
+    SignerUntrusted,
+)
 
 __all__ = [
     "EVENT_SIGNING_PREFIX",
@@ -49,6 +61,7 @@ __all__ = [
     "KeyEntry",
     "Keyring",
     "Signer",
+    "TrustEntry",
     "encode_public_key",
     "event_message",
     "key_id_hex",
@@ -223,6 +236,41 @@ class KeyEntry:
         return verifier_key_string(self.name, self.public_key)
 
 
+@dataclass(frozen=True)
+class TrustEntry:
+    """A key trusted to sign runs imported from other ledgers, and its window."""
+
+    key_id: str
+    name: str
+    public_key: bytes
+    origin: str | None  # the only origin it is trusted for; None: any
+    trusted_seq: int
+    revoked_seq: int | None = None
+
+    @property
+    def verifier_key(self) -> str:
+        """The C2SP verifier-key string of this key."""
+        return verifier_key_string(self.name, self.public_key)
+
+    def active_at(self, seq: int) -> bool:
+        """Whether the trust holds at ``seq``: after the trust, before any revocation."""
+        return self.trusted_seq < seq and (self.revoked_seq is None or seq < self.revoked_seq)
+
+
+def _public_key_problem(name: str, key_id: str, encoded: str) -> str | None:
+    """Why a (name, key id, base64 public key) triple of a signer event does not hold."""
+    try:
+        public_key = base64.b64decode(encoded, validate=True)
+    except ValueError:
+        return f"public key of {name} is not base64"
+    if len(public_key) != 32:
+        return f"public key of {name} has {len(public_key)} bytes, expected 32"
+    expected = key_id_hex(name, public_key)
+    if key_id != expected:
+        return f"key id {key_id} of {name} should be {expected}"
+    return None
+
+
 class Keyring:
     """The signers registered in a log, built by applying signer events in order.
 
@@ -234,6 +282,9 @@ class Keyring:
     def __init__(self) -> None:
         self._by_id: dict[str, KeyEntry] = {}
         self._by_name: dict[str, KeyEntry] = {}
+        #: Keys trusted for imported runs (the newest trust of each key), by key id and name.
+        self._trusted: dict[str, TrustEntry] = {}
+        self._trusted_by_name: dict[str, TrustEntry] = {}
 
     def __len__(self) -> int:
         return len(self._by_id)
@@ -249,6 +300,34 @@ class Keyring:
     def by_name(self, name: str) -> KeyEntry | None:
         """The signer registered under this name, if any."""
         return self._by_name.get(name)
+
+    def trusted(self, key_id: str) -> TrustEntry | None:
+        """The trust given to this key id for imported runs (revoked or not), if any."""
+        return self._trusted.get(key_id)
+
+    def trusted_by_name(self, name: str) -> TrustEntry | None:
+        """The key trusted under this name, if any."""
+        return self._trusted_by_name.get(name)
+
+    def trust_entries(self) -> list[TrustEntry]:
+        """Every trusted key (the newest trust of each), in the order they were trusted."""
+        return sorted(self._trusted.values(), key=lambda e: e.trusted_seq)
+
+    def name_problem(self, name: str, key_id: str) -> str | None:
+        """Why ``name`` may not be bound to ``key_id`` here (one key per name per ledger)."""
+        native = self._by_name.get(name)
+        if native is not None and native.key_id != key_id:
+            return (
+                f"signer name {name} is bound in this ledger to key id {native.key_id} "
+                f"(registered at seq {native.registered_seq}); a name names one key"
+            )
+        trusted = self._trusted_by_name.get(name)
+        if trusted is not None and trusted.key_id != key_id:
+            return (
+                f"signer name {name} is bound in this ledger to key id {trusted.key_id} "
+                f"(trusted at seq {trusted.trusted_seq}); a name names one key"
+            )
+        return None
 
     def signer_problem(self, seq: int, key_id: str, event: EventBase | None = None) -> str | None:
         """Why ``key_id`` may not sign the event at ``seq`` (None when it may).
@@ -276,22 +355,23 @@ class Keyring:
                 f"signed by key {entry.name} ({key_id}) after it was retired at seq "
                 f"{entry.retired_seq} ({entry.retired_at})"
             )
-        if isinstance(event, SignerRegistered | SignerRetired) and entry.role != "operator":
+        signer_events = SignerRegistered | SignerRetired | SignerTrusted | SignerUntrusted
+        if isinstance(event, signer_events) and entry.role != "operator":
             return f"signer events need an operator key, {entry.name} ({key_id}) is {entry.role}"
         return None
 
     def event_problem(self, event: EventBase) -> str | None:
         """Why a signer event may not be applied (None when it may, or is not one)."""
         if isinstance(event, SignerRegistered):
-            try:
-                public_key = base64.b64decode(event.public_key, validate=True)
-            except ValueError:
-                return f"public key of {event.name} is not base64"
-            if len(public_key) != 32:
-                return f"public key of {event.name} has {len(public_key)} bytes, expected 32"
-            expected = key_id_hex(event.name, public_key)
-            if event.key_id != expected:
-                return f"key id {event.key_id} of {event.name} should be {expected}"
+            problem = _public_key_problem(event.name, event.key_id, event.public_key)
+            if problem:
+                return problem
+            trusted = self._trusted_by_name.get(event.name)
+            if trusted is not None:
+                return (
+                    f"signer name {event.name} is bound to trusted key id {trusted.key_id} "
+                    f"(seq {trusted.trusted_seq}); a name names one key"
+                )
             known = self._by_name.get(event.name)
             if known is not None:
                 return (
@@ -310,6 +390,31 @@ class Keyring:
                 )
             if event.retired_at < entry.valid_from:
                 return f"retired_at {event.retired_at} is before valid_from {entry.valid_from}"
+        elif isinstance(event, SignerTrusted):
+            return self._trust_problem(event)
+        elif isinstance(event, SignerUntrusted):
+            held = self._trusted.get(event.key_id)
+            if held is None or held.name != event.name:
+                return f"revokes trust in {event.name} ({event.key_id}), which is not trusted"
+            if held.revoked_seq is not None:
+                return (
+                    f"trust in {event.name} ({event.key_id}) was already revoked at seq "
+                    f"{held.revoked_seq}"
+                )
+        return None
+
+    def _trust_problem(self, event: SignerTrusted) -> str | None:
+        problem = _public_key_problem(event.name, event.key_id, event.public_key)
+        if problem:
+            return problem
+        if event.key_id in self._by_id:
+            return f"key {event.name} ({event.key_id}) is registered in this ledger, not foreign"
+        problem = self.name_problem(event.name, event.key_id)
+        if problem:
+            return problem
+        held = self._trusted.get(event.key_id)
+        if held is not None and held.revoked_seq is None:
+            return f"key {event.name} ({event.key_id}) is trusted already (seq {held.trusted_seq})"
         return None
 
     def apply(self, seq: int, event: EventBase) -> None:
@@ -330,6 +435,20 @@ class Keyring:
             new = replace(old, retired_at=event.retired_at, retired_seq=seq, reason=event.reason)
             self._by_id[new.key_id] = new
             self._by_name[new.name] = new
+        elif isinstance(event, SignerTrusted):
+            trust = TrustEntry(
+                key_id=event.key_id,
+                name=event.name,
+                public_key=base64.b64decode(event.public_key),
+                origin=None if isinstance(event.origin, UnsetType) else event.origin,
+                trusted_seq=seq,
+            )
+            self._trusted[trust.key_id] = trust
+            self._trusted_by_name[trust.name] = trust
+        elif isinstance(event, SignerUntrusted):
+            revoked = replace(self._trusted[event.key_id], revoked_seq=seq)
+            self._trusted[revoked.key_id] = revoked
+            self._trusted_by_name[revoked.name] = revoked
 
     def active_operators(self) -> list[KeyEntry]:
         """Operator keys that are not retired."""

@@ -65,6 +65,8 @@ from ledger.events import (
     RunFinished,
     SignerRegistered,
     SignerRetired,
+    SignerTrusted,
+    SignerUntrusted,
     tag_of,
 )
 from ledger.keys import Keyring, Signer, encode_public_key, event_message
@@ -84,7 +86,9 @@ __all__ = ["FORMAT", "GENESIS_CHAIN", "Draft", "Ledger", "StoredEvent", "link_of
 
 GENESIS_CHAIN = bytes(32)
 _ENVELOPE_FIELDS = ("stream", "stream_seq", "stream_prev", "at")
-_SIGNER_TAGS = (tag_of(SignerRegistered), tag_of(SignerRetired))
+_SIGNER_TAGS = tuple(
+    tag_of(c) for c in (SignerRegistered, SignerRetired, SignerTrusted, SignerUntrusted)
+)
 #: Batches holding one of these get an automatic checkpoint (see the module doc).
 _CHECKPOINT_AFTER = (RunFinished, BankPublished, EventImported)
 _CHUNK_ROWS = 128  # rows per chunk where chunks are inserted as the next is signed (_write)

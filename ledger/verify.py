@@ -61,6 +61,8 @@ from ledger.events import (
     PromptSent,
     PromptStored,
     SignerRegistered,
+    SignerTrusted,
+    SignerUntrusted,
 )
 from ledger.foreign import ForeignChecker
 from ledger.keys import EVENT_SIGNING_PREFIX, EVENT_SIGNING_PREFIX_V2, Keyring
@@ -457,6 +459,8 @@ def _walk(
                 raise _fail(SignatureError, seq, "signature is not a blob")
             checker.add(seq, entry.public_key, prev_chain, leaf, sig)
             prev_chain = chain
+            if isinstance(event, SignerTrusted | SignerUntrusted):
+                foreign.trust(seq, event)
             if isinstance(event, ForeignSignerRegistered):
                 foreign.register(seq, event, entry)
             elif isinstance(event, EventImported):
@@ -490,6 +494,7 @@ def _walk(
     bad = checker.finish()
     if bad is not None:
         raise _fail(SignatureError, bad, checker.problem(bad))
+    foreign.finish()
     size = expected
     if size == 0:
         raise VerificationError("the ledger holds no events (not even its genesis)", seq=0)

@@ -67,6 +67,8 @@ from ledger.events import (
     RunStarted,
     RunWithdrawn,
     ScoreComputed,
+    SignerTrusted,
+    SignerUntrusted,
     SliceComputed,
     SqlExecuted,
     SqlGuarded,
@@ -123,6 +125,8 @@ CONSUMES = (
     *CALIBRATION_EVENTS,
     ForeignSignerRegistered,
     EventImported,
+    SignerTrusted,
+    SignerUntrusted,
 )
 
 #: One replay item: (seq, leaf hash bytes, decoded event).
@@ -164,6 +168,8 @@ class RunInfo(msgspec.Struct):
     #: imported from another machine (docs/exchange.md); None for a run recorded here.
     signer_key_id: str | None = None
     signer_name: str | None = None
+    #: The origin its wrappers record (as attested by the signer, or ``unattested``).
+    signer_origin: str | None = None
     #: The run's first RunWithdrawn and its seq, when an operator withdrew it.
     withdrawn: RunWithdrawn | None = None
     withdrawn_seq: int | None = None
@@ -194,6 +200,9 @@ class State(msgspec.Struct):
     calibrations: dict[str, CalibrationRecord] = msgspec.field(default_factory=dict)
     #: Foreign signers accepted by this ledger (signer.foreign.v1): key id -> name.
     foreign_signers: dict[str, str] = msgspec.field(default_factory=dict)
+    #: Keys trusted for imported runs (signer.trusted.v1 / signer.untrusted.v1, issue 29):
+    #: key id -> [seq of its newest trust, seq of the revocation after it or None].
+    trusted: dict[str, list[int | None]] = msgspec.field(default_factory=dict)
     #: stream -> prompt_sha256 -> text of each PromptStored folded (issue 22).
     prompts: dict[str, dict[str, str]] = msgspec.field(default_factory=dict)
 
@@ -261,6 +270,12 @@ def apply(state: State, item: Item) -> State:
         _apply_imported(state, seq, event)
     elif isinstance(event, ForeignSignerRegistered):
         state.foreign_signers[event.key_id] = event.name
+    elif isinstance(event, SignerTrusted):
+        state.trusted[event.key_id] = [seq, None]
+    elif isinstance(event, SignerUntrusted):
+        held = state.trusted.get(event.key_id)
+        if held is not None:
+            held[1] = seq
     state.size = seq + 1
     return state
 
@@ -306,6 +321,7 @@ def _apply_imported(state: State, seq: int, wrapper: EventImported) -> None:
         info = state.runs[inner.run_id]
         info.signer_key_id = wrapper.key_id
         info.signer_name = state.foreign_signers.get(wrapper.key_id, "")
+        info.signer_origin = wrapper.origin
 
 
 def touch_run(state: State, run_id: str, at: str) -> RunInfo | None:

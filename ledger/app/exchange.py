@@ -22,8 +22,12 @@ from dataclasses import dataclass
 from typing import Any
 
 import msgspec
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+from msgspec import UNSET, UnsetType
 
 from ledger import codec
+from ledger.app.trust import TrustKey, trust_draft
 from ledger.errors import ChainBrokenError, SignatureError, UsageError, VerificationError
 from ledger.events import (
     LEDGER_STREAM,
@@ -42,18 +46,21 @@ from ledger.foreign import (
     signature_problem,
 )
 from ledger.harness.runner import RUN_ID_PATTERN
-from ledger.keys import Signer, encode_public_key
+from ledger.keys import Keyring, Signer, TrustEntry, encode_public_key
 from ledger.store import GENESIS_CHAIN, Draft, Ledger
 
 __all__ = [
     "FORMAT",
+    "UNATTESTED",
     "Bundle",
     "BundleEvent",
     "BundleSigner",
     "ImportResult",
+    "OriginProof",
     "check_bundle",
     "export_run",
     "import_run",
+    "origin_message",
     "read_bundle",
 ]
 
@@ -84,6 +91,13 @@ class BundleEvent(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     sig: str  # standard base64
 
 
+class OriginProof(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """A signature by a key that signed the run, over :func:`origin_message` (issue 29)."""
+
+    key_id: str
+    sig: str  # standard base64
+
+
 class Bundle(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """A run exported from one ledger (see the module doc and docs/exchange.md)."""
 
@@ -94,6 +108,21 @@ class Bundle(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     bank: BundleEvent
     signers: tuple[BundleSigner, ...]
     events: tuple[BundleEvent, ...]
+    #: The origin attested by a key that signed the run; absent: the origin is not bound
+    #: and an importing ledger records the run's origin as ``unattested``.
+    origin_proof: OriginProof | UnsetType = UNSET
+
+
+#: The origin an imported run is recorded under when its bundle does not attest one.
+UNATTESTED = "unattested"
+#: Domain separation of the origin attestation (never a valid event or note message).
+ORIGIN_PREFIX = b"caseledger/run-origin/v1\n"
+
+
+def origin_message(origin: str, run: str, first: str, last: str) -> bytes:
+    """What a bundle's origin proof signs: the origin, the run id and the event ids of the
+    run's first and last events, one per line after the domain prefix."""
+    return ORIGIN_PREFIX + f"{origin}\n{run}\n{first}\n{last}\n".encode()
 
 
 # ----------------------------------------------------------------- export
@@ -123,11 +152,14 @@ def _bundle_event(
     )
 
 
-def export_run(ledger: Ledger, run_id: str) -> bytes:
+def export_run(ledger: Ledger, run_id: str, attest: Signer | None = None) -> bytes:
     """The bundle of run ``run_id`` as canonical JSON bytes (one line, newline-terminated).
 
     Every row is read through the checked scan (leaf hashes and chain hold) and
-    every exported signature is checked with the key the ledger registered.
+    every exported signature is checked with the key the ledger registered. With
+    ``attest`` (the exporting operator's key, when it signed the run) the bundle's
+    origin is attested by its signature (``origin_proof``); Ed25519 signatures are
+    deterministic, so the bundle stays the same bytes.
 
     Raises:
         UsageError: no such run, an unfinished run, or a run this ledger imported.
@@ -183,6 +215,12 @@ def export_run(ledger: Ledger, run_id: str) -> bytes:
             verifier_key=entry.verifier_key,
         )
         out.append(_bundle_event(seq, body, leaf, before, key_id, sig, entry.public_key))
+    events = tuple(out[1:])
+    proof: OriginProof | UnsetType = UNSET
+    if attest is not None and any(ev.key_id == attest.key_id for ev in events):
+        message = origin_message(origin, run_id, events[0].leaf_hash, events[-1].leaf_hash)
+        sig = base64.b64encode(attest.sign(message)).decode("ascii")
+        proof = OriginProof(key_id=attest.key_id, sig=sig)
     bundle = Bundle(
         format=FORMAT,
         run=run_id,
@@ -190,7 +228,8 @@ def export_run(ledger: Ledger, run_id: str) -> bytes:
         bank_hash=started.bank_hash,
         bank=out[0],
         signers=tuple(signers[k] for k in sorted(signers)),
-        events=tuple(out[1:]),
+        events=events,
+        origin_proof=proof,
     )
     return codec.canonical_json(bundle) + b"\n"
 
@@ -275,6 +314,10 @@ def check_bundle(bundle: Bundle, name: str) -> tuple[BankPublished, list[_Checke
     """
     keys: dict[str, bytes] = {}
     for s in bundle.signers:
+        if s.key_id in keys:
+            raise VerificationError(
+                f"{name}: signer {s.name} ({s.key_id}) is listed twice; nothing was imported"
+            )
         fake = ForeignSignerRegistered(
             stream=LEDGER_STREAM,
             stream_seq=0,
@@ -352,20 +395,117 @@ class ImportResult:
     already: bool  # the same bundle was imported before: nothing appended
     registered: tuple[str, ...]  # foreign signers accepted now, "name (key id)"
     seqs: tuple[int, ...] = ()
+    trusted: tuple[str, ...] = ()  # keys trusted now by --trust, "name (key id)"
+    #: name (key id) -> the seq of the signer.trusted.v1 its run is accepted under.
+    trusted_since: tuple[tuple[str, int | None], ...] = ()
 
 
-def import_run(ledger: Ledger, signer: Signer, data: bytes, name: str) -> ImportResult:
-    """Check the bundle ``data`` (file ``name``) against itself and this ledger, then append.
+def attested_origin(bundle: Bundle, name: str) -> str:
+    """The origin the bundle's proof attests, or :data:`UNATTESTED` without a proof.
+
+    The proof must be by a key that signed the run's events and verify over
+    :func:`origin_message`; a proof that does not (an edited origin, a proof moved
+    from another bundle) refuses the bundle.
 
     Raises:
-        UsageError (exit 2): not a bundle; the bank is not published in this ledger.
-        VerificationError (exit 1): a changed, partial or forked bundle, or a run id
-            this ledger already holds with other events; nothing is appended.
+        SignatureError (exit 1): the proof does not hold; nothing is imported.
+    """
+    proof = bundle.origin_proof
+    if isinstance(proof, UnsetType):
+        return UNATTESTED
+    signers = {s.key_id: s for s in bundle.signers}
+    run_keys = {ev.key_id for ev in bundle.events}
+    who = signers.get(proof.key_id)
+    if who is None or proof.key_id not in run_keys or not bundle.events:
+        raise SignatureError(
+            f"{name}: the origin proof is by key id {proof.key_id}, which signed no event of "
+            f"run {bundle.run}; nothing was imported"
+        )
+    first, last = bundle.events[0].leaf_hash, bundle.events[-1].leaf_hash
+    try:
+        sig = base64.b64decode(proof.sig, validate=True)
+        public = base64.b64decode(who.public_key, validate=True)
+        Ed25519PublicKey.from_public_bytes(public).verify(
+            sig, origin_message(bundle.origin, bundle.run, first, last)
+        )
+    except (ValueError, InvalidSignature):
+        raise SignatureError(
+            f"{name}: the origin {bundle.origin} is not what key {who.name} ({who.key_id}) "
+            "attested for this run (the origin or the run was changed); nothing was imported"
+        ) from None
+    return bundle.origin
+
+
+def _not_trusted(name: str, s: BundleSigner, keyring: Keyring) -> SignatureError:
+    """The refusal of a run signed by a key this ledger does not trust."""
+    bound = keyring.trusted_by_name(s.name)
+    native = keyring.by_name(s.name)
+    if bound is not None and bound.key_id != s.key_id:
+        why = (
+            f"the key differs from the one trusted under that name ({bound.key_id}, seq "
+            f"{bound.trusted_seq})"
+        )
+    elif native is not None and native.key_id != s.key_id:
+        why = f"that name is this ledger's own key {native.key_id}"
+    else:
+        why = "the key is not trusted here (no trust on first use)"
+    return SignatureError(
+        f"{name}: run signed by {s.name} (key id {s.key_id}): {why}; nothing was imported",
+        hint=f"if you trust this key, get its verifier key from its owner (not from the "
+        f"bundle) and run `caseledger signers trust KEY.pub --name {s.name}`, or "
+        "`caseledger import run FILE --trust KEY.pub`",
+    )
+
+
+def _trust_of(
+    name: str, s: BundleSigner, keyring: Keyring, origin: str, pending: TrustEntry | None
+) -> TrustEntry:
+    """The trust a run key is accepted under (refusing an untrusted, revoked or
+    wrong-origin key with SignatureError, exit 1)."""
+    entry = pending if pending is not None and pending.key_id == s.key_id else None
+    entry = entry or keyring.trusted(s.key_id)
+    if entry is None or entry.name != s.name:
+        raise _not_trusted(name, s, keyring)
+    if entry.revoked_seq is not None:
+        raise SignatureError(
+            f"{name}: run signed by {s.name} (key id {s.key_id}), whose trust was revoked at "
+            f"seq {entry.revoked_seq}; nothing was imported"
+        )
+    if entry.origin is not None and origin != entry.origin:
+        raise SignatureError(
+            f"{name}: run signed by {s.name} (key id {s.key_id}) from {origin}; the key is "
+            f"trusted only for runs of {entry.origin}; nothing was imported"
+        )
+    return entry
+
+
+def import_run(
+    ledger: Ledger,
+    signer: Signer,
+    data: bytes,
+    name: str,
+    *,
+    trust: TrustKey | None = None,
+    trust_origin: str | None = None,
+) -> ImportResult:
+    """Check the bundle ``data`` (file ``name``) against itself and this ledger, then append.
+
+    Every key that signed the run's events must be trusted here (``signers trust``);
+    ``trust`` trusts one more key in the same batch (``import run --trust``), after
+    every check held.
+
+    Raises:
+        UsageError (exit 2): not a bundle; the bank is not published in this ledger;
+            ``trust`` cannot be trusted here (its name names another key).
+        VerificationError / SignatureError (exit 1): a changed, partial or forked bundle,
+            a run id this ledger already holds with other events, a key not trusted
+            here, an origin its key did not attest; nothing is appended.
     """
     if signer.role != "operator":
         raise UsageError(f"importing a run needs an operator key, {signer.name} is {signer.role}")
     bundle = read_bundle(data, name)
     _, checked = check_bundle(bundle, name)
+    origin = attested_origin(bundle, name)
     run = bundle.run
     size = ledger.size()
     banks: set[str] = set()
@@ -390,33 +530,58 @@ def import_run(ledger: Ledger, signer: Signer, data: bytes, name: str) -> Import
             hint="publish that bank here first (caseledger bank publish), then import again",
         )
     if stream:
-        return _already(bundle, checked, stream, name, ledger)
-    registered: list[Draft] = []
+        return _already(bundle, origin, checked, stream, name, ledger)
+    keyring = ledger.keyring()
+    drafts: list[Draft] = []
+    pending: TrustEntry | None = None
+    trusted_now: list[str] = []
+    run_keys = {c.source.key_id for c in checked}
+    if trust is not None:
+        if trust.key_id not in run_keys:
+            raise UsageError(
+                f"{name}: --trust names {trust.name} ({trust.key_id}), which signed no event "
+                f"of run {run} (its signers: {', '.join(sorted(run_keys))}); nothing was "
+                "imported"
+            )
+        held = keyring.trusted(trust.key_id)
+        if held is None or held.revoked_seq is not None:
+            drafts.append(trust_draft(ledger, trust, signer, trust_origin))
+            # its seq is known after the append; the window opens before the run's rows
+            pending = TrustEntry(
+                trust.key_id, trust.name, trust.public_key, trust_origin, trusted_seq=-1
+            )
+            trusted_now.append(f"{trust.name} ({trust.key_id})")
+    trusts: dict[str, TrustEntry] = {}
+    for s in bundle.signers:
+        if s.key_id in run_keys:
+            trusts[s.key_id] = _trust_of(name, s, keyring, origin, pending)
     names: list[str] = []
     for s in bundle.signers:
+        if s.key_id not in run_keys:
+            continue  # signed only the bank's BankPublished, which is not imported
         known = accepted.get(s.key_id)
-        if known is not None and known.origin == bundle.origin:
+        if known is not None and known.origin == origin:
             continue
         if known is not None:
             raise VerificationError(
                 f"{name}: signer {s.name} ({s.key_id}) was accepted here for ledger "
-                f"{known.origin}, this bundle comes from {bundle.origin}; nothing was imported"
+                f"{known.origin}, this bundle comes from {origin}; nothing was imported"
             )
         fields = {
             "key_id": s.key_id,
             "name": s.name,
             "public_key": s.public_key,
-            "origin": bundle.origin,
+            "origin": origin,
             "accepted_by": signer.key_id,
         }
-        registered.append(Draft(ForeignSignerRegistered, LEDGER_STREAM, fields))
+        drafts.append(Draft(ForeignSignerRegistered, LEDGER_STREAM, fields))
         names.append(f"{s.name} ({s.key_id})")
     wrappers = [
         Draft(
             EventImported,
             run,
             {
-                "origin": bundle.origin,
+                "origin": origin,
                 "origin_seq": c.source.seq,
                 "body": c.source.body,
                 "prev_chain": c.source.prev_chain,
@@ -426,12 +591,26 @@ def import_run(ledger: Ledger, signer: Signer, data: bytes, name: str) -> Import
         )
         for c in checked
     ]
-    seqs = ledger.append([*registered, *wrappers], signer, expect_size=size)
-    return ImportResult(run, bundle.origin, len(checked), False, tuple(names), tuple(seqs))
+    seqs = ledger.append([*drafts, *wrappers], signer, expect_size=size)
+    since = tuple(
+        (f"{t.name} ({t.key_id})", seqs[0] if t.trusted_seq < 0 else t.trusted_seq)
+        for t in sorted(trusts.values(), key=lambda t: t.key_id)
+    )
+    return ImportResult(
+        run,
+        origin,
+        len(checked),
+        False,
+        tuple(names),
+        tuple(seqs),
+        tuple(trusted_now),
+        since,
+    )
 
 
 def _already(
     bundle: Bundle,
+    origin: str,
     checked: list[_Checked],
     stream: list[tuple[int, Any]],
     name: str,
@@ -455,7 +634,7 @@ def _already(
                 f"{run}); nothing was imported"
             )
         seq, have = imported[c.index]
-        if have.body != c.source.body or have.sig != c.source.sig or have.origin != bundle.origin:
+        if have.body != c.source.body or have.sig != c.source.sig or have.origin != origin:
             inner, _ = inner_of(have)
             theirs = link(inner.leaf) if inner is not None else "an unreadable event"
             raise VerificationError(
@@ -468,4 +647,4 @@ def _already(
             f"{name}: run {run} was imported with {len(imported)} events; this bundle has "
             f"{len(checked)} (a fork of run {run}); nothing was imported"
         )
-    return ImportResult(run, bundle.origin, len(checked), True, ())
+    return ImportResult(run, origin, len(checked), True, ())

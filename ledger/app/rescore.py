@@ -29,6 +29,7 @@ from ledger.app.snapshot import run_snapshots
 from ledger.bank.build import build_database, freeze_gold_at, gold_digest
 from ledger.bank.model import Bank
 from ledger.bank.registry import DB_SUFFIX, PublishedBank, bank_paths
+from ledger.codec import leaf_hash as codec_leaf
 from ledger.engines import Executor, discard, executor_for
 from ledger.errors import (
     BankError,
@@ -42,6 +43,7 @@ from ledger.events import (
     LEDGER_STREAM,
     BankPublished,
     EventBase,
+    EventImported,
     Limits,
     OutputParsed,
     ProviderFailed,
@@ -52,6 +54,7 @@ from ledger.events import (
     SqlGuarded,
     tag_of,
 )
+from ledger.foreign import inner_of
 from ledger.harness import pipeline
 from ledger.harness import score as score_mod
 from ledger.harness.attempt import Stream
@@ -314,6 +317,25 @@ def _rescore_run(
 # ----------------------------------------------------------------- verify --recompute
 
 _EVIDENCE_TYPES = (OutputParsed, SqlGuarded, SqlExecuted, ProviderFailed)
+#: How the per-origin counts of verify --recompute name runs recorded in this ledger.
+HERE = "this ledger"
+_IMPORTED_TAG = tag_of(EventImported)
+
+
+def _unwrapped(row: StoredEvent) -> tuple[StoredEvent, str | None]:
+    """An event.imported.v1 row as the event its home ledger signed (same seq, the
+    original body and leaf hash, which evidence links name) and its origin; any
+    other row as it is, with None. ``verify`` has checked the wrapper already."""
+    if envelope_of(row.seq, row.body).type != _IMPORTED_TAG:
+        return row, None
+    wrapper = row.event()
+    inner, problem = inner_of(wrapper) if isinstance(wrapper, EventImported) else (None, "")
+    if inner is None:
+        raise VerificationError(f"seq {row.seq}: {problem}", seq=row.seq)
+    origin = wrapper.origin if isinstance(wrapper, EventImported) else ""
+    return row._replace(body=inner.body, leaf_hash=inner.leaf), origin
+
+
 #: Evidence events kept in memory while verify --recompute walks a bound ledger.
 _WINDOW = 4096
 
@@ -360,16 +382,29 @@ class Recomputation:
         self.rerun = 0
         self.equal = 0
         self.not_comparable = 0
+        #: origin -> [scores re-derived, executions re-run] (issue 29); ``this ledger``
+        #: for runs recorded here, else the origin an imported run's wrappers record.
+        self.by_origin: dict[str, list[int]] = {}
 
     def summary(self) -> str:
-        """One line for people."""
+        """One line for people, and one more per origin when the ledger imported runs."""
         line = f"recompute: {self.scores} scores re-derived"
         if self.reexecute:
             line += (
                 f"; {self.rerun} executions re-run, {self.equal} equal, "
                 f"{self.not_comparable} not comparable (timeout or memory stop)"
             )
+        if set(self.by_origin) - {HERE}:
+            for origin in sorted(self.by_origin, key=lambda o: (o != HERE, o)):
+                scores, rerun = self.by_origin[origin]
+                line += f"\n  {origin}: {scores} scores re-derived, {rerun} executions re-run"
         return line
+
+    def count(self, origin: str, *, scores: int = 0, rerun: int = 0) -> None:
+        """Add to the counts of ``origin``."""
+        held = self.by_origin.setdefault(origin, [0, 0])
+        held[0] += scores
+        held[1] += rerun
 
     def bind(self, ledger: Ledger) -> None:
         """Look evidence up in ``ledger`` by leaf hash (the verified ledger being walked)
@@ -412,6 +447,8 @@ class _Walk:
         self.kept: dict[str, list[tuple[int, bytes, bytes]]] = {}
         #: (stream, leaf hash -> seq) of the stream whose older evidence was last sought.
         self.stream_leaves: tuple[str, dict[bytes, int]] | None = None
+        #: run -> origin of each imported run (its wrappers'), for the per-origin counts.
+        self.origins: dict[str, str] = {}
 
     def close(self) -> None:
         for pool in self.pools.values():
@@ -421,13 +458,19 @@ class _Walk:
         if self.tmp is not None:
             self.tmp.cleanup()
 
-    def add(self, row: StoredEvent) -> None:
-        head = envelope_of(row.seq, row.body)
-        kind = head.type
+    def add(self, stored: StoredEvent) -> None:
+        head = envelope_of(stored.seq, stored.body)
         if self.window is None and head.stream != LEDGER_STREAM:
             # no ledger to read a run's stream from: every run event is kept (as the
             # evidence is, without a ledger) to re-derive RunFinished totals
-            self.kept.setdefault(head.stream, []).append((row.seq, row.body, row.leaf_hash))
+            self.kept.setdefault(head.stream, []).append(
+                (stored.seq, stored.body, stored.leaf_hash)
+            )
+        # issue 29: an imported run is re-derived exactly as a native one
+        row, origin = _unwrapped(stored)
+        if origin is not None:
+            self.origins.setdefault(head.stream, origin)
+        kind = head.type if origin is None else envelope_of(row.seq, row.body).type
         if kind not in self.wanted:
             return  # decode only what the check reads
         event = row.event()
@@ -474,15 +517,20 @@ class _Walk:
         except ValueError:
             return None
         if self.stream_leaves is None or self.stream_leaves[0] != stream:
-            leaves = {
-                bytes(found): seq for seq, _, found in ledger.indexed_stream(stream, ledger.size())
-            }
+            leaves: dict[bytes, int] = {}
+            for at, body, found in ledger.indexed_stream(stream, ledger.size()):
+                # an imported row is named by the leaf hash of the event it wraps
+                inner, _ = _unwrapped(StoredEvent(at, bytes(body), bytes(found), b"", "", b""))
+                leaves[inner.leaf_hash] = at
             self.stream_leaves = (stream, leaves)
         seq = self.stream_leaves[1].get(leaf)
         if seq is None or seq >= before:
             return None
-        row = ledger.get(seq)  # the body hashed to its stored leaf
-        if row is None or row.leaf_hash != leaf:
+        stored = ledger.get(seq)  # the body hashed to its stored leaf
+        if stored is None:
+            return None
+        row, _ = _unwrapped(stored)
+        if row.leaf_hash != leaf or codec_leaf(row.body) != leaf:
             return None
         event = row.event()
         return (seq, event) if isinstance(event, _EVIDENCE_TYPES) else None
@@ -562,6 +610,7 @@ class _Walk:
         except Exception as exc:
             raise InternalError(exc, where=where) from exc
         self.owner.scores += 1
+        self.owner.count(self.origins.get(event.stream, HERE), scores=1)
         recomputed = msgspec.to_builtins(fields, order="sorted", builtin_types=())
         recorded = _recorded(event)
         differ = sorted(
@@ -569,8 +618,10 @@ class _Walk:
         )
         if differ:
             first = differ[0]
+            imported = self.origins.get(event.stream)
+            run = event.stream if imported is None else f"{event.stream} (imported from {imported})"
             raise fail(
-                f"recorded score of {event.stream} case {event.case_id} attempt {event.attempt} "
+                f"recorded score of {run} case {event.case_id} attempt {event.attempt} "
                 f"(scorer {event.scorer_version}) differs from its evidence: {', '.join(differ)} "
                 f"({first}: recorded {recorded.get(first)!r}, "
                 f"recomputed {recomputed.get(first)!r})"
@@ -603,6 +654,7 @@ class _Walk:
         if not judged.executions:
             return  # the recorded guard did not pass it: the score check refuses it
         owner.rerun += 1
+        owner.count(self.origins.get(score.stream, HERE), rerun=1)
         rerun = judged.executions[-1]
         if rerun.error_kind in pipeline.MACHINE_STOPS:
             owner.not_comparable += 1

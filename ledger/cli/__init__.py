@@ -305,6 +305,7 @@ COMMAND_AREAS: dict[str, str] = {
     "demo": "demo",
     "export": "export",
     "import": "exchange",
+    "signers": "exchange",
     "slices": "slices",
     "claims": "claims",
     "ledger": "stores",

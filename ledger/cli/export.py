@@ -9,6 +9,7 @@ import click
 from ledger.app.output import is_stdout, write_output
 from ledger.cli.common import Context, pass_ctx
 from ledger.errors import UsageError
+from ledger.keys import Signer
 
 __all__ = ["register"]
 
@@ -63,6 +64,14 @@ def export_audit_cmd(
         click.echo(f"  {line}")
 
 
+def _operator_key(ctx: Context) -> Signer | None:
+    """The operator key in ``$CASELEDGER_HOME/keys``, if there is one: it attests the
+    bundle's origin when it signed the run (docs/exchange.md); without it the bundle
+    carries no attestation and an importing ledger records the origin as unattested."""
+    path = ctx.home / "keys" / "operator.key"
+    return Signer.load(path) if path.is_file() else None
+
+
 @export.command("run")
 @click.argument("run_id", metavar="RUN")
 @click.option(
@@ -82,8 +91,9 @@ def export_run_cmd(ctx: Context, run_id: str, out_file: Path) -> None:
     from ledger.app.exchange import export_run
     from ledger.store import Ledger
 
+    attest = _operator_key(ctx)
     with Ledger.open(ctx.ledger, readonly=True) as ledger:  # names a missing ledger (exit 2)
-        data = export_run(ledger, run_id)
+        data = export_run(ledger, run_id, attest)
     write_output(out_file, [data])
     click.echo(
         f"wrote {out_file}: run {run_id} from {ctx.ledger_name} ({len(data)} bytes)",

@@ -200,6 +200,7 @@ def _run_entry(
     cases: Sequence[CaseSpec],
     attempts: Sequence[Attempt],
     bank: BankPublished | None = None,
+    trusted: Mapping[str, list[int | None]] | None = None,
 ) -> S.RunEntry:
     started = info.started
     scores = aggregates.summarize(cases, attempts)
@@ -212,7 +213,7 @@ def _run_entry(
         extra["slices"] = _typed(slices.summarize(attempts, {c.id: c for c in cases}), S.SliceBlock)
     if claims.has_claims(attempts):  # likewise for claims.checked.v1 events
         extra["claims"] = _typed(claims.summarize(attempts), S.ClaimBlock)
-    extra.update(_signer(info))
+    extra.update(_signer(trusted or {}, info))
     return kind(
         **extra,
         run=started.run_id,
@@ -257,19 +258,28 @@ def _withdrawn_runs(state: State, chosen: Sequence[str], shown: bool) -> list[S.
     return [w for w in found if w is not None]
 
 
-def _signer(info: RunInfo) -> dict[str, S.RunSigner]:
+def _signer(trusted: Mapping[str, list[int | None]], info: RunInfo) -> dict[str, S.RunSigner]:
     """``signer`` for a run imported from another machine; nothing for a run recorded here
     (so the reports of single-machine ledgers keep their bytes)."""
     if info.signer_key_id is None:
         return {}
-    return {"signer": S.RunSigner(name=info.signer_name or "", key_id=info.signer_key_id)}
+    trust = trusted.get(info.signer_key_id)
+    extra: dict[str, Any] = {}
+    if info.signer_origin is not None:
+        extra["origin"] = info.signer_origin
+    if trust is not None:
+        extra["trusted_since"] = trust[0]
+        if trust[1] is not None:
+            extra["revoked_at"] = trust[1]
+    signer = S.RunSigner(name=info.signer_name or "", key_id=info.signer_key_id, **extra)
+    return {"signer": signer}
 
 
 def _calibration_entry(state: State, info: RunInfo) -> S.CalibrationRunEntry:
     started = info.started
     summary = calibration.summarize(state.calibrations.get(started.run_id))
     return S.CalibrationRunEntry(
-        **_signer(info),
+        **_signer(state.trusted, info),
         run=started.run_id,
         profile=started.profile,
         adapter_kind=started.adapter_kind,
@@ -571,7 +581,7 @@ def run_part(state: State, run_id: str, scorer: str | None, detail: Detail = "fu
         run=run_id,
         key=key,
         version=version,
-        entry=_run_entry(info, version, cases, attempts, bank),
+        entry=_run_entry(info, version, cases, attempts, bank, state.trusted),
         caseruns=[_caserun(a) for a in attempts],
         fair=fairness.run_invocations(attempts) if kind == "models" else None,
     )

@@ -315,10 +315,18 @@ class WithdrawnRun(Withdrawal, frozen=True, kw_only=True):
 
 
 class RunSigner(_S, frozen=True, kw_only=True):
-    """The key that signed a run imported from another machine (docs/exchange.md)."""
+    """The key that signed a run imported from another machine (docs/exchange.md): its
+    name and key id; ``origin``, the ledger the run was recorded on as the key attested
+    it (``unattested`` when the bundle carried no attestation); ``trusted_since``, the
+    seq of the ``signer.trusted.v1`` that trusts the key here; ``revoked_at``, the seq
+    of the ``signer.untrusted.v1`` that revoked that trust later (the run stays
+    readable). The last three are absent in reports of ledgers written before issue 29."""
 
     name: str
     key_id: str
+    origin: str | msgspec.UnsetType = msgspec.UNSET
+    trusted_since: Count | msgspec.UnsetType = msgspec.UNSET
+    revoked_at: Count | msgspec.UnsetType = msgspec.UNSET
 
 
 class _Entry(

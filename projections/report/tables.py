@@ -524,11 +524,19 @@ def model_text(run: RunEntry) -> str:
 
 def run_label(run: RunEntry) -> str:
     """The run id, and for a run imported from another machine the key that signed it
-    there: ``run (signed by name key_id)`` (docs/exchange.md)."""
+    there: ``run (signed by name key_id of ORIGIN, trusted since seq N)``, and ``, trust
+    revoked at seq M`` after a revocation (docs/exchange.md)."""
     signer = run.signer
     if isinstance(signer, msgspec.UnsetType):
         return run.run
-    return f"{run.run} (signed by {signer.name} {signer.key_id})"
+    said = f"signed by {signer.name} {signer.key_id}"
+    if not isinstance(signer.origin, msgspec.UnsetType):
+        said += f" of {signer.origin}"
+    if not isinstance(signer.trusted_since, msgspec.UnsetType):
+        said += f", trusted since seq {signer.trusted_since}"
+    if not isinstance(signer.revoked_at, msgspec.UnsetType):
+        said += f", trust revoked at seq {signer.revoked_at}"
+    return f"{run.run} ({said})"
 
 
 def runs_table(section: Section) -> Table:

@@ -66,13 +66,14 @@ def test_the_table_by_hand() -> None:
     assert sorted(COMMAND_AREAS) == [
         "adapters", "bank", "baseline", "calibrate", "checkpoint", "claims", "demo",
         "export", "gate", "import", "init", "keys", "ledger", "log", "prove",
-        "rebuild", "report", "rescore", "run", "runs", "slices", "verify",
+        "rebuild", "report", "rescore", "run", "runs", "signers", "slices", "verify",
     ]  # fmt: skip
     assert (COMMAND_AREAS["init"], COMMAND_AREAS["import"], COMMAND_AREAS["ledger"]) == (
         "log",
         "exchange",
         "stores",
     )
+    assert COMMAND_AREAS["signers"] == "exchange"
 
 
 # ------------------------------------------------------------------ what gets imported

@@ -90,7 +90,7 @@ def run_machine(root: Path, name: str, profile: str) -> Machine:
     home = root / name
     home.mkdir()
     db = home / "ledger.db"
-    ok(caseledger(db, "init", home=home))
+    ok(caseledger(db, "init", "--name", f"{name}-operator", home=home))  # a name of its own
     ok(caseledger(db, "bank", "publish", "retail", home=home))
     replay = ["--adapter", "replay", "--replay-file", str(DEMO / f"{profile}.jsonl")]
     runs = [(f"{name}-{profile}", "retail", [*replay, "--tools", "off", "--profile", profile])]
@@ -161,18 +161,44 @@ class Central:
             return ledger.size()
 
 
+def verifier_key(home: Path) -> str:
+    """The C2SP verifier key of a machine's operator key file, made by hand."""
+    text = (home / "keys" / "operator.key").read_text("ascii").strip()
+    _, _, name, key_id, encoded = text.split("+", 4)
+    seed = base64.b64decode(encoded)[1:]
+    public = Ed25519PrivateKey.from_private_bytes(seed).public_key().public_bytes_raw()
+    return f"{name}+{key_id}+" + base64.b64encode(b"\x01" + public).decode()
+
+
 @pytest.fixture(scope="module")
-def central(pg_cluster: PgCluster, tmp_path_factory: pytest.TempPathFactory) -> Any:
+def central(
+    pg_cluster: PgCluster, tmp_path_factory: pytest.TempPathFactory, machines: dict[str, Machine]
+) -> Any:
     """One PostgreSQL ledger (created by the owner role, written by the writer role)
-    with the retail bank published and nothing imported yet."""
+    with the retail bank published, the three machines' keys trusted (issue 29) and
+    nothing imported yet."""
     store = fresh_pg_store(pg_cluster)
     home = tmp_path_factory.mktemp("central")
     ok(caseledger(store.owner_location, "init", "--grant-writer", WRITER, home=home))
     ok(caseledger(store.location, "bank", "publish", "retail", home=home))
+    for m in machines.values():
+        pub = home / f"{m.name}.pub"
+        pub.write_text(verifier_key(m.home) + "\n")
+        ok(caseledger(store.location, "signers", "trust", str(pub), "--name", m.key_name,
+                      home=home))  # fmt: skip
     try:
         yield Central(store, home)
     finally:
         drop_pg_store(store)
+
+
+def signer_of(m: Machine, run: str) -> dict[str, Any]:
+    """The report's ``signer`` of an imported run: the home key, the origin its bundle
+    attests, and the seq of its trust (genesis 0, retail 1, then m1, m2, m3 trusted in
+    that order by the ``central`` fixture)."""
+    trusted = 2 + sorted(MACHINES).index(m.name)
+    origin = bundle_of(m, run)["origin"]
+    return {"name": m.key_name, "key_id": m.key_id, "origin": origin, "trusted_since": trusted}
 
 
 def unseq(caserun: dict[str, Any]) -> dict[str, Any]:
@@ -262,7 +288,7 @@ def test_runs_of_three_machines_in_one_postgresql_ledger(
     entries = {r["run"]: r for s in report["sections"] for r in s["runs"]}
     assert sorted(entries) == sorted(imported)
     for run, m in imported.items():
-        assert entries[run]["signer"] == {"name": m.key_name, "key_id": m.key_id}
+        assert entries[run]["signer"] == signer_of(m, run)
         # the run reports exactly as on its home machine (its entry and every CaseRun)
         home = json.loads(ok(caseledger(m.db, "report", "--run", run, "--format", "json",
                                         "--detail", "full", home=m.home)))  # fmt: skip
@@ -292,7 +318,11 @@ def test_runs_of_three_machines_in_one_postgresql_ledger(
     assert entries[FORK]["rank"] is None  # the self-test is never ranked
     md = ok(central.cli("report", "--format", "md"))
     for run, m in imported.items():
-        assert f"{run} (signed by {m.key_name} {m.key_id})" in md
+        said = signer_of(m, run)
+        assert (
+            f"{run} (signed by {m.key_name} {m.key_id} of {said['origin']}, trusted since seq "
+            f"{said['trusted_since']})"
+        ) in md
 
     # a SQLite copy of the PostgreSQL ledger builds the same report, byte for byte
     copy = tmp_path / "copy.db"
@@ -308,7 +338,7 @@ def test_runs_of_three_machines_in_one_postgresql_ledger(
         assert run in listed
     one = ok(caseledger(copy, "report", "--run", FORK, "--format", "json", home=tmp_path))
     (entry,) = [r for s in json.loads(one)["sections"] for r in s["runs"]]
-    assert entry["signer"] == {"name": machines["m2"].key_name, "key_id": machines["m2"].key_id}
+    assert entry["signer"] == signer_of(machines["m2"], FORK)
 
     # importing a bundle again changes nothing and says so (exit 0)
     size = central.size()
