@@ -20,9 +20,12 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 
+from ledger import codec
 from ledger.app.output import output_file, write_output
 from ledger.cli import main
 from ledger.errors import UsageError
+from ledger.events import CheckpointIssued
+from ledger.store import Ledger
 
 CASELEDGER = str(Path(sys.executable).parent / "caseledger")
 RUN_ID = "out-run"
@@ -68,16 +71,33 @@ def _ledger_for(home: Path, name: str, tmp_path: Path, label: str) -> Path:
     return copy
 
 
+def _recorded_notes(folder: Path) -> set[bytes]:
+    """Every signed note the ledger in ``folder`` holds: CheckpointIssued's and the
+    checkpoints stored beside the events."""
+    with Ledger.open(folder / "ledger.db", readonly=True) as ledger:
+        notes = {note for _, note in ledger.stored_checkpoints()}
+        notes |= {codec.decode(row.body).note for row in ledger.events_of_type(CheckpointIssued)}
+    return {note.encode("utf-8") for note in notes}
+
+
 @pytest.mark.parametrize("name", sorted(COMMANDS))
 def test_dash_writes_to_stdout_the_bytes_of_o_file(home: Path, tmp_path: Path, name: str) -> None:
     out = tmp_path / "out.bin"
-    to_file = invoke(_ledger_for(home, name, tmp_path, "file"), *COMMANDS[name], "-o", str(out))
+    file_ledger = _ledger_for(home, name, tmp_path, "file")
+    to_file = invoke(file_ledger, *COMMANDS[name], "-o", str(out))
     assert to_file.exit_code == 0, to_file.output
-    to_stdout = invoke(_ledger_for(home, name, tmp_path, "dash"), *COMMANDS[name], "-o", "-")
+    dash_ledger = _ledger_for(home, name, tmp_path, "dash")
+    to_stdout = invoke(dash_ledger, *COMMANDS[name], "-o", "-")
     assert to_stdout.exit_code == 0, to_stdout.output
     written = out.read_bytes()
     assert len(written) > 100
-    assert to_stdout.stdout_bytes == written
+    if name in APPENDS:
+        # Each checkpoint signs a log that includes its own CheckpointIssued (with the
+        # time it was appended): each output is the note its own ledger recorded.
+        assert written in _recorded_notes(file_ledger)
+        assert to_stdout.stdout_bytes in _recorded_notes(dash_ledger)
+    else:
+        assert to_stdout.stdout_bytes == written
     assert not (Path.cwd() / "-").exists()
     # What the command says about the write goes to stderr with -o -, to stdout otherwise.
     assert f"wrote {out}" in to_file.stdout or name.startswith("report")
@@ -136,10 +156,15 @@ def test_o_onto_a_fifo_writes_into_it(home: Path, tmp_path: Path, name: str) -> 
     got: list[bytes] = []
     reader = threading.Thread(target=_read_fifo, args=(fifo, got))
     reader.start()
-    result = invoke(_ledger_for(home, name, tmp_path, "fifo"), *COMMANDS[name], "-o", str(fifo))
+    fifo_ledger = _ledger_for(home, name, tmp_path, "fifo")
+    result = invoke(fifo_ledger, *COMMANDS[name], "-o", str(fifo))
     reader.join(timeout=60)
     assert result.exit_code == 0, result.output
-    assert got == [expected.read_bytes()]
+    assert len(got) == 1
+    if name in APPENDS:  # its own note (see the stdout test)
+        assert got[0] in _recorded_notes(fifo_ledger)
+    else:
+        assert got == [expected.read_bytes()]
     assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
 
 
