@@ -19,7 +19,8 @@ from collections.abc import Sequence
 from decimal import Decimal
 
 from ledger.errors import UsageError
-from ledger.events import ScoreItems
+from ledger.events import BenchmarkCase, BenchmarkSource, CaseSpec, GoldResult, ScoreItems
+from projections import benchmark
 from projections.caseruns import Attempt, State, attempts_of_run
 
 __all__ = ["COLUMNS", "ITEM_COLUMNS", "Row", "caserun_rows", "withdrawn_runs"]
@@ -71,6 +72,9 @@ COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("generation_ms", "DOUBLE", "time to the model's answer, ms"),
     ("sql_exec_ms", "DOUBLE", "time of the scored SQL execution, ms"),
     ("score_seq", "BIGINT", "seq of the ScoreComputed event (null: not scored)"),
+    ("benchmark", "VARCHAR", "the public benchmark the bank was imported from (bird, spider)"),
+    ("benchmark_question_id", "VARCHAR", "the benchmark's question id (Spider: its index)"),
+    ("benchmark_ex", "BOOLEAN", "the benchmark's own EX (null: undecided or no benchmark)"),
 )
 
 #: One row: column name -> plain value (str, int, bool, Decimal or None), in COLUMNS order.
@@ -128,6 +132,9 @@ def caserun_rows(
             continue
         bank = state.banks.get(started.bank_hash)
         cases = {c.id: c for c in bank.event.cases} if bank is not None else {}
+        golds = {g.case_id: g for g in bank.event.gold} if bank is not None else {}
+        source = bank.event.benchmark if bank is not None else None
+        imported = source.name if isinstance(source, BenchmarkSource) else None
         version = started.versions.scorer
         head: Row = {
             "run": run_id,
@@ -150,6 +157,7 @@ def caserun_rows(
                 "attempt": attempt.attempt,
             }
             row |= _outcome(attempt)
+            row |= _benchmark(imported, case, golds.get(attempt.case_id), attempt)
             rows.append({name: row[name] for name, _, _ in COLUMNS})
     return rows
 
@@ -194,6 +202,18 @@ def _outcome(a: Attempt) -> Row:
         "score_seq": _score_seq(a),
     }
     return row
+
+
+def _benchmark(name: str | None, case: CaseSpec | None, gold: GoldResult | None, a: Attempt) -> Row:
+    """The benchmark columns (issue 31): which benchmark, its question id (BIRD's
+    ``question_id``; Spider has none, so its index in the question file) and its own
+    verdict (``projections.benchmark.verdict``, the report's)."""
+    if name is None or case is None or not isinstance(case.benchmark, BenchmarkCase):
+        return {"benchmark": None, "benchmark_question_id": None, "benchmark_ex": None}
+    ref = case.benchmark
+    qid = ref.question_id if ref.question_id is not None else str(ref.index)
+    ex = None if gold is None else benchmark.verdict(name, case, gold, a)[0]
+    return {"benchmark": name, "benchmark_question_id": qid, "benchmark_ex": ex}
 
 
 def _ms(micros: int | None) -> Decimal | None:

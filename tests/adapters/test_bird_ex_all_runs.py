@@ -10,14 +10,15 @@ are the README's (gpt-4-o_cot 47, ..., mixtral-8x7b 12).
 
 from __future__ import annotations
 
+import csv
 import json
 from pathlib import Path
 
 import pytest
 from runkit import cli
-from support import SHARED
+from support import BENCHMARKS
 
-BIRD = SHARED / "benchmarks" / "bird-mini-dev"
+BIRD = BENCHMARKS / "bird-mini-dev"
 README_TOTALS = {
     "gpt-4-o_cot_SQLite": 47,
     "gpt-4-turbo_cot_SQLite": 46,
@@ -85,5 +86,19 @@ def test_bird_ex_equals_birds_own_verdicts_on_all_676_predictions(tmp_path: Path
         assert all(d["reason"] for d in block["disagreements"])
         assert block["agree"] == 52 - len(differ)
     assert compared == 676
+    # The CaseRuns export joins with BIRD's files by question_id, not by case_id[1:].
+    exported = tmp_path / "gpt4.csv"
+    done = cli(home, "export", "caseruns", "--run", _run_id("gpt-4_sqlite"), "-o", str(exported))
+    assert done.returncode == 0, done.stderr
+    with exported.open(encoding="utf-8", newline="") as handle:
+        table = list(csv.DictReader(handle))
+    verdicts = json.loads(
+        (BIRD / "bird-ex-verdicts" / "superhero" / "gpt-4_sqlite.json").read_text("utf-8")
+    )
+    assert {r["benchmark"] for r in table} == {"bird"}
+    assert {r["benchmark_question_id"] for r in table} == {q[1:] for q in superhero}
+    assert {r["benchmark_question_id"]: r["benchmark_ex"] for r in table} == {
+        qid: ("true" if ok else "false") for qid, ok in verdicts.items()
+    }
     markdown = cli(home, "report", "--format", "md")
     assert "BIRD execution accuracy beside caseledger" in markdown.stdout

@@ -23,17 +23,18 @@ The expected values are the evaluator's files, not this code's output:
 
 from __future__ import annotations
 
+import csv
 import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 from runkit import cli
-from support import SHARED
+from support import BENCHMARKS
 
 from ledger.adapters.benchmark_files import write_spider
 
-SPIDER = SHARED / "benchmarks" / "spider-concert-singer"
+SPIDER = BENCHMARKS / "spider-concert-singer"
 VERDICTS = SPIDER / "test-suite-verdicts"
 CASES = [f"q{i}" for i in range(45)]  # dev.json indices 0-44 are concert_singer's
 # gold_example.txt lines whose SQL answers otherwise than dev.json's query (see above).
@@ -113,6 +114,21 @@ def test_spider_ex_equals_spiders_own_evaluator_on_concert_singer(tmp_path: Path
     ex = {v["case"]: v["ex"] for v in mine["verdicts"]}
     assert [c for c in CASES if ex[c] is not True] == []  # 45 of 45, as gold.json
     assert (mine["ex_correct"], mine["ex_judged"]) == (45, 45)
+
+    # The CaseRuns export carries the benchmark, its question key and its verdict.
+    exported = tmp_path / "caseruns.csv"
+    done = cli(home, "export", "caseruns", "--run", "sp-pred", "-o", str(exported))
+    assert done.returncode == 0, done.stderr
+    with exported.open(encoding="utf-8", newline="") as handle:
+        table = list(csv.DictReader(handle))
+    assert [r["case_id"] for r in table] == CASES
+    assert {r["benchmark"] for r in table} == {"spider"}
+    # Spider questions have no id: the key is the index in dev.json (q7 -> "7").
+    assert [r["benchmark_question_id"] for r in table] == [str(i) for i in range(45)]
+    want = _verdicts("pred_example.json")
+    assert {r["case_id"]: r["benchmark_ex"] for r in table} == {
+        c: ("true" if want[c] else "false") for c in CASES
+    }
 
     # Every attempt where Spider's verdict and caseledger's differ is listed with a reason.
     for block in (pred, gold, mine):
