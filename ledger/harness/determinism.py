@@ -95,6 +95,18 @@ _ARITHMETIC = (
 )
 # Values that are never text: NULL, booleans, intervals and arithmetic.
 _FIXED = (exp.Null, exp.Boolean, exp.Interval, exp.Var, exp.DataType, *_ARITHMETIC)
+# Calls whose text is made of their arguments' characters (or digits): a value computed
+# with them from the bank's data spells no word the data does not hold. A call outside this
+# list may make letters of its own (char(110), printf('%c', 110), typeof(NULL),
+# to_char(d, 'Day')), so it is no safe time value.
+_REARRANGING = frozenset(
+    {
+        *("substr", "substring", "trim", "ltrim", "rtrim", "btrim", "replace", "lower"),
+        *("upper", "left", "right", "lpad", "rpad", "concat", "concat_ws", "reverse"),
+        *("split_part", "length", "instr", "strpos", "round", "abs", "floor", "ceil"),
+        *("ceiling", "sum", "avg", "total", "count", "iif", "greatest", "least"),
+    }
+)
 # Calls whose value is one of their arguments' values.
 _PASS_THROUGH = frozenset(
     {
@@ -235,8 +247,11 @@ class _Values:
         if depth > _DEPTH:
             return False
         node = _unwrap(node, self.dialect)
-        if isinstance(node, exp.Literal):
-            return not node.is_string or not bad(node.name)
+        texts = _readings(node)
+        if texts:
+            return not any(bad(t) for t in texts)
+        if isinstance(node, exp.Literal | exp.HexString | exp.BitString):
+            return not isinstance(node, exp.HexString)  # a number; x'6e6f77' is text 'now'
         if isinstance(node, _FIXED):
             return True
         if isinstance(node, exp.Cast | exp.TryCast):
@@ -274,7 +289,9 @@ class _Values:
         if names & _PASS_THROUGH:
             args = _arguments(node, self.dialect)
             return args is not None and all(self.safe(a, bad, depth + 1) for a in args)
-        return self._derived(node, depth)
+        if names & _REARRANGING:
+            return self._derived(node, depth)
+        return False
 
     def _derived(self, node: exp.Expr, depth: int) -> bool:
         """A value computed from the bank's data: every input a column, a number or a text
@@ -399,7 +416,58 @@ def _numeric_prefix(node: exp.DPipe) -> bool:
 
 
 def _literal(node: exp.Expr) -> bool:
-    return isinstance(node, exp.Literal)
+    return isinstance(node, exp.Literal) or string_text(node) is not None
+
+
+_E_ESCAPE = re.compile(
+    r"\\(?:([0-7]{1,3})|x([0-9A-Fa-f]{1,2})|u([0-9A-Fa-f]{4})|U([0-9A-Fa-f]{8})|(.))", re.DOTALL
+)
+_E_SIMPLE = {"b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
+
+
+def _e_char(match: re.Match[str]) -> str:
+    octal, hexa, u4, u8, other = match.groups()
+    if other is not None:
+        return _E_SIMPLE.get(other, other)
+    code = int(octal, 8) if octal else int(hexa or u4 or u8, 16)
+    return chr(code) if code <= 0x10FFFF else "\ufffd"
+
+
+def _readings(node: exp.Expr) -> tuple[str, ...]:
+    """Every text a string node may stand for: sqlglot's and :func:`string_text`'s (sqlglot
+    already decodes ``E'...'`` escapes, so decoding again can only find more)."""
+    decoded = string_text(node)
+    if decoded is None:
+        return ()
+    return (decoded,) if decoded == node.name else (node.name, decoded)
+
+
+def string_text(node: exp.Expr) -> str | None:
+    """The text of a string literal as the engine reads it (escapes of ``E'...'`` and
+    ``U&'...'`` decoded), or None when ``node`` is not one.
+
+    >>> import sqlglot
+    >>> string_text(sqlglot.parse_one("SELECT E'\\\\156ow'", read="postgres").expressions[0])
+    'now'
+    """
+    if isinstance(node, exp.Literal):
+        return node.name if node.is_string else None
+    if isinstance(node, exp.RawString | exp.National):
+        return node.name
+    if isinstance(node, exp.ByteString):  # E'...': C-style escapes
+        return _E_ESCAPE.sub(_e_char, node.name)
+    if isinstance(node, exp.UnicodeString):  # U&'...' [UESCAPE 'c']
+        escape = node.args.get("escape")
+        mark = re.escape(escape.name if isinstance(escape, exp.Expr) and escape.name else "\\")
+        unicode = re.compile(mark + r"(?:\+([0-9A-Fa-f]{6})|([0-9A-Fa-f]{4})|(" + mark + r"))")
+
+        def char(match: re.Match[str]) -> str:
+            long, short, same = match.groups()
+            code = int(long or short, 16) if same is None else ord(same[0])
+            return chr(code) if code <= 0x10FFFF else "\ufffd"
+
+        return unicode.sub(char, node.name)
+    return None
 
 
 def _has_letters(text: str) -> bool:
@@ -482,12 +550,13 @@ def _sqlite_call(node: exp.Func, values: _Values) -> Iterator[Finding]:
 
 
 def _postgres_node(node: exp.Expr, values: _Values) -> Iterator[Finding]:
-    if isinstance(node, exp.Literal) and node.is_string and _postgres_special(node.name):
-        word = POSTGRES_SPECIAL.search(node.name)
+    text = next((t for t in _readings(node) if _postgres_special(t)), None)
+    if text is not None:
+        word = POSTGRES_SPECIAL.search(text)
         special = word.group(1).lower() if word is not None else "now"
         yield Finding(
             node,
-            f"the string '{node.name[:40]}'",
+            f"the string '{text[:40]}'",
             f"holds PostgreSQL's special date/time input '{special}', which reads the clock "
             "wherever the string becomes a date or time",
         )

@@ -45,6 +45,7 @@ __all__ = [
     "Report",
     "ReportV2",
     "ReportV3",
+    "RunComparison",
     "RunEntry",
     "RunSigner",
     "Scorecard",
@@ -958,6 +959,27 @@ class ReportV3(_S, frozen=True, kw_only=True):
     sections: list[SectionV3]
     how_to_read: list[str]
     withdrawn: list[WithdrawnRun] | msgspec.UnsetType = msgspec.UNSET
+
+
+class DifferingCase(_S, frozen=True, kw_only=True):
+    """A case where two compared runs' case rates differ (``caseledger compare``)."""
+
+    case: str
+    a: Dec
+    b: Dec
+
+
+class RunComparison(_S, frozen=True, kw_only=True):
+    """What ``caseledger compare RUN_A RUN_B --json`` prints: two runs on one bank, paired
+    by case (docs/statistics.md), and every case where their rates differ."""
+
+    tree_size: Count
+    bank: ScorecardBank
+    alpha: Dec
+    a: RunStatistics
+    b: RunStatistics
+    comparison: PairedComparison
+    differing: list[DifferingCase]
 
 
 # ----------------------------------------------------------------- the gate

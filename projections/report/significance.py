@@ -15,6 +15,7 @@ from fractions import Fraction
 from typing import NamedTuple
 
 from projections import statistics as st
+from projections.numbers import RATE_PLACES, show
 from projections.report import schema as S
 
 __all__ = [
@@ -23,8 +24,10 @@ __all__ = [
     "case_rates",
     "case_scores",
     "compare_entries",
+    "comparison_lines",
     "headline",
     "points",
+    "run_comparison",
     "run_statistics",
     "section_statistics",
 ]
@@ -173,3 +176,60 @@ def section_statistics(section: S.Section) -> S.SectionStatistics | None:
         pairs=list(pairs.values()),
         headline=text,
     )
+
+
+def run_comparison(
+    a: S.RunEntry, b: S.RunEntry, bank: S.ScorecardBank, tree_size: int
+) -> S.RunComparison:
+    """``caseledger compare``: runs ``a`` and ``b`` of one bank, paired by case, with their
+    error bars and every case where their case rates differ (in ``a``'s case order)."""
+    found = compare_entries(a, b)
+    return S.RunComparison(
+        tree_size=tree_size,
+        bank=bank,
+        alpha=str(st.ALPHA),
+        a=run_statistics(a, None),
+        b=run_statistics(b, None),
+        comparison=found.row,
+        differing=[
+            S.DifferingCase(case=case, a=show(ya, RATE_PLACES), b=show(yb, RATE_PLACES))
+            for case, ya, yb in found.differing
+        ],
+    )
+
+
+def comparison_lines(found: S.RunComparison) -> list[str]:
+    """The text ``caseledger compare`` prints: the numbers of :func:`run_comparison`."""
+    c, a, b = found.comparison, found.a, found.b
+
+    def rate(r: S.RunStatistics) -> str:
+        e = r.result_correct_rate
+        ci = "" if e.interval is None else f" (95% CI {e.interval.low} to {e.interval.high})"
+        return f"{e.value or '-'}{ci}"
+
+    bank = found.bank
+    lines = [
+        f"A = {c.a}, B = {c.b}: bank {bank.id} {bank.version} ({bank.hash[:19]}), "
+        f"{c.cases} paired cases, tree size {found.tree_size}",
+        f"result-correct rate: A {rate(a)}, B {rate(b)}",
+    ]
+    if c.difference is None:
+        return [*lines, "no case in common: nothing to compare"]
+    diff = f"difference A - B: {c.difference} ({points(c.difference)} points)"
+    if c.se is not None and c.interval is not None:
+        diff += f", SE {c.se}, 95% CI {c.interval.low} to {c.interval.high}"
+    tests = {
+        "exact_sign_flip": f"exact sign-flip test over {c.a_better + c.b_better} differing cases",
+        "normal": f"normal approximation, {c.a_better + c.b_better} differing cases",
+        "none": "no case differs",
+    }
+    verdict = "significant" if c.significant else "not significant"
+    wins = f"A better on {c.a_better} cases, B better on {c.b_better}"
+    if c.mdd is not None:
+        wins += f"; minimum detectable difference {c.mdd} ({points(c.mdd)} points)"
+    lines += [diff, f"p = {c.p_value} ({tests[c.test]}): {verdict} at alpha {found.alpha}", wins]
+    if found.differing:
+        lines.append("cases that differ (case rate of A, of B):")
+        width = max(len(d.case) for d in found.differing)
+        lines += [f"  {d.case.ljust(width)}  {d.a}  {d.b}" for d in found.differing]
+    return lines

@@ -58,13 +58,13 @@ def test_every_command_module_with_register_is_an_area() -> None:
         m for m in modules if hasattr(importlib.import_module(f"ledger.cli.{m}"), "register")
     }
     assert with_register == set(AREAS)
-    assert len(AREAS) == len(set(AREAS)) == 13
+    assert len(AREAS) == len(set(AREAS)) == 14
 
 
 def test_the_table_by_hand() -> None:
     # Read from docs/cli.md and the register() functions, not from the table.
     assert sorted(COMMAND_AREAS) == [
-        "adapters", "bank", "baseline", "calibrate", "checkpoint", "claims", "demo",
+        "adapters", "bank", "baseline", "calibrate", "checkpoint", "claims", "compare", "demo",
         "export", "gate", "import", "init", "keys", "ledger", "log", "prove",
         "rebuild", "report", "rescore", "run", "runs", "signers", "slices", "verify",
     ]  # fmt: skip

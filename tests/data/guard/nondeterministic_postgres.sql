@@ -133,3 +133,15 @@ SELECT to_char(o.ordered_at, 'TMMonth YYYY') FROM orders AS o
 -- ;;
 -- title: to_char with a format computed at run time
 SELECT to_char(o.ordered_at, o.channel) FROM orders AS o
+-- ;;
+-- title: 'now' with an octal escape
+SELECT E'\156ow'::timestamptz
+-- ;;
+-- title: 'today' as a Unicode escape string, compared implicitly
+SELECT count(*) FROM sales AS s WHERE s.sale_date < U&'t\006Fday'
+-- ;;
+-- title: 'today' dollar-quoted
+SELECT $$today$$::date
+-- ;;
+-- title: 'now' spelled with chr()
+SELECT (chr(110) || chr(111) || chr(119))::timestamptz

@@ -118,3 +118,12 @@ SELECT * FROM orders ORDER BY random() LIMIT 3
 -- ;;
 -- title: 'now' from the query around a correlated subquery
 SELECT (SELECT date(v) FROM orders AS o LIMIT 1) AS d FROM (SELECT 'now' AS v) AS x
+-- ;;
+-- title: 'now' spelled with char()
+SELECT date(char(110, 111, 119))
+-- ;;
+-- title: 'now' spelled with printf
+SELECT date(printf('%c%c%c', 110, 111, 119))
+-- ;;
+-- title: 'now' as a blob cast to text
+SELECT date(CAST(x'6e6f77' AS TEXT))
