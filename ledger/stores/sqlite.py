@@ -23,6 +23,7 @@ timeout, then fails with "ledger is busy".
 
 from __future__ import annotations
 
+import shutil
 import sqlite3
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -309,5 +310,25 @@ def _connect(path: Path, *, readonly: bool, busy_timeout_s: float) -> sqlite3.Co
             # fsync at each commit and does not depend on it.
             conn.execute("PRAGMA wal_autocheckpoint=10000")
     except sqlite3.DatabaseError as exc:
+        if disk_full(exc) or _no_room(exc, path):
+            raise DiskFullError(
+                path.parent, f"opening the ledger {path} ({exc}); nothing was written"
+            ) from None
         raise StoreError(f"cannot open ledger {path}: {exc}") from None
     return conn
+
+
+#: Below this many free bytes an SQLite I/O error opening a ledger is taken for a full
+#: disk: WAL mode must create or grow ``-shm`` (32 KiB) and ``-wal`` beside the file.
+_ROOM = 1024 * 1024
+
+
+def _no_room(exc: sqlite3.DatabaseError, path: Path) -> bool:
+    """Whether an I/O error (SQLITE_IOERR_*, e.g. SHMSIZE: the ``-shm`` file could not
+    grow) met a disk with almost no free space left."""
+    if getattr(exc, "sqlite_errorcode", 0) & 0xFF != sqlite3.SQLITE_IOERR:
+        return False
+    try:
+        return shutil.disk_usage(path.parent).free < _ROOM
+    except OSError:
+        return False

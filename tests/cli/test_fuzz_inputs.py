@@ -798,6 +798,27 @@ def test_a_full_disk_under_the_ledger_is_a_clear_error_and_the_run_resumes(
     assert [line.split()[5:7] for line in listed[1:]] == [["completed", "7/7"]]
 
 
+_OPENING = [["runs"], ["run", "--bank", "sales-fixture", "--adapter", "reference", "--no-variants"]]
+
+
+@pytest.mark.parametrize("command", _OPENING, ids=lambda c: c[0])
+def test_a_disk_too_full_to_open_the_ledger_says_so(small_disk: Path, command: list[str]) -> None:
+    """WAL mode needs room for ``-shm`` beside the file: SQLite's "disk I/O error"
+    (SQLITE_IOERR_SHMSIZE) with 8 KiB free is named as a full disk, for readers too."""
+    ledger = _published_on(small_disk)
+    filler = _fill(small_disk, 8 * 1024)
+    result = invoke(["--ledger", ledger, *command])
+    assert_clean(result, {2})
+    folder = small_disk / "l"
+    assert result.output.splitlines()[-2:] == [
+        f"error: disk full: no space left on the disk of {folder}/ while opening the ledger "
+        f"{ledger} (disk I/O error); nothing was written",
+        f"  hint: free space on that disk (df {folder}), then run the command again",
+    ]
+    filler.unlink()
+    assert_clean(invoke(["--ledger", ledger, "verify"]), {0})
+
+
 def test_one_huge_value_is_a_memory_failure_and_the_run_completes(
     home: Path, tmp_path: Path
 ) -> None:
