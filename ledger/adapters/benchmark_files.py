@@ -40,6 +40,7 @@ __all__ = [
     "parse_bird",
     "parse_predictions",
     "parse_spider",
+    "sniff",
     "write_bird",
     "write_spider",
 ]
@@ -186,6 +187,38 @@ def parse_spider(data: bytes, name: str) -> dict[int, Prediction]:
         sql = line.strip(_WS).split("\t", 1)[0]
         out[number - 1] = Prediction(number - 1, sql, None, f"line {number}")
     return out
+
+
+_SQL_START = re.compile(r"\s*(select|with)\b", re.IGNORECASE)
+
+
+def sniff(data: bytes) -> str | None:
+    """``"bird"`` or ``"spider"`` when ``data`` reads as that benchmark's prediction file
+    (for a file given without ``--replay-format``, issue 31); None otherwise.
+
+    BIRD: the whole file parses as BIRD's format. Spider: no line is a JSON value and
+    the first line that is not blank starts with SELECT or WITH.
+
+    >>> sniff(write_bird({0: ("SELECT 1", "superhero")})), sniff(b"SELECT 1\\nselect 2\\n")
+    ('bird', 'spider')
+    >>> sniff(b'{"case": "c1", "output": "{}"}\\n') is None
+    True
+    """
+    try:
+        parse_bird(data, "")
+    except AdapterError:
+        pass
+    else:
+        return "bird"
+    try:
+        lines = [line for line in data.decode("utf-8").split("\n") if line.strip()]
+    except UnicodeDecodeError:
+        return None
+    if not lines or not _SQL_START.match(lines[0]):
+        return None
+    return (
+        "spider" if not any(line.lstrip().startswith(("{", "[", '"')) for line in lines) else None
+    )
 
 
 def parse_predictions(kind: str, data: bytes, name: str) -> dict[int, Prediction]:

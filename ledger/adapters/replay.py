@@ -471,7 +471,18 @@ def build(options: dict[str, Any], ctx: base.BuildContext) -> ReplayAdapter | Pr
     options = {k: v for k, v in options.items() if k != "allow_missing"}
     given = base.take_options("replay", options, _OPTIONS, required=("replay_file",))
     name, data = _read(given)
-    recordings = parse_replay(data, name)
+    try:
+        recordings = parse_replay(data, name)
+    except AdapterError as exc:
+        found = benchmark_files.sniff(data)
+        if found is None:
+            raise
+        label = "BIRD" if found == "bird" else "Spider"
+        raise UsageError(
+            f"replay file {name} is a {label} prediction file, not caseledger's JSON Lines "
+            f"replay (read as one: {str(exc).removeprefix(f'replay file {name} ')})",
+            hint=f"add --replay-format {found}",
+        ) from None
     model = base.str_option("model", given["model"]) if "model" in given else None
     snapshot = base.price_snapshot_option(given, model)
     tools = _tools(given)

@@ -31,6 +31,7 @@ from ledger.adapters.benchmark_files import (
     answers_for_bank,
     parse_bird,
     parse_spider,
+    sniff,
     write_bird,
     write_spider,
 )
@@ -488,3 +489,47 @@ def test_real_superhero_bank_and_a_published_bird_file(home: Path, tmp_path: Pat
     assert (scores["q717"].total, scores["q717"].result_correct) == (Decimal("95.00"), True)
     assert {s.items.protocol for s in scores.values()} == {Decimal(0)}
     assert not any(s.format_ok for s in scores.values())
+
+
+# ------------------------------------------- a benchmark file without --replay-format (issue 31)
+
+
+SPIDER = BIRD.parent / "spider-concert-singer"
+
+
+@pytest.mark.benchmark_data
+@pytest.mark.parametrize(
+    ("path", "label", "flag"),
+    [
+        (GPT4, "BIRD", "bird"),
+        (SPIDER / "pred_example.txt", "Spider", "spider"),
+        (SPIDER / "gold_example.txt", "Spider", "spider"),
+    ],
+    ids=["bird", "spider-pred", "spider-gold"],
+)
+def test_a_benchmark_file_without_its_format_names_the_flag(
+    home: Path, path: Path, label: str, flag: str
+) -> None:
+    before = head(home)
+    err = _refused(home, "--bank", "shop", "--adapter", "replay", "--replay-file", str(path))
+    assert (
+        f"error: replay file {path} is a {label} prediction file, not caseledger's JSON Lines "
+        "replay (read as one: line 1: invalid JSON"
+    ) in err
+    assert f"hint: add --replay-format {flag}" in err
+    assert head(home) == before  # nothing recorded
+
+
+@given(
+    st.dictionaries(st.integers(0, 10**6), st.none() | st.tuples(_SQL, _DB), min_size=1),
+    st.lists(st.sampled_from(["SELECT 1", "select a", "WITH x AS (SELECT 1) SELECT * FROM x"]),
+             min_size=1, max_size=5),
+)  # fmt: skip
+def test_sniff_tells_the_formats_apart(
+    entries: dict[int, tuple[str, str] | None], sqls: list[str]
+) -> None:
+    assert sniff(write_bird(entries)) == "bird"
+    assert sniff(write_spider(sqls)) == "spider"
+    jsonl = b'{"case": "q1", "attempt": 1, "output": "SELECT 1"}\n'
+    assert sniff(jsonl) is None
+    assert sniff(b"not sql at all\n") is None

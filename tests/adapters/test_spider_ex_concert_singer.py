@@ -53,6 +53,7 @@ def _block(doc: dict[str, Any], run_id: str) -> dict[str, Any]:
 
 
 @pytest.mark.slow
+@pytest.mark.benchmark_data
 def test_spider_ex_equals_spiders_own_evaluator_on_concert_singer(tmp_path: Path) -> None:
     home = tmp_path / "led"
     home.mkdir()
