@@ -371,10 +371,17 @@ class _Values:
             return False
         first = branches[0]
         position = None
-        for i, projection in enumerate(first.expression.expressions):
-            if functions.fold(projection.alias_or_name) == name:
+        # `WITH r(x) AS (...)`, `(...) AS t(x)`: the column list names the columns.
+        owner = source.expression.parent
+        alias = owner.args.get("alias") if isinstance(owner, exp.CTE | exp.Subquery) else None
+        listed = alias.columns if isinstance(alias, exp.TableAlias) else []
+        names = [c.name for c in listed] or [p.alias_or_name for p in first.expression.expressions]
+        for i, written in enumerate(names):
+            if functions.fold(written) == name:
                 position = i
                 break
+        if position is None and listed:
+            return maybe
         if position is None:
             if any(isinstance(p, exp.Star) for p in first.expression.expressions):
                 return all(self._source(s, name, bad, depth + 1, maybe=True) for s in _all(first))

@@ -145,3 +145,6 @@ SELECT $$today$$::date
 -- ;;
 -- title: 'now' spelled with chr()
 SELECT (chr(110) || chr(111) || chr(119))::timestamptz
+-- ;;
+-- title: 'today' named by a derived table's column list
+SELECT x::date FROM (SELECT 'to' || 'day') AS t(x)

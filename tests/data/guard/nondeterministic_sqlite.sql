@@ -127,3 +127,6 @@ SELECT date(printf('%c%c%c', 110, 111, 119))
 -- ;;
 -- title: 'now' as a blob cast to text
 SELECT date(CAST(x'6e6f77' AS TEXT))
+-- ;;
+-- title: 'now' named by a CTE's column list
+WITH RECURSIVE r(x) AS (SELECT 'now' UNION ALL SELECT x FROM r LIMIT 1) SELECT date(x) FROM r
