@@ -8,7 +8,8 @@ import json
 import os
 import shutil
 import tempfile
-from collections.abc import Iterable
+from collections import Counter
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,7 +31,9 @@ from ledger.bank.problems import Problems
 from ledger.bank.registry import DB_SUFFIX, REPO_ROOT, PublishedBank, bank_paths, list_published
 from ledger.engines import discard
 from ledger.errors import BankError, StoreConflictError, broken
-from ledger.events import LEDGER_STREAM, BankPublished, EngineDifference
+from ledger.events import LEDGER_STREAM, BankPublished, Column, EngineDifference, GoldResult
+from ledger.harness.align import column_info
+from ledger.harness.cells import type_class
 from ledger.harness.compare import compare
 from ledger.harness.prompt import render_prompt
 from ledger.keys import Signer
@@ -173,17 +176,68 @@ def engine_differences(bank: Bank, built: Path, work: Path) -> tuple[EngineDiffe
         )
         if c.alignment == "names" and c.matched == c.expected_rows == c.actual_rows and c.order_ok:
             continue
-        detail = (
-            f"{bank.written_for}: {len(a.rows)} rows {_preview(a.rows)}; "
-            f"{bank.engine}: {len(b.rows)} rows {_preview(b.rows)}"
+        found.append(
+            EngineDifference(
+                case_id=case.id,
+                detail=_difference(bank.written_for, a, bank.engine, b.rows, columns),
+            )
         )
-        found.append(EngineDifference(case_id=case.id, detail=detail))
     return tuple(found)
 
 
+def _normalised_rows(columns: Sequence[Column], rows: Sequence[tuple[Any, ...]]) -> list[Any]:
+    """Each row as the comparator sees its cells (type class, value), by position."""
+    values = [column_info(c, rows, i).normalised for i, c in enumerate(columns)]
+    classes = [type_class(c.type) for c in columns]
+    return [
+        tuple((classes[i], values[i][r]) for i in range(len(columns))) for r in range(len(rows))
+    ]
+
+
+def _difference(
+    source: str, a: GoldResult, engine: str, rows: Sequence[tuple[Any, ...]], columns: Any
+) -> str:
+    """What differs between the two golds (issue 31): the rows each side has that the
+    other has not (up to three each, with how many), else where the order parts."""
+    if len(a.columns) != len(columns):
+        names = [c.name for c in a.columns], [c.name for c in columns]
+        return (
+            f"{source}: {len(a.columns)} columns {_preview([names[0]])}; "
+            f"{engine}: {len(columns)} columns {_preview([names[1]])}"
+        )
+    mine, theirs = _normalised_rows(a.columns, a.rows), _normalised_rows(columns, rows)
+    only_a = Counter(mine) - Counter(theirs)
+    only_b = Counter(theirs) - Counter(mine)
+    if not only_a and not only_b:
+        at = next((i for i, (x, y) in enumerate(zip(mine, theirs, strict=True)) if x != y), 0)
+        return (
+            f"the same {len(a.rows)} rows in another order, from row {at + 1}: "
+            f"{source} {_preview(a.rows[at : at + 1])}, {engine} {_preview(rows[at : at + 1])}"
+        )
+
+    def side(name: str, all_rows: Sequence[Any], keys: list[Any], only: Counter[Any]) -> str:
+        left = Counter(only)
+        differing = []
+        for row, key in zip(all_rows, keys, strict=True):
+            if left[key] > 0:
+                left[key] -= 1
+                differing.append(row)
+        count = sum(only.values())
+        shown = f", {count} not in the other" if count != len(all_rows) else ""
+        return f"{name}: {len(all_rows)} rows{shown} {_preview(differing)}"
+
+    kinds = [
+        f"column {i + 1} ({x.name}) is {x.type} on {source}, {y.type} on {engine}"
+        for i, (x, y) in enumerate(zip(a.columns, columns, strict=True))
+        if type_class(x.type) != type_class(y.type)
+    ]
+    told = f"{'; '.join(kinds)}: " if kinds else ""
+    return f"{told}{side(source, a.rows, mine, only_a)}; {side(engine, rows, theirs, only_b)}"
+
+
 def _preview(rows: Iterable[Iterable[Any]]) -> str:
-    first = [list(r) for r in list(rows)[:2]]
-    return json.dumps(first, default=str, ensure_ascii=False)[:160]
+    first = [list(r) for r in list(rows)[:3]]
+    return json.dumps(first, default=str, ensure_ascii=False)[:240]
 
 
 def check_built(
