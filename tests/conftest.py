@@ -1,15 +1,55 @@
-"""Shared test fixtures: repository paths, the public vectors, a fixed clock."""
+"""Shared test fixtures: repository paths, the public vectors, the benchmark data.
+
+Tests that read the public benchmark data (``../shared/benchmarks``, or
+``$CASELEDGER_BENCHMARKS``) carry the ``benchmark_data`` mark. A fresh clone has
+no such folder: they are then deselected, and one line at the end of the run says
+how many and how to run them. In CI (``CI`` set) a missing folder fails the run
+instead, so CI always runs them.
+"""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
-from support import VECTORS
+from support import BENCHMARKS, VECTORS
+
+_DESELECTED = pytest.StashKey[int]()
+_HOW = (
+    "{n} tests need the public benchmark data, not found at {path}: deselected. Run them "
+    "with ../shared/benchmarks beside the clone, or CASELEDGER_BENCHMARKS=/path/to/benchmarks"
+)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Deselect the ``benchmark_data`` tests when the data is not here (never in CI)."""
+    if BENCHMARKS.is_dir():
+        return
+    needing = [item for item in items if item.get_closest_marker("benchmark_data")]
+    if not needing:
+        return
+    if os.environ.get("CI"):
+        raise pytest.UsageError(
+            f"the public benchmark data is missing at {BENCHMARKS}; CI must run the "
+            f"{len(needing)} tests that read it (lay shared/ beside the clone)"
+        )
+    config.hook.pytest_deselected(items=needing)
+    items[:] = [item for item in items if not item.get_closest_marker("benchmark_data")]
+    config.stash[_DESELECTED] = len(needing)
+
+
+def pytest_terminal_summary(
+    terminalreporter: pytest.TerminalReporter, config: pytest.Config
+) -> None:
+    """The one line saying which tests were left out for want of the benchmark data."""
+    n = config.stash.get(_DESELECTED, 0)
+    if n:
+        terminalreporter.write_line(_HOW.format(n=n, path=BENCHMARKS))
 
 
 @pytest.fixture(scope="session")
 def vectors_dir() -> Path:
-    """``../shared/vectors``: CI lays ``shared/`` beside the clone, so a missing folder fails."""
+    """The public test vectors vendored in tests/data/vectors (README.md there: sources)."""
     assert VECTORS.is_dir(), f"public test vectors not found at {VECTORS}"
     return VECTORS

@@ -2,13 +2,21 @@
 
 from __future__ import annotations
 
+import os
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
-SHARED = REPO.parent / "shared"
-VECTORS = SHARED / "vectors"
+#: The public benchmark data (BIRD mini-dev, Spider concert_singer, sample databases):
+#: ``$CASELEDGER_BENCHMARKS``, else ``../shared/benchmarks`` beside the clone. A fresh
+#: clone has none; the tests that read it are then deselected (tests/conftest.py).
+BENCHMARKS = Path(
+    os.environ.get("CASELEDGER_BENCHMARKS") or REPO.parent / "shared" / "benchmarks"
+).resolve()
+#: Public test vectors (RFC 9162 Merkle trees, C2SP signed notes), vendored with their
+#: sources and licences in tests/data/vectors/README.md.
+VECTORS = REPO / "tests" / "data" / "vectors"
 
 #: The tiny example bank (docs/examples/tiny-bank) and its rows as CSV data files
 #: (issue 16): customer 3 has no city; completed September orders in Shanghai time

@@ -40,6 +40,7 @@ def _run_id(model: str) -> str:
     return "bird-" + model.lower().replace("_", "-").replace(".", "-")
 
 
+@pytest.mark.benchmark_data
 @pytest.mark.slow
 def test_bird_ex_equals_birds_own_verdicts_on_all_676_predictions(tmp_path: Path) -> None:
     home = tmp_path / "led"

@@ -52,6 +52,7 @@ def _block(doc: dict[str, Any], run_id: str) -> dict[str, Any]:
     return block
 
 
+@pytest.mark.benchmark_data
 @pytest.mark.slow
 @pytest.mark.benchmark_data
 def test_spider_ex_equals_spiders_own_evaluator_on_concert_singer(tmp_path: Path) -> None:

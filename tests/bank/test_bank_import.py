@@ -21,17 +21,17 @@ from typing import Any
 import pytest
 import yaml
 from click.testing import CliRunner, Result
-from support import SHARED, plain_cell
+from support import BENCHMARKS, plain_cell
 
 from ledger.bank import validate_bank
 from ledger.cli import main
 from ledger.events import BankPublished
 from ledger.store import Ledger
 
-BIRD = SHARED / "benchmarks" / "bird-mini-dev"
+BIRD = BENCHMARKS / "bird-mini-dev"
 BIRD_QUESTIONS = BIRD / "mini_dev_sqlite.json"
 BIRD_DATABASES = BIRD / "databases"
-GRAVITY = SHARED / "benchmarks" / "sample-databases" / "gravity_books.sqlite"
+GRAVITY = BENCHMARKS / "sample-databases" / "gravity_books.sqlite"
 
 
 def _cli(ledger: Path, *args: str) -> Result:
@@ -74,6 +74,7 @@ def _gold_values(folder: Path) -> dict[str, list[tuple[Any, ...]]]:
 # ---------------------------------------------------------------- BIRD superhero
 
 
+@pytest.mark.benchmark_data
 def test_bird_superhero_imports_all_52_questions_and_publishes(tmp_path: Path) -> None:
     out = tmp_path / "banks"
     result = _import(
@@ -148,6 +149,7 @@ def test_bird_superhero_imports_all_52_questions_and_publishes(tmp_path: Path) -
     assert "52 cases" in text_show.stdout
 
 
+@pytest.mark.benchmark_data
 def test_bird_without_db_id_names_the_missing_database_files(tmp_path: Path) -> None:
     out = tmp_path / "banks"
     result = _import(
@@ -201,6 +203,7 @@ def _gravity(tmp_path: Path) -> tuple[Path, Path]:
     return questions, databases
 
 
+@pytest.mark.benchmark_data
 def test_gravity_books_reports_its_1872_broken_keys_and_still_builds(tmp_path: Path) -> None:
     # The data by a query of another shape than the importer's (NOT IN, not the PRAGMA
     # or a LEFT JOIN): every order whose shipping method does not exist. The README
@@ -264,6 +267,7 @@ def test_gravity_books_reports_its_1872_broken_keys_and_still_builds(tmp_path: P
     ]
 
 
+@pytest.mark.benchmark_data
 def test_gravity_books_on_duckdb_is_refused_naming_the_broken_key(tmp_path: Path) -> None:
     questions, databases = _gravity(tmp_path)
     out = tmp_path / "banks"
@@ -462,6 +466,7 @@ def test_spider_layout_imports_and_the_reference_scores_100(tmp_path: Path) -> N
 # ---------------------------------------------------------------- --engine duckdb
 
 
+@pytest.mark.benchmark_data
 def test_superhero_on_duckdb_has_no_engine_line_and_the_same_gold(tmp_path: Path) -> None:
     out_duck = tmp_path / "duck"
     result = _import(
@@ -648,6 +653,7 @@ def test_an_existing_bank_folder_is_not_overwritten(tmp_path: Path) -> None:
     assert "(1 cases, 1 gold rows)" in done.stdout
 
 
+@pytest.mark.benchmark_data
 def test_bank_show_names_the_benchmark_and_keeps_one_line_per_case(tmp_path: Path) -> None:
     out = tmp_path / "banks"
     args = ("--databases", str(BIRD_DATABASES), "--db-id", "superhero", "-o", str(out))
@@ -670,6 +676,7 @@ def test_bank_show_names_the_benchmark_and_keeps_one_line_per_case(tmp_path: Pat
     assert first["benchmark"] == {"index": 239, "question_id": "717", "difficulty": "simple"}
 
 
+@pytest.mark.benchmark_data
 def test_bird_column_descriptions_go_to_the_semantic_layer(tmp_path: Path) -> None:
     questions, databases = _gravity(tmp_path)
     described = databases / "gravity_books" / "database_description"

@@ -12,6 +12,7 @@ import msgspec
 import pytest
 from banktest import edit
 from click.testing import CliRunner
+from support import BENCHMARKS
 
 from ledger.bank import leak_context, leak_findings, publish, validate_bank
 from ledger.bank.leak import shared_findings
@@ -23,7 +24,7 @@ from ledger.keys import Signer
 from ledger.store import Ledger
 
 _OF_CASE = re.compile(r"gold row of case (\d+) ")
-BIRD = Path(__file__).resolve().parents[3] / "shared" / "benchmarks" / "bird-mini-dev"
+BIRD = BENCHMARKS / "bird-mini-dev"
 
 # tiny-bank gold, worked out from docs/examples/tiny-bank/seed.sql by hand:
 # tiny-01 (city unknown): (3, 'Chen'); tiny-03 (per city): Beijing 1, Hangzhou 0, Shanghai 1.
@@ -174,7 +175,7 @@ def _bird_superhero() -> tuple[dict[str, str], list[GoldResult]]:
     return prompts, gold
 
 
-@pytest.mark.skipif(not BIRD.is_dir(), reason="../shared/benchmarks is not here")
+@pytest.mark.benchmark_data
 def test_bird_superhero_prompts_leak_only_under_the_every_case_rule() -> None:
     prompts, gold = _bird_superhero()
     ctx = leak_context({}, gold)

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support import BENCHMARKS
 
 from ledger.engines.sqlite_integrity import (
     foreign_key_violations,
@@ -24,13 +25,7 @@ from ledger.engines.sqlite_integrity import (
 from ledger.errors import BankError
 from ledger.events import ForeignKeyViolation
 
-GRAVITY = (
-    Path(__file__).resolve().parents[3]
-    / "shared"
-    / "benchmarks"
-    / "sample-databases"
-    / "gravity_books.sqlite"
-)
+GRAVITY = BENCHMARKS / "sample-databases" / "gravity_books.sqlite"
 
 
 def _make(path: Path, script: str) -> Path:
@@ -84,7 +79,7 @@ def _left_join_counts(path: Path) -> dict[tuple[str, tuple[str, ...]], int]:
         con.close()
 
 
-@pytest.mark.skipif(not GRAVITY.is_file(), reason="../shared/benchmarks is not here")
+@pytest.mark.benchmark_data
 def test_gravity_books_breaks_1872_keys_counted_per_key_by_plain_sql() -> None:
     before = _fingerprint(GRAVITY)
     found = foreign_key_violations(GRAVITY)

@@ -368,7 +368,7 @@ def test_no_legitimate_sql_of_the_project_is_refused_as_deterministic() -> None:
     assert len(extra) > 50
 
 
-@pytest.mark.skipif(not BIRD.is_dir(), reason="../shared/benchmarks is not here")
+@pytest.mark.benchmark_data
 def test_bird_gold_is_refused_exactly_where_its_text_names_the_clock() -> None:
     questions = json.loads((BIRD / "mini_dev_sqlite.json").read_text(encoding="utf-8"))
     # The oracle: the text itself names the clock (CURRENT_TIMESTAMP, 'now' in any case,
@@ -389,7 +389,7 @@ def test_bird_gold_is_refused_exactly_where_its_text_names_the_clock() -> None:
     assert [sql for sql in superhero if _deterministic_refusals(sql, names, "sqlite")] == []
 
 
-@pytest.mark.skipif(not SPIDER.is_dir(), reason="../shared/benchmarks is not here")
+@pytest.mark.benchmark_data
 def test_spider_gold_passes() -> None:
     lines = (SPIDER / "gold_example.txt").read_text(encoding="utf-8").splitlines()
     gold = [line.split("\t")[0] for line in lines if line.strip()]

@@ -17,6 +17,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import (
 from cryptography.hazmat.primitives.serialization import load_pem_private_key
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support import VECTORS
 
 from ledger.checkpoint import (
     Checkpoint,
@@ -52,7 +53,6 @@ from ledger.codec import leaf_hash
 from ledger.errors import ProofError
 from ledger.merkle import EMPTY_ROOT, root_hash, verify_consistency
 
-VECTORS = Path(__file__).resolve().parents[3] / "shared" / "vectors"
 PETER = "PeterNeumann+c74f20a3+ARpc2QcUPDhMQegwxbzhKqiBfsVkmqq/LDE4izWy10TW"
 # A fixed test key: seed bytes 0x00..0x1f.
 TEST_KEY = Ed25519PrivateKey.from_private_bytes(bytes(range(32)))

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support import VECTORS
 
 from ledger.codec import leaf_hash
 from ledger.errors import ProofError
@@ -104,9 +105,6 @@ def _b64(s: str | None) -> bytes:
 
 def _proof(items: list[str] | None) -> list[bytes]:
     return [_b64(x) for x in items or []]
-
-
-VECTORS = Path(__file__).resolve().parents[3] / "shared" / "vectors"
 
 
 def _vector_params(name: str) -> list[Any]:
