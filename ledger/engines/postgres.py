@@ -94,6 +94,7 @@ __all__ = [
     "GRAMMAR_FUNCTIONS",
     "MIN_SERVER_VERSION",
     "READER_SETTINGS",
+    "SESSION_PINS",
     "BankNames",
     "PostgresEngine",
     "PostgresExecutor",
@@ -114,6 +115,19 @@ MIN_SERVER_VERSION = 150000
 DATA_FILE = "postgres_functions.json"
 FORMAT = "caseledger-postgres-bank/1"
 
+#: Settings that keep a query's rows and their text the same on every run (issue 30):
+#: no parallel plan (a Gather returns its workers' rows in whatever order they come, which
+#: LIMIT without ORDER BY and string_agg without ORDER BY would see), and the locale and
+#: interval settings the server's configuration would otherwise decide (money, to_char's
+#: TM, L, D and G patterns, an interval's text). Every reader session has them, from the
+#: role and from the connection (a bank built before they were added).
+SESSION_PINS: tuple[tuple[str, str], ...] = (
+    ("max_parallel_workers_per_gather", "0"),
+    ("IntervalStyle", "postgres"),
+    ("lc_monetary", "C"),
+    ("lc_numeric", "C"),
+    ("lc_time", "C"),
+)
 #: Settings of every reader role (ALTER ROLE ... SET): what a session of the reader gets
 #: even when it is not opened by the executor.
 READER_SETTINGS: tuple[tuple[str, str], ...] = (
@@ -127,6 +141,7 @@ READER_SETTINGS: tuple[tuple[str, str], ...] = (
     ("DateStyle", "ISO"),
     ("client_connection_check_interval", "1s"),
     ("cursor_tuple_fraction", "1"),
+    *SESSION_PINS,
 )
 #: Concurrent sessions one reader may hold.
 READER_CONNECTION_LIMIT = 32
@@ -911,6 +926,7 @@ class PostgresEngine:
         password = _read_password(database, bank)
         options = [("search_path", bank.schema), ("TimeZone", "UTC"), ("DateStyle", "ISO")]
         options += [("default_transaction_read_only", "on"), ("cursor_tuple_fraction", "1")]
+        options += SESSION_PINS
         return _conninfo(
             self._dsn, user=bank.reader, password=password, dbname=bank.database,
             application_name=app, options=_options([*options, *settings]),

@@ -12,6 +12,7 @@ import psycopg
 import pytest
 from test_guard import TABLES, load
 
+from ledger.engines.postgres import SESSION_PINS, PostgresEngine
 from ledger.harness.guard import guard
 
 CORPUS = load("nondeterministic_postgres.sql")
@@ -66,3 +67,33 @@ def test_fixed_special_inputs_are_allowed_and_fixed(pg_dsn: str, sql: str) -> No
         row = con.execute(sql).fetchone()
     assert row is not None
     assert row[0] in (dt.date(1970, 1, 1), dt.time(0, 0))
+
+
+def test_reader_sessions_pin_the_settings_rows_and_text_depend_on(
+    pg_dsn: str, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    # No parallel plan (a Gather's row order), the locale (money, to_char's TM, L, D, G)
+    # and IntervalStyle: fixed in every reader session, from the role and the connection,
+    # also after the executor's DISCARD ALL.
+    engine = PostgresEngine(dsn=pg_dsn)
+    target = tmp_path_factory.mktemp("pins") / "0a1b2c3d4e5f" / "pg.json"
+    engine.build("CREATE TABLE t (x numeric(6, 2));", "INSERT INTO t VALUES (1.50);", target)
+    wanted = {
+        "max_parallel_workers_per_gather": "0",
+        "IntervalStyle": "postgres",
+        "lc_monetary": "C",
+        "lc_numeric": "C",
+        "lc_time": "C",
+    }
+    try:
+        assert dict(SESSION_PINS) == wanted
+        with psycopg.connect(engine.reader_conninfo(target), autocommit=True) as con:
+            for when in ("at login", "after DISCARD ALL"):
+                shown = {k: str(con.execute(f"SHOW {k}").fetchone()[0]) for k in wanted}  # type: ignore[index]
+                assert shown == wanted, when
+                con.execute("DISCARD ALL")
+            # The text these settings decide, worked out for the C locale and 'postgres'.
+            row = con.execute("SELECT to_char(x, '9D99'), INTERVAL '1 day 2 hours'::text FROM t")
+            assert row.fetchone() == (" 1.50", "1 day 02:00:00")
+    finally:
+        engine.drop(target)

@@ -264,7 +264,8 @@ def test_reader_role_is_locked_down(pg_cluster: PgCluster, sales: Path, retail: 
                 "idle_in_transaction_session_timeout=10s", "work_mem=64MB",
                 "temp_file_limit=256MB", "search_path=public", "TimeZone=UTC",
                 "DateStyle=ISO", "client_connection_check_interval=1s",
-                "cursor_tuple_fraction=1",
+                "cursor_tuple_fraction=1", "max_parallel_workers_per_gather=0",
+                "IntervalStyle=postgres", "lc_monetary=C", "lc_numeric=C", "lc_time=C",
             ]
         )  # fmt: skip
         member_of = con.execute(
