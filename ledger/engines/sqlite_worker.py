@@ -18,6 +18,7 @@ import contextlib
 import math
 import multiprocessing
 import os
+import re
 import sqlite3
 import threading
 import time
@@ -93,7 +94,18 @@ def _classify(session: _Session, exc: BaseException, job: Request) -> tuple[str,
     if isinstance(exc, sqlite3.ProgrammingError):
         # sqlite3's own check: "You can only execute one statement at a time", a NUL, ...
         return "refused", f"refused by the SQLite worker: {first_line(exc)}"
+    if isinstance(exc, sqlite3.OperationalError) and _SYNTAX.match(first_line(exc)):
+        # SQLite cannot read the text as a statement: nothing ran. One classification of
+        # parse failures on every engine (issue 31): DuckDB's worker parse check and
+        # PostgreSQL's 42601 syntax_error are ``refused`` too, so the same syntax error
+        # scores the same everywhere.
+        return "refused", f"refused by SQLite: {first_line(exc)}"
     return "sql_runtime", first_line(exc)
+
+
+# SQLite's parser's own messages (sqlite3.OperationalError; SQLite gives them the generic
+# SQLITE_ERROR code, so the text is what tells them apart).
+_SYNTAX = re.compile(r'near ".*": syntax error$|incomplete input$|unrecognized token: ')
 
 
 def _run_job(session: _Session, job: Request) -> ExecResult:
