@@ -26,7 +26,7 @@ Pure: no I/O, no clock; every number is a Decimal and is shown as a decimal stri
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 from fractions import Fraction
@@ -42,6 +42,7 @@ from projections.metrics import MISSING, Tolerance, field_at, parse_tolerance
 from projections.numbers import show
 from projections.report.schema import CONTRACT as REPORT_CONTRACT
 from projections.report.schema import CONTRACT_V2 as REPORT_CONTRACT_V2
+from projections.report.schema import CONTRACT_V3 as REPORT_CONTRACT_V3
 from projections.report.schema import GATE_CONTRACT as CONTRACT
 from projections.report.schema import (
     SCORECARD_CONTRACT,
@@ -49,14 +50,18 @@ from projections.report.schema import (
     Drift,
     GateSide,
     GateVerdict,
+    Interval,
     InvocationControls,
     MetricCoverage,
     MetricRow,
+    PairedComparison,
     Report,
     ReportV2,
     Scorecard,
     ScorecardBank,
 )
+from projections.report.significance import compare_entries, run_statistics
+from projections.statistics import ALPHA
 
 __all__ = [
     "CONFIG_KEYS",
@@ -79,8 +84,17 @@ EXIT_CODES = {"pass": 0, "regression": 1, "could_not_judge": 2}
 DEFAULT_DRIFT_WARN = Decimal("0.20")
 #: The report contracts a scorecard is read from: the run entries and each CaseRun's
 #: ``response.invocation`` (all it reads) are the same in both (docs/reports.md "Versions").
-REPORT_CONTRACTS = (REPORT_CONTRACT, REPORT_CONTRACT_V2)
-CONFIG_KEYS = ("enabled", "tolerances", "ignore", "min_n", "drift_warn", "gate_timing")
+REPORT_CONTRACTS = (REPORT_CONTRACT, REPORT_CONTRACT_V2, REPORT_CONTRACT_V3)
+CONFIG_KEYS = (
+    "enabled",
+    "tolerances",
+    "ignore",
+    "min_n",
+    "drift_warn",
+    "gate_timing",
+    "gate_significance",
+    "alpha",
+)
 
 
 # ----------------------------------------------------------------- scorecard
@@ -235,6 +249,10 @@ class GateOptions:
     min_n: int | None = None
     drift_warn: Decimal = DEFAULT_DRIFT_WARN
     gate_timing: bool = False
+    #: Issue 32: a quality metric's regression blocks only when the paired result-correct
+    #: difference is significant at ``alpha`` too (docs/gate.md "Significance").
+    significance: bool = False
+    alpha: Decimal = ALPHA
 
     def tolerance(self, name: str, default: Tolerance) -> Tolerance:
         """A metric's tolerance: exact override, then the longest ``prefix.*``, else default."""
@@ -277,6 +295,8 @@ class GateConfig:
     drift_warn: Decimal = DEFAULT_DRIFT_WARN
     source: str | None = None
     gate_timing: bool = False
+    gate_significance: bool = False
+    alpha: Decimal = ALPHA
 
 
 def _decimal_text(value: Any) -> str:
@@ -331,8 +351,41 @@ def config_from_mapping(raw: Mapping[str, Any], source: str) -> GateConfig:
     gate_timing = raw.get("gate_timing", False)
     if not isinstance(gate_timing, bool):
         raise bad(f"gate_timing must be true or false, got {gate_timing!r}")
+    significance = raw.get("gate_significance", False)
+    if not isinstance(significance, bool):
+        raise bad(f"gate_significance must be true or false, got {significance!r}")
+    alpha_raw = raw.get("alpha", ALPHA)
+    try:
+        alpha = parse_alpha(_decimal_text(alpha_raw))
+    except ValueError as exc:
+        raise bad(str(exc)) from None
     check_metric_names([*tolerances, *ignore], f"{source}: gate configuration")
-    return GateConfig(enabled, tolerances, tuple(ignore), min_n, drift_warn, source, gate_timing)
+    return GateConfig(
+        enabled,
+        tolerances,
+        tuple(ignore),
+        min_n,
+        drift_warn,
+        source,
+        gate_timing,
+        significance,
+        alpha,
+    )
+
+
+def parse_alpha(text: str) -> Decimal:
+    """A significance level: a decimal strictly between 0 and 1. Raises ValueError.
+
+    >>> parse_alpha("0.01")
+    Decimal('0.01')
+    """
+    try:
+        value = Decimal(text)
+    except ArithmeticError:
+        raise ValueError(f"alpha must be a share such as 0.05, got {text!r}") from None
+    if not value.is_finite() or not 0 < value < 1:
+        raise ValueError(f"alpha must be between 0 and 1 (exclusive), got {text!r}")
+    return value
 
 
 # ----------------------------------------------------------------- judging
@@ -533,19 +586,98 @@ def _side(card: Scorecard) -> GateSide:
     )
 
 
+#: What ``judge`` is told about a side with no per-case results (a scorecard file).
+NO_CASES = "a scorecard, which holds no per-case results"
+
+
+def _paired_metric(name: str) -> bool:
+    """Whether ``--significance`` judges a metric: every metric computed over the planned
+    attempts or the result-correct ones (quality, scores, per-correct tokens and cost),
+    not a timing metric (wall time; advisory unless ``gate_timing``)."""
+    metric = {m.name: m for m in metrics.METRICS}.get(name)
+    return metric is not None and not metric.timing
+
+
+def _with_intervals(rows: list[MetricRow], entries: Sequence[Any | None]) -> list[MetricRow]:
+    """Each side's 95% interval beside result_correct_rate and model_score (issue 32)."""
+    found: list[dict[str, Interval | None]] = []
+    for entry in entries:
+        stats = None if entry is None else run_statistics(entry, None)
+        found.append(
+            {}
+            if stats is None
+            else {
+                "result_correct_rate": stats.result_correct_rate.interval,
+                "model_score": stats.model_score.interval,
+            }
+        )
+    out = []
+    for r in rows:
+        extra: dict[str, Any] = {}
+        for key, side in (("baseline_interval", found[0]), ("current_interval", found[1])):
+            if side.get(r.metric) is not None:
+                extra[key] = side[r.metric]
+        out.append(msgspec.structs.replace(r, **extra) if extra else r)
+    return out
+
+
+def _significance_rule(
+    rows: list[MetricRow], paired: PairedComparison, alpha: Decimal
+) -> list[MetricRow]:
+    """``--significance``: a quality metric beyond its tolerance is a regression only when
+    the paired result-correct difference (baseline - current) is positive and its p-value
+    is below ``alpha``; every compared row names the rule that decided it."""
+    p = Decimal(paired.p_value)
+    worse = paired.difference is not None and Decimal(paired.difference) > 0 and p < alpha
+    said = f"paired result-correct difference {paired.difference}, p = {paired.p_value}"
+    out = []
+    for r in rows:
+        if r.verdict not in ("pass", "regression"):
+            out.append(r)
+        elif not _paired_metric(r.metric) or r.verdict == "pass":
+            out.append(msgspec.structs.replace(r, rule="tolerance"))
+        elif worse:
+            note = f"{r.note}; {said} < alpha {alpha}: significant"
+            out.append(msgspec.structs.replace(r, rule="significance", note=note))
+        else:
+            note = (
+                f"{r.note}, but {said} is not a significant worsening at alpha {alpha}: "
+                "passes under --significance"
+            )
+            out.append(msgspec.structs.replace(r, verdict="pass", rule="significance", note=note))
+    return out
+
+
 def judge(
     baseline: Scorecard | Mapping[str, Any],
     current: Scorecard | Mapping[str, Any],
     options: GateOptions,
+    entries: Sequence[Any | None] = (None, None),
 ) -> dict[str, Any]:
     """The gate's verdict on two scorecards: a :class:`~projections.report.schema.GateVerdict`
     as JSON-ready builtins (docs/gate-verdict.schema.json is generated from that struct).
+
+    ``entries``: each side's report run entry (:class:`~projections.report.schema.RunEntry`)
+    when the side has per-case results (None for a scorecard file): the intervals shown
+    beside the metrics, and the paired comparison ``options.significance`` needs.
 
     Raises:
         UsageError: a side is not a scorecard of this contract (names the field).
     """
     base, cur = _card("baseline", baseline), _card("current", current)
     problems = _comparability(base, cur)
+    paired: PairedComparison | None = None
+    if entries[0] is not None and entries[1] is not None:
+        paired = compare_entries(entries[0], entries[1]).row
+    if options.significance:
+        missing = [s for s, e in zip(("baseline", "current"), entries, strict=True) if e is None]
+        if missing:
+            problems.append(
+                f"--significance needs per-case results on both sides: {' and '.join(missing)} "
+                f"{'is' if len(missing) == 1 else 'are'} {NO_CASES}"
+            )
+        elif paired is not None and paired.cases == 0:
+            problems.append("--significance: the two runs have no case in common")
     jb = base.denominators.get("judged")
     jc = cur.denominators.get("judged")
     if options.min_n is not None and (
@@ -557,7 +689,11 @@ def judge(
     bm, cm = base.metrics, cur.metrics
     order = [m.name for m in metrics.METRICS]
     names = order + sorted((set(bm) | set(cm)) - set(order))
-    rows = [_row(n, base, cur, options) for n in names]
+    rows = _with_intervals([_row(n, base, cur, options) for n in names], entries)
+    judged_by: dict[str, Any] = {}
+    if options.significance and paired is not None and not problems:
+        rows = _significance_rule(rows, paired, options.alpha)
+        judged_by = {"significance": paired, "alpha": format(options.alpha, "f")}
     drift = _drift(jb, jc, options.drift_warn)
     warnings = []
     if drift.warn:
@@ -580,6 +716,7 @@ def judge(
     else:
         verdict = "pass"
     out = GateVerdict(
+        **judged_by,
         contract=CONTRACT,
         verdict=verdict,
         exit_code=EXIT_CODES[verdict],
@@ -605,6 +742,10 @@ def judge(
 _COLUMNS = ("metric", "direction", "baseline", "current", "delta", "tolerance", "verdict")
 
 
+def _ci(interval: Mapping[str, str] | None) -> str:
+    return "-" if interval is None else f"{interval['low']}-{interval['high']}"
+
+
 def render_text(verdict: Mapping[str, Any]) -> str:
     """The human view: who is compared, problems, the metric table, warnings, the verdict."""
     b, c = verdict["baseline"], verdict["current"]
@@ -615,13 +756,27 @@ def render_text(verdict: Mapping[str, Any]) -> str:
         f"scorer {c['scorer_version']}",
         "",
     ]
-    table = [list(_COLUMNS)]
-    for r in verdict["metrics"]:
+    rows = verdict["metrics"]
+    # Issue 32: each side's 95% interval beside the metric (when some side has one) and,
+    # under --significance, the rule that decided each row.
+    ci = any("baseline_interval" in r or "current_interval" in r for r in rows)
+    rule = "significance" in verdict
+    columns = [
+        *_COLUMNS,
+        *(["95% CI baseline / current"] if ci else []),
+        *(["rule"] if rule else []),
+    ]
+    table = [columns]
+    for r in rows:
         cells = ["-" if r[k] is None else str(r[k]) for k in _COLUMNS]
         if not r.get("gating", True) and r["verdict"] in ("pass", "regression"):
             cells[-1] += " (advisory)"
+        if ci:
+            cells.append(f"{_ci(r.get('baseline_interval'))} / {_ci(r.get('current_interval'))}")
+        if rule:
+            cells.append(r.get("rule", "-"))
         table.append(cells)
-    widths = [max(len(row[i]) for row in table) for i in range(len(_COLUMNS))]
+    widths = [max(len(row[i]) for row in table) for i in range(len(columns))]
     for row in table:
         lines.append("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip())
     lines.append("")
@@ -636,9 +791,22 @@ def render_text(verdict: Mapping[str, Any]) -> str:
     for p in verdict["problems"]:
         lines.append(f"could not judge: {p}")
     summary = {
-        "pass": "PASS: no metric worse than its tolerance",
+        "pass": "PASS: no metric significantly worse beyond its tolerance"
+        if rule
+        else "PASS: no metric worse than its tolerance",
         "regression": "REGRESSION: " + ", ".join(verdict["regressions"]),
         "could_not_judge": "COULD NOT JUDGE: the runs are not comparable",
     }[verdict["verdict"]]
+    if rule:
+        p = verdict["significance"]
+        worse = Decimal(p["difference"] or 0) > 0 and Decimal(p["p_value"]) < Decimal(
+            verdict["alpha"]
+        )
+        lines.append(
+            "significance: paired result-correct difference baseline - current "
+            f"{p['difference']} over {p['cases']} cases, p = {p['p_value']} ({p['test']}), "
+            f"alpha {verdict['alpha']}: "
+            + ("a significant worsening" if worse else "not a significant worsening")
+        )
     lines.append(f"gate: {summary} (exit {verdict['exit_code']})")
     return "\n".join(lines) + "\n"

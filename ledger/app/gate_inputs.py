@@ -3,7 +3,7 @@
 A side is written ``PATH`` or ``PATH:RUN``:
 
 * a frozen baseline folder: its pinned ``scorecard.json``;
-* a ``caseledger-report/2`` or ``caseledger-report/1`` JSON file (``:RUN`` needed when it
+* a ``caseledger-report/3``, ``/2`` or ``/1`` JSON file (``:RUN`` needed when it
   holds several runs);
 * a ``caseledger-scorecard/1`` JSON file (a pinned scorecard copied elsewhere);
 * a ledger file (SQLite): the report of that run at the ledger's current size.
@@ -20,16 +20,21 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import yaml
 
-from ledger.app.baseline import SCORECARD_FILE
+from ledger.app.baseline import SCORECARD_FILE, read_bundle, rescored_state, verify_bundle
 from ledger.app.snapshot import read_state
 from ledger.errors import UsageError
 from ledger.store import Ledger
 from projections import gate
+from projections.report import schema as S
 from projections.report.build import build_report
 
-__all__ = ["load_config", "load_side", "split_spec"]
+__all__ = ["load_config", "load_side", "load_side_entry", "split_spec"]
+
+#: A side's report run entry (its per-case results; issue 32), or None for a scorecard file.
+Entry = S.RunEntry | None
 
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 
@@ -51,7 +56,14 @@ def split_spec(spec: str) -> tuple[Path, str | None]:
     )
 
 
-def _from_ledger(path: Path, run: str | None, include_withdrawn: bool) -> dict[str, Any]:
+def _entry(report: S.Report, run: str) -> Entry:
+    found = [e for s in report.sections for e in s.runs if e.run == run]
+    return found[0] if found and isinstance(found[0], S.RunEntry) else None
+
+
+def _from_ledger(
+    path: Path, run: str | None, include_withdrawn: bool
+) -> tuple[dict[str, Any], Entry]:
     with Ledger.open(path, readonly=True) as ledger:
         snap = read_state(ledger, runs=[run] if run else None)
         state = snap.state
@@ -74,12 +86,46 @@ def _from_ledger(path: Path, run: str | None, include_withdrawn: bool) -> dict[s
                 hint="add --include-withdrawn to judge it anyway",
             )
     report = build_report(state, root_hash=snap.root, runs=[run], include_withdrawn=True)
-    return gate.scorecard(report, run, include_withdrawn=True)
+    return gate.scorecard(report, run, include_withdrawn=True), _entry(report, run)
+
+
+def _from_baseline(folder: Path, card: dict[str, Any]) -> Entry:
+    """The run entry of a frozen baseline's bundle, under the scorer its pinned scorecard
+    names (re-derived as ``baseline pin`` does); the bundle is verified first."""
+    bundle = read_bundle(folder)
+    verify_bundle(bundle)
+    version = str(card.get("scorer_version"))
+    state = rescored_state(bundle, version)
+    report = build_report(state, root_hash=bytes(32), scorer=version, runs=[bundle.run_id])
+    return _entry(report, bundle.run_id)
+
+
+def _from_report(data: dict[str, Any], run: str) -> Entry:
+    """The run entry of a report file's run (None when the entry does not read as one)."""
+    for section in data.get("sections") or []:
+        for entry in section.get("runs") or []:
+            if isinstance(entry, dict) and entry.get("run") == run:
+                try:
+                    found = msgspec.convert(entry, S.AnyRunEntry)
+                except msgspec.ValidationError:
+                    return None
+                return found if isinstance(found, S.RunEntry) else None
+    return None
 
 
 def load_side(spec: str, *, include_withdrawn: bool = False) -> tuple[dict[str, Any], str]:
     """(scorecard, a description of where it came from) of one side of the gate; a
     withdrawn run is refused unless ``include_withdrawn``."""
+    card, source, _ = load_side_entry(spec, include_withdrawn=include_withdrawn, entry=False)
+    return card, source
+
+
+def load_side_entry(
+    spec: str, *, include_withdrawn: bool = False, entry: bool = True
+) -> tuple[dict[str, Any], str, Entry]:
+    """:func:`load_side` and the side's report run entry (its per-case results, for the
+    intervals and ``--significance``; issue 32): None for a scorecard file, or when
+    ``entry`` is false (a baseline's bundle is then not read)."""
     path, run = split_spec(spec)
     if path.is_dir():
         card_path = path / SCORECARD_FILE
@@ -90,19 +136,21 @@ def load_side(spec: str, *, include_withdrawn: bool = False) -> tuple[dict[str, 
             raise UsageError(f"{card_path}: not a {gate.SCORECARD_CONTRACT} scorecard")
         if run is not None and card.get("run") != run:
             raise UsageError(f"{path} is the baseline of run {card.get('run')}, not {run}")
-        return card, f"frozen baseline {path} (pinned scorecard)"
+        found = _from_baseline(path, card) if entry else None
+        return card, f"frozen baseline {path} (pinned scorecard)", found
     with path.open("rb") as fh:
         magic = fh.read(len(_SQLITE_MAGIC))
     if magic == _SQLITE_MAGIC:
-        card = _from_ledger(path, run, include_withdrawn)
-        return card, f"ledger {path} run {card['run']}"
+        card, found = _from_ledger(path, run, include_withdrawn)
+        return card, f"ledger {path} run {card['run']}", found
     data = _read_json(path)
     if data.get("contract") == gate.SCORECARD_CONTRACT:
         if run is not None and data.get("run") != run:
             raise UsageError(f"{path} is the scorecard of run {data.get('run')}, not {run}")
-        return data, f"scorecard {path}"
+        return data, f"scorecard {path}", None
     card = gate.scorecard(data, run, include_withdrawn=include_withdrawn)
-    return card, f"report {path} run {card['run']}"
+    found = _from_report(data, card["run"]) if entry else None
+    return card, f"report {path} run {card['run']}", found
 
 
 def _read_json(path: Path) -> dict[str, Any]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -28,6 +29,13 @@ def _tolerances(values: tuple[str, ...]) -> dict[str, object]:
     return out
 
 
+def _alpha(text: str, parse: Any) -> Any:
+    try:
+        return parse(text)
+    except ValueError as exc:
+        raise UsageError(f"--alpha {text!r}: {exc}") from None
+
+
 @click.command()
 @click.option("--baseline", "baseline", required=True, help="REPORT[:RUN], LEDGER:RUN or DIR.")
 @click.option("--current", "current", required=True, help="REPORT[:RUN], LEDGER:RUN or DIR.")
@@ -46,6 +54,13 @@ def _tolerances(values: tuple[str, ...]) -> dict[str, object]:
 @click.option(
     "--include-withdrawn", is_flag=True, help="Judge a withdrawn run too (refused otherwise)."
 )
+@click.option(
+    "--significance",
+    is_flag=True,
+    help="A quality metric beyond its tolerance fails only when the paired result-correct "
+    "difference is significant too (as gate_significance = true; docs/gate.md).",
+)
+@click.option("--alpha", help="The significance level of --significance (default 0.05).")
 def gate(
     baseline: str,
     current: str,
@@ -56,10 +71,12 @@ def gate(
     ci: bool,
     gate_timing: bool,
     include_withdrawn: bool,
+    significance: bool,
+    alpha: str | None,
 ) -> None:
     """Compare two runs metric by metric: exit 0 pass, 1 regression, 2 could not judge."""
-    from ledger.app.gate_inputs import load_config, load_side
-    from projections.gate import GateOptions, check_metric_names, judge, render_text
+    from ledger.app.gate_inputs import load_config, load_side_entry
+    from projections.gate import GateOptions, check_metric_names, judge, parse_alpha, render_text
 
     config = load_config(Path.cwd())
     if not config.enabled:
@@ -76,10 +93,14 @@ def gate(
         min_n=min_n if min_n is not None else config.min_n,
         drift_warn=config.drift_warn,
         gate_timing=gate_timing or config.gate_timing,
+        significance=significance or config.gate_significance,
+        alpha=config.alpha if alpha is None else _alpha(alpha, parse_alpha),
     )
-    base_card, base_from = load_side(baseline, include_withdrawn=include_withdrawn)
-    cur_card, cur_from = load_side(current, include_withdrawn=include_withdrawn)
-    verdict = judge(base_card, cur_card, options)
+    base_card, base_from, base_entry = load_side_entry(
+        baseline, include_withdrawn=include_withdrawn
+    )
+    cur_card, cur_from, cur_entry = load_side_entry(current, include_withdrawn=include_withdrawn)
+    verdict = judge(base_card, cur_card, options, (base_entry, cur_entry))
     verdict["baseline"]["source"] = base_from
     verdict["current"]["source"] = cur_from
     if as_json:

@@ -1076,6 +1076,12 @@ class MetricRow(_S, frozen=True, kw_only=True):
     #: Whether a regression of this metric blocks (exit 1); false for an ignored metric,
     #: one without a definition, and a timing metric unless ``gate_timing`` is set.
     gating: bool
+    # Issue 32: each side's 95% interval (result_correct_rate and model_score, when the
+    # side has per-case results), and under --significance the rule that decided a
+    # compared metric; absent otherwise.
+    baseline_interval: Interval | msgspec.UnsetType = msgspec.UNSET
+    current_interval: Interval | msgspec.UnsetType = msgspec.UNSET
+    rule: Literal["tolerance", "significance"] | msgspec.UnsetType = msgspec.UNSET
 
 
 class GateVerdict(_S, frozen=True, kw_only=True):
@@ -1095,6 +1101,10 @@ class GateVerdict(_S, frozen=True, kw_only=True):
     regressions: list[str]
     unpaired: list[str]
     incomparable: list[str]
+    # Issue 32: with --significance (or gate_significance = true), the paired comparison
+    # of the result-correct rate, baseline as ``a`` and current as ``b``, and its alpha.
+    significance: PairedComparison | msgspec.UnsetType = msgspec.UNSET
+    alpha: Dec | msgspec.UnsetType = msgspec.UNSET
 
 
 def report_schema() -> dict[str, Any]:

@@ -196,6 +196,11 @@ def test_json_carries_numbers(side) -> None:
         "verdict": "regression",
         "note": "worse by more than 0.02",
         "gating": True,
+        # Issue 32: each side's 95% interval, from the report's per-case results (the
+        # edit above changes the metric only): base4's cases are right except sf-02,
+        # 6/7 with SE 1/7, 6/7 - 1.96/7 = 0.5771, the top clipped to 1.
+        "baseline_interval": {"low": "0.5771", "high": "1.0000"},
+        "current_interval": {"low": "0.5771", "high": "1.0000"},
     }
     tokens = next(r for r in verdict["metrics"] if r["metric"] == "tokens_per_correct")
     assert (tokens["baseline"], tokens["delta"], tokens["verdict"]) == ("1283.33", "0.00", "pass")
