@@ -110,11 +110,20 @@ def tree_head(ledger: Ledger, size: int | None = None) -> tuple[int, bytes]:
 
 
 def issue_checkpoint(ledger: Ledger, signer: Signer) -> str:
-    """Sign a checkpoint over the committed log and record it; returns the signed note.
+    """Sign a checkpoint over the committed log, record it, and return a note covering both.
 
-    The note covers only events already committed; CheckpointIssued is appended at
-    seq == tree size (an optimistic append, retried when another writer got there first).
+    The CheckpointIssued event holds a note over the ``size`` events committed before
+    it and is appended at seq == ``size`` (an optimistic append, retried when another
+    writer got there first). Appending it also stores, in the same transaction, the
+    operator's checkpoint over ``size + 1`` events (``Ledger.append``'s automatic
+    checkpoints), and that note is the one returned: it covers the CheckpointIssued
+    event itself, so cutting that event off the log is caught by ``verify
+    --checkpoint`` with the returned note (docs/verification.md).
     """
+    if signer.role != "operator":
+        raise UsageError(
+            f"checkpoints are signed by an operator key; {signer.name} is {signer.role}"
+        )
     for _ in range(_RETRIES):
         size, root = tree_head(ledger)
         note = signer.sign_note(format_checkpoint(ledger.origin(), size, root))
@@ -125,7 +134,14 @@ def issue_checkpoint(ledger: Ledger, signer: Signer) -> str:
             )
         except StoreConflictError:
             continue
-        return note
+        covering = dict(ledger.stored_checkpoints()).get(size + 1)
+        if covering is None:
+            raise ProofError(
+                f"seq {size}: no checkpoint over {size + 1} events was stored with the "
+                "CheckpointIssued event",
+                seq=size,
+            )
+        return covering
     raise StoreBusyError(
         f"ledger is busy: it kept moving while a checkpoint was signed ({_RETRIES} tries)",
         hint="retry when the other writers are done",

@@ -47,10 +47,18 @@ from typing import Any, NamedTuple
 import msgspec
 
 from ledger import codec
-from ledger.checkpoint import format_checkpoint
+from ledger.checkpoint import (
+    NoteError,
+    NoteVerifier,
+    format_checkpoint,
+    open_note,
+    parse_checkpoint,
+)
 from ledger.errors import (
     ChainBrokenError,
+    ProofError,
     SecretLeakError,
+    SignatureError,
     StoreConflictError,
     StoreError,
     UsageError,
@@ -59,6 +67,7 @@ from ledger.errors import (
 from ledger.events import (
     LEDGER_STREAM,
     BankPublished,
+    CheckpointIssued,
     Event,
     EventBase,
     EventImported,
@@ -69,7 +78,7 @@ from ledger.events import (
     SignerUntrusted,
     tag_of,
 )
-from ledger.keys import Keyring, Signer, encode_public_key, event_message
+from ledger.keys import Keyring, Signer, encode_public_key, event_message, verify_event_signature
 from ledger.merkle import TreeAccumulator
 from ledger.stores import (
     EVENT_COLUMNS,
@@ -89,8 +98,10 @@ _ENVELOPE_FIELDS = ("stream", "stream_seq", "stream_prev", "at")
 _SIGNER_TAGS = tuple(
     tag_of(c) for c in (SignerRegistered, SignerRetired, SignerTrusted, SignerUntrusted)
 )
-#: Batches holding one of these get an automatic checkpoint (see the module doc).
-_CHECKPOINT_AFTER = (RunFinished, BankPublished, EventImported)
+#: Batches holding one of these get an automatic checkpoint (see the module doc). A
+#: CheckpointIssued is one: the note ``caseledger checkpoint`` prints then covers the
+#: event that records it (ledger.proofs.issue_checkpoint).
+_CHECKPOINT_AFTER = (RunFinished, BankPublished, EventImported, CheckpointIssued)
 _CHUNK_ROWS = 128  # rows per chunk where chunks are inserted as the next is signed (_write)
 #: A chunk at least this long is signed on the signing threads (see Ledger._sign).
 _PARALLEL_SIGN_ROWS = 32
@@ -169,6 +180,15 @@ class Ledger:
         self._tree: TreeAccumulator | None = None  # tree head of the committed log (writers)
         self._pending_tree: TreeAccumulator | None = None  # that of the open batch
         self._secret_checks: list[Callable[[bytes], str | None]] = []  # register_secrets
+        # What this writer has checked before appending on top (_check_unseen): the log
+        # up to (size, chain), the checkpoints stored at these sizes, and from which log
+        # size on a stored checkpoint is one it has not seen.
+        self._seen: tuple[int, bytes] | None = None
+        self._pending_seen: tuple[int, bytes] | None = None  # the open batch's end
+        self._seen_v2 = False  # an event/v2 signature was checked: no event/v1 after it
+        self._seen_notes: set[int] = set()
+        self._pending_notes: set[int] = set()
+        self._notes_mark: int | None = None
 
     # ------------------------------------------------------------ open / create
 
@@ -479,8 +499,13 @@ class Ledger:
         """
         if self.readonly:
             raise StoreError(f"{self.location} was opened read-only: cannot append")
+        # Most of what other writers added is checked before the lock is taken, so the
+        # check under the lock reads only what arrived meanwhile.
+        self._check_unseen(*self.head())
         self._db.begin()  # the store's one write lock: StoreBusyError after the timeout
         self._pending_tree = None
+        self._pending_seen = None
+        self._pending_notes = set()
         try:
             seqs = self._append_locked(items, signer, expect_size)
             self._db.commit()
@@ -492,12 +517,16 @@ class Ledger:
             raise
         if self._pending_tree is not None:
             self._tree, self._pending_tree = self._pending_tree, None
+        if self._pending_seen is not None:
+            self._seen = self._pending_seen
+        self._seen_notes |= self._pending_notes
         return seqs
 
     def _append_locked(
         self, items: Sequence[EventBase | Draft], signer: Signer, expect_size: int | None
     ) -> list[int]:
         size, chain = self.head()
+        self._check_unseen(size, chain)  # never append on top of what verify would refuse
         if expect_size is not None and expect_size != size:
             raise StoreConflictError(
                 f"the ledger moved: expected tree size {expect_size}, found {size}",
@@ -539,6 +568,7 @@ class Ledger:
         note = signer.sign_note(format_checkpoint(self.origin(), size, tree.root()))
         self._db.insert_checkpoint(size, note)
         self._pending_tree = tree
+        self._pending_notes.add(size)
 
     def _tree_through(self, size: int) -> TreeAccumulator:
         """The tree of the first ``size`` rows, extending this writer's last one.
@@ -639,6 +669,7 @@ class Ledger:
                 chain = codec.chain_hash(chain, leaf)
                 chains.append(chain)
             sigs = self._sign_all(signer, messages)
+            self._pending_seen = (chunk[-1][0] + 1, chain)
             yield [
                 (seq, body, leaf, chained, key_id, sig, event.stream, event.stream_seq,
                  tag_of(type(event)))
@@ -791,6 +822,147 @@ class Ledger:
                 hint="import the stream's events in order, onto the stream head",
             )
 
+    # ------------------------------------------------------------ what others wrote
+
+    def _check_unseen(self, size: int, chain: bytes) -> None:
+        """Check the rows and checkpoints other writers added since this one last looked.
+
+        Called before appending on top of a log of ``size`` rows ending at ``chain``
+        (once before the write lock, again under it). Rows: from where this writer last
+        looked, or for a writer that has not looked yet the head row alone, each must
+        hash to its leaf, continue the chain, be signed by a key the keyring allows at
+        its seq, and carry an Ed25519 signature that verifies (event/v2; event/v1 only
+        before any event/v2 this writer checked). Checkpoints: every one stored since
+        (on PostgreSQL the server records when, ``added``) must be a note signed by an
+        operator key of this ledger, for this log, over at most ``size`` events (the
+        PostgreSQL server has already checked its root). Honest writers all doing this
+        means none ever appends on top of a row or note ``verify`` would refuse: the
+        bad row stays the head, where this check finds it (docs/stores.md, "Who
+        enforces what").
+
+        Raises:
+            SignatureError / ChainBrokenError / ProofError (exit 1): naming the seq or
+                the checkpoint's size and the database role that wrote it; nothing of
+                the batch is written.
+        """
+        seen = self._seen
+        if seen is not None and seen[0] > size:
+            raise ChainBrokenError(
+                f"seq {size}: the log ends at size {size}, but this writer already read "
+                f"{seen[0]} events (its tail was cut off); nothing was appended",
+                seq=size,
+                hint="run `caseledger verify` against a published checkpoint",
+            )
+        if size and (seen is None or seen[0] < size):
+            start, prev = (size - 1, None) if seen is None else seen
+            if prev is None:
+                prev = GENESIS_CHAIN if start == 0 else self._db.chain_at(start - 1)
+                if prev is None:
+                    raise ChainBrokenError(f"seq {start - 1}: missing", seq=start - 1)
+            self._check_rows(start, size, prev)
+        elif seen is not None and seen[1] != chain:
+            raise self._refused(
+                ChainBrokenError,
+                size - 1,
+                "its chain changed since this writer read it (the row was replaced)",
+            )
+        self._seen = (size, chain)
+        self._check_notes(size)
+
+    def _check_rows(self, start: int, stop: int, prev: bytes) -> None:
+        """Rows ``start <= seq < stop``, checked as :meth:`_check_unseen` says."""
+        if self._keyring_size > start:
+            # the keyring already holds signer events of these rows (keyring() read
+            # them): rebuild it to ``start`` so each row is checked as it came
+            self._keyring, self._keyring_size = Keyring(), 0
+        self._refresh_keyring(start)
+        keyring = self._keyring
+        expected = start
+        for seq, body, leaf, chain, key_id, sig in self._db.select(
+            EVENT_COLUMNS, start, stop, 1024
+        ):
+            if seq != expected:
+                break
+            if type(body) is not bytes or type(leaf) is not bytes or codec.leaf_hash(body) != leaf:
+                raise self._refused(ChainBrokenError, seq, "its body does not hash to its leaf")
+            if type(chain) is not bytes or codec.chain_hash(prev, leaf) != chain:
+                raise self._refused(ChainBrokenError, seq, "its chain does not continue the log")
+            try:
+                event = codec.decode(body)
+            except (msgspec.ValidationError, msgspec.DecodeError):
+                raise self._refused(
+                    ChainBrokenError, seq, "its body is not a known event"
+                ) from None
+            problem = keyring.signer_problem(seq, key_id, event) or keyring.event_problem(event)
+            if problem:
+                raise self._refused(SignatureError, seq, problem)
+            if seq == 0:
+                keyring.apply(0, event)
+            entry = keyring.get(key_id)
+            if entry is None or type(sig) is not bytes:
+                raise self._refused(SignatureError, seq, f"key id {key_id} is not registered")
+            if not self._signature_holds(entry.public_key, prev, leaf, sig):
+                raise self._refused(
+                    SignatureError,
+                    seq,
+                    f"its signature does not verify under key {entry.name} ({key_id})",
+                )
+            if seq:
+                keyring.apply(seq, event)
+            prev = chain
+            expected += 1
+        if expected != stop:
+            raise ChainBrokenError(f"seq {expected}: missing", seq=expected)
+        self._keyring_size = stop
+
+    def _signature_holds(self, public_key: bytes, prev: bytes, leaf: bytes, sig: bytes) -> bool:
+        if verify_event_signature(public_key, leaf, sig, prev):
+            self._seen_v2 = True
+            return True
+        # An event/v1 signature (leaf only) is accepted only as verify accepts it: in a
+        # ledger written before event/v2, so not after a v2 one this writer checked.
+        return not self._seen_v2 and verify_event_signature(public_key, leaf, sig)
+
+    def _check_notes(self, size: int) -> None:
+        """Stored checkpoints this writer has not seen, checked as :meth:`_check_unseen` says."""
+        mark = self._notes_mark if self._notes_mark is not None else max(size - 1, 0)
+        rows = self._db.checkpoints_since(mark)
+        if any(row[0] not in self._seen_notes for row in rows):
+            self._refresh_keyring(size)
+            verifiers = [
+                NoteVerifier(e.name, e.public_key)
+                for e in self._keyring.entries()
+                if e.role == "operator"
+            ]
+            origin = self.origin()
+            for cp_size, note, writer in rows:
+                if cp_size in self._seen_notes:
+                    continue
+                problem = _note_problem(cp_size, note, size, verifiers, origin)
+                if problem:
+                    by = f" (added by database role {writer})" if writer else ""
+                    raise ProofError(
+                        f"append refused: the checkpoint stored at size {cp_size}{by} "
+                        f"{problem}; nothing was appended",
+                        seq=None,
+                        hint="the ledger's owner must remove that row before anyone appends "
+                        "(docs/stores.md, Repairing a poisoned ledger); `caseledger verify` "
+                        "fails until then",
+                    )
+                self._seen_notes.add(cp_size)
+        self._notes_mark = size
+
+    def _refused(self, cls: type[VerificationError], seq: int, problem: str) -> VerificationError:
+        """The error that stops an append on top of a bad row, naming who wrote it."""
+        writer = self._db.written_by(seq)
+        by = f" (written by database role {writer})" if writer else ""
+        return cls(
+            f"append refused: seq {seq}{by}: {problem}; nothing was appended on top of it",
+            seq=seq,
+            hint="the ledger's owner must remove that row before anyone appends "
+            "(docs/stores.md, Repairing a poisoned ledger); `caseledger verify` fails until then",
+        )
+
     def _refresh_keyring(self, size: int) -> None:
         if size <= self._keyring_size:
             return
@@ -822,6 +994,23 @@ class Ledger:
             "reason": reason,
         }
         return self.append([Draft(SignerRetired, LEDGER_STREAM, fields)], by)[0]
+
+
+def _note_problem(
+    size: object, note: object, log_size: int, verifiers: list[NoteVerifier], origin: str
+) -> str | None:
+    """Why a stored checkpoint row is not one this log's operator signed (None when it is)."""
+    if type(size) is not int or type(note) is not str:
+        return "is not (tree size, note text)"
+    if size > log_size:
+        return f"covers {size} events, but the log holds {log_size}"
+    try:
+        body = parse_checkpoint(open_note(note, verifiers).text, origin)
+    except NoteError as exc:
+        return f"is not a checkpoint signed by an operator key of this ledger: {exc.message}"
+    if body.size != size:
+        return f"holds a note over {body.size} events"
+    return None
 
 
 def _signing_threads() -> int:

@@ -663,6 +663,10 @@ class _Walk:
         if differ:
             first = differ[0]
             bank = self.banks[bank_hash][0]
+            shown = _short(getattr(rerun, first))
+            if recorded.scrubbed not in (msgspec.UNSET, 0) and first in ("columns", "rows"):
+                # The re-execution prints what the run scrubbed (issue 30): never echo it.
+                shown = "not shown (the recorded result had a secret scrubbed from it)"
             raise VerificationError(
                 f"seq {seq}: the SqlExecuted of {recorded.stream} case {recorded.case_id} "
                 f"attempt {recorded.attempt} differs from re-executing its SQL on bank "

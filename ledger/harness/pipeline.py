@@ -329,7 +329,7 @@ def execution_differences(recorded: events.SqlExecuted, rerun: ExecResult) -> li
     with each ``[redacted]`` standing for a non-empty text.
     """
     scrubbed = recorded.scrubbed not in (msgspec.UNSET, 0)
-    return [
+    differ = [
         name
         for name in COMPARED_FIELDS
         if not _same(
@@ -338,6 +338,21 @@ def execution_differences(recorded: events.SqlExecuted, rerun: ExecResult) -> li
             scrubbed and name in ("columns", "rows"),
         )
     ]
+    if differ == ["error_kind"] and _reclassified(recorded, rerun):
+        return []
+    return differ
+
+
+def _reclassified(recorded: events.SqlExecuted, rerun: ExecResult) -> bool:
+    """True for a SQLite syntax error recorded as ``sql_runtime`` before issue 31 that the
+    worker now reports as ``refused`` (one classification of parse failures): the same
+    failure, with SQLite's own message, so a re-execution of an older run is equal."""
+    return (
+        recorded.error_kind == "sql_runtime"
+        and rerun.error_kind == "refused"
+        and recorded.error_message is not None
+        and rerun.error_message == f"refused by SQLite: {recorded.error_message}"
+    )
 
 
 def _same(recorded: Any, rerun: Any, scrubbed: bool) -> bool:
@@ -348,7 +363,7 @@ def _same(recorded: Any, rerun: Any, scrubbed: bool) -> bool:
             return False
         pattern = ".+?".join(re.escape(part) for part in recorded.split(MARKER))
         return re.fullmatch(pattern, rerun, re.DOTALL) is not None
-    if isinstance(recorded, list) and isinstance(rerun, list):
+    if isinstance(recorded, list | tuple) and isinstance(rerun, list | tuple):
         return len(recorded) == len(rerun) and all(
             _same(a, b, scrubbed) for a, b in zip(recorded, rerun, strict=True)
         )

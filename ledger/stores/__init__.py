@@ -142,6 +142,15 @@ class Backend(Protocol):
     def checkpoints(self) -> list[tuple[Any, Any]]:
         """(size, note) of the stored checkpoints by size, as stored (unchecked)."""
 
+    def checkpoints_since(self, mark: int) -> list[tuple[Any, Any, str | None]]:
+        """(size, note, writer) of the checkpoints added since the log held ``mark``
+        events, by size, as stored (unchecked; ``writer`` is the role the server
+        recorded, None where nothing is recorded)."""
+
+    def written_by(self, seq: int) -> str | None:
+        """The database role the server recorded as the writer of row ``seq`` (None when
+        the store records none: a SQLite file, rows of an older PostgreSQL schema)."""
+
     # -------------------------------------------------------------- writes
 
     def begin(self) -> None:

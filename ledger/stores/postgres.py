@@ -2,26 +2,44 @@
 
 The ledger lives in the schema ``caseledger`` of the database a ``postgresql://`` URL
 names (docs/stores.md): tables ``meta``, ``events`` (the same columns as the SQLite
-file, ``bytea`` for blobs) and ``checkpoints``. What the server enforces, whoever
-connects:
+file, ``bytea`` for blobs, plus ``writer`` and ``node``), ``checkpoints`` and
+``append_lock``. What the server enforces, whoever connects (docs/stores.md has the
+table of who enforces what):
 
-* ``events``, ``checkpoints`` and ``meta`` are append-only: row triggers refuse
-  UPDATE and DELETE, statement triggers refuse TRUNCATE (also for the owner, unless
-  the owner drops the triggers); the writer role is granted INSERT and SELECT only
-  (:func:`grant_writer`), so it could not drop them;
+* ``events``, ``checkpoints``, ``meta`` and ``append_lock`` are append-only: row
+  triggers refuse UPDATE and DELETE, statement triggers refuse TRUNCATE (also for the
+  owner, unless the owner drops the triggers); the writer role is granted INSERT and
+  SELECT only (:func:`grant_writer`), so it could not drop them;
 * every inserted event row continues the log: a BEFORE INSERT trigger requires
   ``seq`` = the next leaf index (no gap, no reuse), ``leaf_hash`` = SHA-256(0x00 ||
   body) and ``chain`` = SHA-256(previous chain || leaf hash) (32 zero bytes before
-  seq 0); ``leaf_hash`` (the event id) is UNIQUE. Signatures are Ed25519, which the
-  server cannot check: ``verify`` does.
+  seq 0); ``leaf_hash`` (the event id) is UNIQUE. The same trigger sets ``writer`` to
+  the connected role (``session_user``: whatever the client sent is overwritten) and
+  ``node`` to the root of the largest complete Merkle subtree that ends at the row
+  (:data:`SCHEMA_2`), so the tree head at any size is a fold of at most 63 stored
+  nodes;
+* a ``checkpoints`` row must be this log's tree head: its note must begin with the
+  ledger's origin, its size (at most the number of events) and the root the server
+  folds from the stored nodes. The trigger also takes the append lock and records
+  the role (``writer``) and the number of events when it was added (``added``).
 
-Appends: one transaction per batch. It first takes a transaction-level advisory lock
-(``pg_advisory_xact_lock``), so writers queue and each computes its seqs and chain
-from the head it then reads; the lock is released by COMMIT or ROLLBACK, also when
-the writer's connection dies, and a batch whose writer dies is rolled back whole.
-``synchronous_commit = on`` is set for the session: COMMIT returns once the batch is
-durable on the server. A writer waits for the lock up to its busy timeout
-(``lock_timeout``), then fails with "ledger is busy".
+The server cannot check Ed25519 signatures (neither an event's nor a note's): the
+writers do, before they append on top (``ledger.store.Ledger``), and ``verify`` does.
+
+Appends: one transaction per batch. It first takes the append lock, a row lock
+(``SELECT ... FOR UPDATE``) on the one row of ``append_lock``, which needs UPDATE on
+that table: writers have it, readers do not, so a reader cannot hold writers up.
+Writers queue there and each computes its seqs and chain from the head it then reads;
+the lock is released by COMMIT or ROLLBACK, also when the writer's connection dies,
+and a batch whose writer dies is rolled back whole. ``synchronous_commit = on`` is
+set for the session: COMMIT returns once the batch is durable on the server. A writer
+waits for the lock up to its busy timeout (``lock_timeout``), then fails with "ledger
+is busy" naming the role and server pid of the session that holds it.
+
+Schema versions: ``meta`` row ``schema`` (absent = 1). A ledger made before issue 29
+(schema 1) is upgraded in one transaction by its owner (:meth:`PostgresBackend.upgrade`,
+run by any writing command the owner runs, or ``caseledger ledger upgrade``); until
+then writers refuse to append to it.
 
 Reads page through ``events`` by seq (keyset, a page per query), so no cursor stays
 open between two reads and memory stays flat.
@@ -30,7 +48,6 @@ open between two reads and memory stays flat.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 from collections.abc import Iterator, Sequence
 from typing import Any, NoReturn
 
@@ -42,18 +59,20 @@ from ledger.errors import StoreBusyError, StoreError, UsageError
 from ledger.stores import FORMAT, DuplicateLeafError, redact
 
 __all__ = [
-    "APPEND_LOCK_KEY",
     "SCHEMA",
+    "SCHEMA_2",
+    "SCHEMA_VERSION",
     "PostgresBackend",
     "grant",
     "grant_reader",
     "grant_writer",
     "has_ledger",
+    "upgrade",
 ]
 
 SCHEMA = "caseledger"
-#: The advisory lock every append takes (the first 8 bytes of SHA-256("caseledger/append")).
-APPEND_LOCK_KEY = int.from_bytes(hashlib.sha256(b"caseledger/append").digest()[:8], signed=True)
+#: The schema version this code writes (``meta`` row ``schema``; absent means 1).
+SCHEMA_VERSION = 2
 
 # The schema name is spelled out: it is SCHEMA.
 _DDL = """
@@ -122,7 +141,164 @@ CREATE TRIGGER meta_refuse_truncate BEFORE TRUNCATE ON caseledger.meta
     FOR EACH STATEMENT EXECUTE FUNCTION caseledger.refuse_change();
 """
 
-_INSERT = f"INSERT INTO {SCHEMA}.events VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)"  # noqa: S608 (a constant schema name; values are bound)
+# Schema 2 (issue 29): who wrote each row, a Merkle node per row, checkpoints the server
+# checks against the log, and an append lock readers cannot take. New ledgers get _DDL
+# then this; a schema-1 ledger gets this from PostgresBackend.upgrade (with the nodes of
+# its stored rows filled in). Every function sets its search_path: a trigger runs with
+# the inserting role's session, which must not be able to put its own sha256() first.
+SCHEMA_2 = """
+ALTER TABLE caseledger.events ADD COLUMN writer TEXT, ADD COLUMN node BYTEA;
+ALTER TABLE caseledger.checkpoints ADD COLUMN writer TEXT, ADD COLUMN added BIGINT;
+CREATE INDEX checkpoints_by_added ON caseledger.checkpoints (added);
+CREATE TABLE caseledger.append_lock (id INT PRIMARY KEY CHECK (id = 1));
+INSERT INTO caseledger.append_lock VALUES (1);
+REVOKE ALL ON caseledger.append_lock FROM PUBLIC;
+CREATE TRIGGER append_lock_refuse_change BEFORE UPDATE OR DELETE ON caseledger.append_lock
+    FOR EACH ROW EXECUTE FUNCTION caseledger.refuse_change();
+CREATE TRIGGER append_lock_refuse_truncate BEFORE TRUNCATE ON caseledger.append_lock
+    FOR EACH STATEMENT EXECUTE FUNCTION caseledger.refuse_change();
+
+-- The root of the largest complete subtree ending at leaf `at` (RFC 9162 node hashes):
+-- its width is the lowest set bit of at + 1, and its left half is the node stored at
+-- seq at - width/2. One hash per row on average.
+CREATE FUNCTION caseledger.tree_node(at BIGINT, leaf BYTEA) RETURNS BYTEA
+LANGUAGE plpgsql STABLE SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    node      BYTEA := leaf;
+    width     BIGINT := 1;
+    left_node BYTEA;
+BEGIN
+    WHILE (at + 1) % (width * 2) = 0 LOOP
+        SELECT e.node INTO left_node FROM caseledger.events e WHERE e.seq = at - width;
+        IF left_node IS NULL THEN
+            RAISE EXCEPTION 'caseledger events: seq %: no tree node stored', at - width
+                USING ERRCODE = 'integrity_constraint_violation';
+        END IF;
+        node := sha256(decode('01', 'hex') || left_node || node);
+        width := width * 2;
+    END LOOP;
+    RETURN node;
+END $$;
+
+-- The RFC 9162 tree head over the first `size` leaves: the nodes ending at each prefix
+-- of size's binary expansion (largest first), folded from the right. NULL when a node
+-- is missing.
+CREATE FUNCTION caseledger.tree_root(size BIGINT) RETURNS BYTEA
+LANGUAGE plpgsql STABLE SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    peaks BYTEA[] := '{}';
+    pos   BIGINT := 0;
+    node  BYTEA;
+    root  BYTEA;
+BEGIN
+    IF size < 1 THEN
+        RETURN NULL;
+    END IF;
+    FOR b IN REVERSE 62..0 LOOP
+        IF (size >> b) & 1 = 1 THEN
+            pos := pos + (1::BIGINT << b);
+            SELECT e.node INTO node FROM caseledger.events e WHERE e.seq = pos - 1;
+            IF node IS NULL THEN
+                RETURN NULL;
+            END IF;
+            peaks := array_append(peaks, node);
+        END IF;
+    END LOOP;
+    root := peaks[array_length(peaks, 1)];
+    FOR i IN REVERSE array_length(peaks, 1) - 1 .. 1 LOOP
+        root := sha256(decode('01', 'hex') || peaks[i] || root);
+    END LOOP;
+    RETURN root;
+END $$;
+
+CREATE OR REPLACE FUNCTION caseledger.check_append() RETURNS trigger
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    last_seq   BIGINT;
+    last_chain BYTEA;
+BEGIN
+    SELECT seq, chain INTO last_seq, last_chain
+        FROM caseledger.events ORDER BY seq DESC LIMIT 1;
+    IF NEW.seq IS DISTINCT FROM coalesce(last_seq + 1, 0) THEN
+        RAISE EXCEPTION 'caseledger events: seq % refused: the next seq is %',
+            NEW.seq, coalesce(last_seq + 1, 0) USING ERRCODE = 'integrity_constraint_violation';
+    END IF;
+    IF NEW.leaf_hash IS DISTINCT FROM sha256(decode('00', 'hex') || NEW.body) THEN
+        RAISE EXCEPTION 'caseledger events: seq %: leaf_hash is not SHA-256(0x00 || body)',
+            NEW.seq USING ERRCODE = 'integrity_constraint_violation';
+    END IF;
+    IF NEW.chain IS DISTINCT FROM sha256(
+        coalesce(last_chain, decode(repeat('00', 32), 'hex')) || NEW.leaf_hash
+    ) THEN
+        RAISE EXCEPTION 'caseledger events: seq %: chain is not SHA-256(previous chain || leaf)',
+            NEW.seq USING ERRCODE = 'integrity_constraint_violation';
+    END IF;
+    NEW.writer := session_user;  -- set by the server, never by the client
+    NEW.node := caseledger.tree_node(NEW.seq, NEW.leaf_hash);
+    RETURN NEW;
+END $$;
+
+CREATE FUNCTION caseledger.check_checkpoint() RETURNS trigger
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    events  BIGINT;
+    genesis BYTEA;
+    head    TEXT;
+BEGIN
+    -- Serialised with appends: `added` is then the log's size for as long as the row
+    -- is uncommitted, which is what lets writers find the rows added since they looked.
+    PERFORM 1 FROM caseledger.append_lock WHERE id = 1 FOR UPDATE;
+    SELECT coalesce(max(seq) + 1, 0) INTO events FROM caseledger.events;
+    IF NEW.size > events THEN
+        RAISE EXCEPTION 'caseledger checkpoints: size % refused: the log holds % events',
+            NEW.size, events USING ERRCODE = 'integrity_constraint_violation';
+    END IF;
+    SELECT leaf_hash INTO genesis FROM caseledger.events WHERE seq = 0;
+    head := 'caseledger/' || substr(encode(genesis, 'hex'), 1, 16) || E'\n' || NEW.size
+        || E'\n' || encode(caseledger.tree_root(NEW.size), 'base64') || E'\n\n';
+    IF head IS NULL OR left(NEW.note, length(head)) IS DISTINCT FROM head THEN
+        RAISE EXCEPTION 'caseledger checkpoints: size % refused: the note is not this '
+            'log''s tree head at that size (origin, size and root must be %)',
+            NEW.size, replace(coalesce(head, '?'), E'\n', ' ')
+            USING ERRCODE = 'integrity_constraint_violation';
+    END IF;
+    NEW.writer := session_user;
+    NEW.added := events;
+    RETURN NEW;
+END $$;
+
+CREATE TRIGGER checkpoints_check_insert BEFORE INSERT ON caseledger.checkpoints
+    FOR EACH ROW EXECUTE FUNCTION caseledger.check_checkpoint();
+"""
+
+# The nodes of rows stored before schema 2, in seq order (each reads earlier ones).
+_FILL_NODES = """
+ALTER TABLE caseledger.events DISABLE TRIGGER events_refuse_change;
+DO $$
+DECLARE r RECORD;
+BEGIN
+    FOR r IN SELECT seq, leaf_hash FROM caseledger.events ORDER BY seq LOOP
+        UPDATE caseledger.events SET node = caseledger.tree_node(r.seq, r.leaf_hash)
+            WHERE seq = r.seq;
+    END LOOP;
+END $$;
+ALTER TABLE caseledger.events ENABLE TRIGGER events_refuse_change;
+"""
+
+# The append lock: needs UPDATE on append_lock (writers have it, readers do not).
+_LOCK = f"SELECT 1 FROM {SCHEMA}.append_lock WHERE id = 1 FOR UPDATE"  # noqa: S608 (a constant schema name)
+# Whoever holds it: the lock row's xmax is the locking transaction, whose own id lock
+# pg_locks shows with the holder's pid.
+_LOCK_HOLDER = f"""
+SELECT a.usename, l.pid FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+WHERE l.locktype = 'transactionid' AND l.mode = 'ExclusiveLock' AND l.granted
+  AND l.transactionid = (SELECT xmax FROM {SCHEMA}.append_lock WHERE id = 1)
+"""  # noqa: S608 (a constant schema name)
+
+_INSERT = (
+    f"INSERT INTO {SCHEMA}.events (seq, body, leaf_hash, chain, key_id, sig, stream, "  # noqa: S608 (a constant schema name; values are bound)
+    "stream_seq, type) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)"
+)
 
 
 class PostgresBackend:
@@ -130,11 +306,18 @@ class PostgresBackend:
 
     inserts_in_process = False  # the server writes; this process waits on the socket
 
-    def __init__(self, url: str, conn: psycopg.Connection[Any], busy_timeout_s: float) -> None:
+    def __init__(
+        self,
+        url: str,
+        conn: psycopg.Connection[Any],
+        busy_timeout_s: float,
+        schema_version: int = SCHEMA_VERSION,
+    ) -> None:
         self.url = url
         self.name = redact(url)
         self.conn = conn
         self.busy_timeout_s = busy_timeout_s
+        self.schema_version = schema_version
         self._in_batch = False
 
     # ------------------------------------------------------------ open / create
@@ -156,9 +339,10 @@ class PostgresBackend:
                 )
             with conn.transaction():
                 conn.execute(_DDL)  # one transaction: a half-made ledger never has a schema
+                conn.execute(SCHEMA_2)
                 conn.execute(
-                    f"INSERT INTO {SCHEMA}.meta VALUES ('format', %s)",  # noqa: S608 (a constant schema name; values are bound)
-                    (FORMAT,),
+                    f"INSERT INTO {SCHEMA}.meta VALUES ('format', %s), ('schema', %s)",  # noqa: S608 (a constant schema name; values are bound)
+                    (FORMAT, str(SCHEMA_VERSION)),
                 )
         except psycopg.Error as exc:
             conn.close()
@@ -188,6 +372,13 @@ class PostgresBackend:
             if row is None or row[0] != FORMAT:
                 found = row[0] if row else "nothing"
                 raise StoreError(f"{name} is not a {FORMAT} ledger (format says {found})")
+            version = _schema_version(conn)
+            if version > SCHEMA_VERSION:
+                raise StoreError(
+                    f"{name} has ledger schema {version}; this caseledger knows schema "
+                    f"{SCHEMA_VERSION} at most",
+                    hint="use a newer caseledger",
+                )
             if readonly:
                 conn.execute("SET default_transaction_read_only = on")
         except psycopg.Error as exc:
@@ -200,7 +391,62 @@ class PostgresBackend:
         except BaseException:
             conn.close()
             raise
-        return cls(url, conn, busy_timeout_s)
+        backend = cls(url, conn, busy_timeout_s, version)
+        if not readonly and version < SCHEMA_VERSION and backend.owns_schema():
+            backend.upgrade()
+        return backend
+
+    def owns_schema(self) -> bool:
+        """Is the connected role the ``caseledger`` schema's owner (or a superuser)?"""
+        row = self._fetchone(
+            "SELECT pg_has_role(current_user, nspowner, 'USAGE') FROM pg_namespace "
+            "WHERE nspname = %s",
+            (SCHEMA,),
+        )
+        return bool(row and row[0])
+
+    def upgrade(self) -> bool:
+        """Bring a schema-1 ledger to schema 2, as its owner, in one transaction.
+
+        Adds the columns, functions, triggers and the lock table of :data:`SCHEMA_2`,
+        fills in the tree node of every stored row (rows stored before keep no
+        ``writer``: the server did not record it), grants each role that may INSERT
+        into ``events`` what a writer needs on the lock table, and records ``schema
+        2``. Returns False when there was nothing to do (another owner's session may
+        have done it). StoreError when the role is not the owner.
+        """
+        try:
+            with self.conn.transaction():
+                # Appends wait while the schema changes; a second upgrade waits here.
+                self.conn.execute(
+                    f"LOCK TABLE {SCHEMA}.meta, {SCHEMA}.events IN SHARE ROW EXCLUSIVE MODE"
+                )
+                if _schema_version(self.conn) >= SCHEMA_VERSION:
+                    self.schema_version = SCHEMA_VERSION
+                    return False
+                self.conn.execute(SCHEMA_2)
+                self.conn.execute(_FILL_NODES)
+                writers = self.conn.execute(
+                    "SELECT DISTINCT a.grantee::regrole::text FROM pg_class c, "
+                    "aclexplode(c.relacl) a WHERE c.oid = %s::regclass "
+                    "AND a.privilege_type = 'INSERT' AND a.grantee <> c.relowner "
+                    "AND a.grantee <> 0 ORDER BY 1",
+                    (f"{SCHEMA}.events",),
+                ).fetchall()
+                for (role,) in writers:
+                    _grant_lock(self.conn, role)
+                self.conn.execute(
+                    f"INSERT INTO {SCHEMA}.meta VALUES ('schema', %s)",  # noqa: S608 (a constant schema name; values are bound)
+                    (str(SCHEMA_VERSION),),
+                )
+        except psycopg.Error as exc:
+            raise StoreError(
+                f"cannot upgrade the ledger at {self.name} to schema {SCHEMA_VERSION}: "
+                f"{_first_line(exc)}",
+                hint="upgrade as the role that ran `caseledger init` (the schema's owner)",
+            ) from None
+        self.schema_version = SCHEMA_VERSION
+        return True
 
     def close(self) -> None:
         """Close the connection (the server rolls back an open batch)."""
@@ -308,10 +554,38 @@ class PostgresBackend:
                 f"SELECT size, note FROM {SCHEMA}.checkpoints ORDER BY size"  # noqa: S608 (a constant schema name)
             ).fetchall()
 
+    def checkpoints_since(self, mark: int) -> list[tuple[Any, Any, str | None]]:
+        """(size, note, writer role) of the checkpoints added while the log held at least
+        ``mark`` events (the server's ``added``), by size."""
+        if self.schema_version < SCHEMA_VERSION:
+            return []
+        with self._errors():
+            return self.conn.execute(
+                f"SELECT size, note, writer FROM {SCHEMA}.checkpoints WHERE added >= %s "  # noqa: S608 (a constant schema name; values are bound)
+                "ORDER BY size",
+                (mark,),
+            ).fetchall()
+
+    def written_by(self, seq: int) -> str | None:
+        """The role the server recorded as the writer of row ``seq`` (None before schema 2)."""
+        if self.schema_version < SCHEMA_VERSION:
+            return None
+        row = self._fetchone(f"SELECT writer FROM {SCHEMA}.events WHERE seq = %s", (seq,))  # noqa: S608 (a constant schema name; values are bound)
+        return None if row is None or row[0] is None else str(row[0])
+
     # ------------------------------------------------------------ writes
 
     def begin(self) -> None:
-        """BEGIN, then the append advisory lock, waited for up to the busy timeout."""
+        """BEGIN, then the append lock (a row lock on ``append_lock``), waited for up to
+        the busy timeout; StoreBusyError naming the session that holds it."""
+        if self.schema_version < SCHEMA_VERSION:
+            raise StoreError(
+                f"the ledger at {self.name} has schema {self.schema_version}: the server "
+                "neither records who writes each row nor checks checkpoints, so caseledger "
+                "does not append to it",
+                hint="its owner upgrades it once: caseledger --ledger postgresql://OWNER@... "
+                "ledger upgrade (docs/stores.md, Schema versions)",
+            )
         with self._errors():
             self.conn.execute("BEGIN")
         self._in_batch = True
@@ -320,16 +594,29 @@ class PostgresBackend:
             with self._errors():
                 self.conn.execute(f"SET LOCAL lock_timeout = {timeout_ms}")
                 try:
-                    self.conn.execute("SELECT pg_advisory_xact_lock(%s)", (APPEND_LOCK_KEY,))
+                    self.conn.execute(_LOCK)
                 except pg_errors.LockNotAvailable:
+                    self.rollback()
                     raise StoreBusyError(
-                        f"ledger is busy: other writers have held the append lock on "
+                        f"ledger is busy: {self._lock_holder()} has held the append lock on "
                         f"{self.name} for more than {self.busy_timeout_s:g} s",
-                        hint="wait for the other caseledger commands to finish, then retry",
+                        hint="wait for that session to finish (or ask the database "
+                        "administrator to end it: SELECT pg_terminate_backend(PID)), then retry",
                     ) from None
         except BaseException:
             self.rollback()  # the caller only rolls back batches that began
             raise
+
+    def _lock_holder(self) -> str:
+        """Who holds the append lock: the role and server pid of the transaction whose id
+        the lock row's xmax names (readable by any role that may SELECT the table)."""
+        try:
+            row = self.conn.execute(_LOCK_HOLDER).fetchone()
+        except psycopg.Error:
+            row = None
+        if row is None:
+            return "another session (gone by now)"
+        return f"role {row[0]} (server pid {row[1]})"
 
     def commit(self) -> None:
         """COMMIT: durable on the server when it returns (synchronous_commit = on)."""
@@ -373,10 +660,11 @@ class PostgresBackend:
             self._fail("write to", exc)
 
     def insert_checkpoint(self, size: int, note: str) -> None:
-        """INSERT the note unless one is stored for that size."""
+        """INSERT the note unless one is stored for that size (the server checks it)."""
         with self._errors():
             self.conn.execute(
-                f"INSERT INTO {SCHEMA}.checkpoints VALUES (%s, %s) ON CONFLICT (size) DO NOTHING",  # noqa: S608 (a constant schema name; values are bound)
+                f"INSERT INTO {SCHEMA}.checkpoints (size, note) VALUES (%s, %s) "  # noqa: S608 (a constant schema name; values are bound)
+                "ON CONFLICT (size) DO NOTHING",
                 (size, note),
             )
 
@@ -405,7 +693,9 @@ class PostgresBackend:
 
 
 def grant_writer(conn: psycopg.Connection[Any], role: str) -> None:
-    """Let ``role`` append and read: USAGE on the schema, INSERT and SELECT, nothing else."""
+    """Let ``role`` append and read: USAGE on the schema, INSERT and SELECT, and the
+    append lock (UPDATE on the lock table's one column, which only ``SELECT ... FOR
+    UPDATE`` uses: the table's triggers refuse an actual UPDATE)."""
     ident = pg_sql.Identifier(role)
     for statement in (
         "GRANT USAGE ON SCHEMA {schema} TO {role}",
@@ -413,6 +703,27 @@ def grant_writer(conn: psycopg.Connection[Any], role: str) -> None:
         "GRANT SELECT ON {schema}.meta TO {role}",
     ):
         conn.execute(pg_sql.SQL(statement).format(schema=pg_sql.Identifier(SCHEMA), role=ident))
+    _grant_lock(conn, role)
+
+
+def _grant_lock(conn: psycopg.Connection[Any], role: str) -> None:
+    conn.execute(
+        pg_sql.SQL("GRANT SELECT, UPDATE (id) ON {schema}.append_lock TO {role}").format(
+            schema=pg_sql.Identifier(SCHEMA), role=pg_sql.Identifier(role)
+        )
+    )
+
+
+def _schema_version(conn: psycopg.Connection[Any]) -> int:
+    row = conn.execute(
+        f"SELECT value FROM {SCHEMA}.meta WHERE key = 'schema'"  # noqa: S608 (a constant schema name)
+    ).fetchone()
+    if row is None:
+        return 1
+    try:
+        return int(row[0])
+    except ValueError:
+        raise StoreError(f"the ledger's meta row 'schema' is {row[0]!r}, not a number") from None
 
 
 def grant_reader(conn: psycopg.Connection[Any], role: str) -> None:
@@ -463,6 +774,36 @@ def grant(url: str, *, writers: Sequence[str] = (), readers: Sequence[str] = ())
             hint="grant as the role that ran `caseledger init` (the schema's owner); the "
             "roles must exist",
         ) from None
+
+
+def upgrade(url: str) -> str:
+    """Open the ledger at ``url`` as its owner and bring it to :data:`SCHEMA_VERSION`.
+
+    Returns the line ``caseledger ledger upgrade`` prints. StoreError when the role
+    is not the schema's owner (nothing changed).
+    """
+    backend = PostgresBackend.open(url, readonly=True, busy_timeout_s=10.0)
+    try:
+        if backend.schema_version >= SCHEMA_VERSION:
+            return f"{backend.name}: already at schema {SCHEMA_VERSION}, nothing to do"
+        backend.conn.execute("SET default_transaction_read_only = off")
+        if not backend.owns_schema():
+            raise StoreError(
+                f"cannot upgrade the ledger at {backend.name}: the connected role does not "
+                f"own schema {SCHEMA}",
+                hint="connect as the role that ran `caseledger init`",
+            )
+        before = backend.schema_version
+        done = backend.upgrade()
+    finally:
+        backend.close()
+    if not done:
+        return f"{backend.name}: already at schema {SCHEMA_VERSION}, nothing to do"
+    return (
+        f"upgraded {backend.name} from schema {before} to {SCHEMA_VERSION}: the server now "
+        "records the role that writes each row and checkpoint, checks each checkpoint "
+        "against the log, and the append lock is a row lock only writers may take"
+    )
 
 
 def _has_ledger(conn: psycopg.Connection[Any]) -> bool:

@@ -224,6 +224,25 @@ class SqliteBackend:
         except sqlite3.OperationalError:
             return []
 
+    def checkpoints_since(self, mark: int) -> list[tuple[Any, Any, str | None]]:
+        """(size, note, None) of the checkpoints over at least ``mark`` events, by size.
+
+        A file records neither who added a row nor when: an honest writer stores a
+        checkpoint at the tree size its batch ends at, so the rows added since a writer
+        last looked at size ``mark`` are those of size ``mark`` or more.
+        """
+        try:
+            rows = self.conn.execute(
+                "SELECT size, note FROM checkpoints WHERE size >= ? ORDER BY size", (mark,)
+            ).fetchall()
+        except sqlite3.OperationalError:
+            return []
+        return [(size, note, None) for size, note in rows]
+
+    def written_by(self, seq: int) -> str | None:
+        """None: a file does not record who wrote a row."""
+        return None
+
     # -------------------------------------------------------------- writes
 
     def begin(self) -> None:

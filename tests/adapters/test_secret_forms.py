@@ -262,6 +262,11 @@ def test_a_key_spelled_in_every_form_is_scrubbed_and_the_run_completes(
     assert len(errors) == len(FORMS)
     assert all("[redacted]" in (executed[k].error_message or "") for k in errors)
 
+    # The scored evidence re-derives every score, and re-executing each SQL (which prints
+    # the key again, unscrubbed) matches the stored rows with [redacted] standing for it.
+    done = cli(home, "verify", "--recompute")
+    assert done.returncode == 0, done.stdout + done.stderr
+    outputs += [("verify stdout", done.stdout), ("verify stderr", done.stderr)]
     for fmt in ("json", "md", "html"):
         done = cli(home, "report", "--format", fmt)
         assert done.returncode == 0, done.stderr

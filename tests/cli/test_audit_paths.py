@@ -86,7 +86,7 @@ def test_the_fixture_is_what_the_module_doc_says(op: Operator) -> None:
     with Ledger.open(op.ledger, readonly=True) as ledger:
         assert ledger.size() == 3
     note = (op.home / "cp.note").read_text("utf-8")
-    assert note.splitlines()[1] == "2"  # the checkpoint covers seq 0 and 1
+    assert note.splitlines()[1] == "3"  # seq 0..2: its own CheckpointIssued is seq 2
     report = json.loads((op.reports / "report.json").read_bytes())
     # what the rebuild command is made from: size 3, no scorer, no run, the public view
     assert report["checkpoint"]["tree_size"] == 3
@@ -107,7 +107,7 @@ def test_export_with_the_published_reports(op: Operator, tmp_path: Path) -> None
         for fmt in FORMATS
     ]
     assert stdout.splitlines() == [
-        f"wrote {out}/: ledger.db (3 events), checkpoint.note (size 2), operator.pub, banks "
+        f"wrote {out}/: ledger.db (3 events), checkpoint.note (size 3), operator.pub, banks "
         "sales-fixture@v1, reports/report.json, reports/report.md, reports/report.html, "
         "README.md",
         "No private key is in it. The auditor runs, inside that folder:",
@@ -140,7 +140,7 @@ def test_export_with_the_published_reports(op: Operator, tmp_path: Path) -> None
     assert all(stat.S_IMODE(p.stat().st_mode) == 0o444 for p in bank.iterdir())
     readme = (out / "README.md").read_text("utf-8").splitlines()
     assert "- `ledger.db`: a snapshot of the ledger, 3 events." in readme
-    assert "- `checkpoint.note`: the newest signed checkpoint, over the first 2 events." in readme
+    assert "- `checkpoint.note`: the newest signed checkpoint, over the first 3 events." in readme
     assert f"      {op.verifier_key}" in readme
     assert f"  - `banks/sales-fixture@v1/`: content `{op.content}`" in readme
     assert "- `reports/`: the published reports, built at tree size 3." in readme
@@ -159,11 +159,11 @@ def test_export_without_reports_rebuilds_at_the_checkpoint_into_an_empty_folder(
     code, stdout, _ = op.export(out)
     assert code == 0
     commands = [
-        f"caseledger --ledger ledger.db report --at-size 2 --format {fmt} -o report.{fmt}"
+        f"caseledger --ledger ledger.db report --at-size 3 --format {fmt} -o report.{fmt}"
         for fmt in FORMATS
     ]
     assert stdout.splitlines()[0] == (
-        f"wrote {out}/: ledger.db (3 events), checkpoint.note (size 2), operator.pub, banks "
+        f"wrote {out}/: ledger.db (3 events), checkpoint.note (size 3), operator.pub, banks "
         "sales-fixture@v1, README.md"
     )
     assert stdout.splitlines()[2:] == [f"  {VERIFY}", *(f"  {c}" for c in commands)]

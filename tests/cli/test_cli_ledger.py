@@ -65,15 +65,17 @@ def test_verify_checkpoint_and_proofs(home: Path, tmp_path: Path) -> None:
     )
     assert code == 0
     assert out.startswith("verified: 4 events, 1 streams, 2 signers")
+    # seq 0 genesis, 1 CheckpointIssued (cp1 covers seq 0..1), 2 bot's SignerRegistered,
+    # 3 CheckpointIssued (cp2 covers seq 0..3): each note covers its own event.
     code, out, _ = run(home, "prove", "inclusion", "--seq", "2", "--checkpoint", str(cp2), "--json")
     proof = json.loads(out)
     assert code == 0
-    assert (proof["leaf_index"], proof["tree_size"]) == (2, 3)
+    assert (proof["leaf_index"], proof["tree_size"]) == (2, 4)
     code, out, _ = run(
         home, "prove", "consistency", "--old", str(cp1), "--new", str(cp2), "--key", vkey
     )
     assert code == 0
-    assert out.startswith(f"verified: {cp2} (size 3) extends {cp1} (size 1)")
+    assert out.startswith(f"verified: {cp2} (size 4) extends {cp1} (size 2)")
     code, _, err = run(home, "prove", "inclusion", "--seq", "5", "--checkpoint", str(cp2))
     assert code == 2
     assert "seq 5 is not in" in err
@@ -105,16 +107,50 @@ def test_cut_tail_exits_1_against_checkpoint(home: Path, tmp_path: Path) -> None
     init(home)
     run(home, "keys", "add", "bot", "--role", "adapter")
     cp = tmp_path / "cp.txt"
-    run(home, "checkpoint", "-o", str(cp))  # covers seq 0..1
-    conn = sqlite3.connect(home / "ledger.db")
-    conn.execute("DROP TRIGGER events_refuse_delete")
-    conn.execute("DELETE FROM events WHERE seq >= 1")
-    conn.commit()
-    conn.close()
+    run(home, "checkpoint", "-o", str(cp))  # its CheckpointIssued is seq 2; cp covers 0..2
+    cut_tail(home / "ledger.db", 1)
     assert run(home, "verify")[0] == 0
     code, _, err = run(home, "verify", "--checkpoint", str(cp))
     assert code == 1
-    assert f"seq 1: the ledger ends at size 1, but {cp} covers 2 events" in err
+    assert f"seq 1: the ledger ends at size 1, but {cp} covers 3 events" in err
+
+
+def cut_tail(path: Path, size: int) -> None:
+    """Delete every event from seq ``size`` on and every stored checkpoint over more
+    events, past the file's triggers (an attacker holding the file)."""
+    conn = sqlite3.connect(path)
+    conn.execute("DROP TRIGGER events_refuse_delete")
+    conn.execute("DROP TRIGGER checkpoints_refuse_delete")
+    conn.execute("DELETE FROM events WHERE seq >= ?", (size,))
+    conn.execute("DELETE FROM checkpoints WHERE size > ?", (size,))
+    conn.commit()
+    conn.close()
+
+
+def test_the_printed_checkpoint_covers_its_own_event(home: Path, tmp_path: Path) -> None:
+    """Issue 29 item 4: cutting off only the trailing checkpoint.issued row is caught
+    against the note `caseledger checkpoint` has just printed."""
+    init(home)
+    run(home, "keys", "add", "bot", "--role", "adapter")  # seq 1
+    code, note, _ = run(home, "checkpoint")  # the note on stdout; CheckpointIssued is seq 2
+    assert code == 0
+    assert note.splitlines()[1] == "3"  # seq 0..2, the CheckpointIssued included
+    cp = tmp_path / "printed.note"
+    cp.write_text(note, "utf-8")
+    assert run(home, "verify", "--checkpoint", str(cp))[0] == 0
+    with sqlite3.connect(home / "ledger.db") as conn:
+        (kind,) = conn.execute("SELECT type FROM events WHERE seq = 2").fetchone()
+        assert kind == "checkpoint.issued.v1"
+        assert conn.execute("SELECT max(seq) FROM events").fetchone() == (2,)
+    conn.close()
+    cut_tail(home / "ledger.db", 2)  # the CheckpointIssued row and the stored note over it
+    assert run(home, "verify")[0] == 0  # nothing else shows the cut
+    code, out, err = run(home, "verify", "--checkpoint", str(cp))
+    assert (code, out) == (1, "")
+    assert err.startswith(
+        f"verification FAILED: seq 2: the ledger ends at size 2, but {cp} covers 3 events: "
+        "seq 2..2 are missing (tail cut off)"
+    )
 
 
 def test_could_not_check_exits_2(home: Path, tmp_path: Path) -> None:

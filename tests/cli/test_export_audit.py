@@ -107,8 +107,8 @@ def operator_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
         out = home / "published" / f"report.{fmt}"
         code, _, err = cli("--ledger", str(ledger), "report", "--format", fmt, "-o", str(out))
         assert code == 0, err
-    # the checkpoint covers every event before its own CheckpointIssued
-    assert (home / "cp.note").read_text("utf-8").splitlines()[1] == str(size)
+    # the note printed covers every event, its own CheckpointIssued (seq size) included
+    assert (home / "cp.note").read_text("utf-8").splitlines()[1] == str(size + 1)
     return home
 
 
@@ -162,19 +162,19 @@ def test_walkthrough_in_a_moved_export_with_no_key(home: Path, tmp_path: Path) -
         ).read_bytes()
 
     commands = readme_commands(moved)
-    size = len(source_leaves) - 1  # the checkpoint's own CheckpointIssued is not in it
+    size = len(source_leaves)  # the checkpoint covers them all, its CheckpointIssued too
     assert commands == [
         "caseledger --ledger ledger.db verify --key operator.pub --checkpoint checkpoint.note "
         "--banks banks --recompute",
         *(
-            f"caseledger --ledger ledger.db report --at-size {size + 1} --format {fmt} "
+            f"caseledger --ledger ledger.db report --at-size {size} --format {fmt} "
             f"| cmp - reports/report.{fmt}"
             for fmt in FORMATS
         ),
     ]
     verified = shell(commands[0], moved)
     assert verified.returncode == 0, verified.stderr
-    assert verified.stdout.startswith(f"verified: {size + 1} events, 3 streams, 1 signers")
+    assert verified.stdout.startswith(f"verified: {size} events, 3 streams, 1 signers")
     assert f"checkpoints at size {size}" in verified.stdout
     # sales-fixture has 7 cases: the reference run scores 7 and executes 7; the replay
     # answers 20 of 21 (one missing recording: cancelled), 1 a provider timeout and 1 a
@@ -213,10 +213,10 @@ def test_readme_without_reports_rebuilds_at_the_checkpoint(home: Path, tmp_path:
         f"caseledger --ledger ledger.db report --at-size {size} --format {fmt} -o report.{fmt}"
         for fmt in FORMATS
     ]
-    # the reports were published at the full size (one more event: the CheckpointIssued),
-    # so the checkpoint-size rebuild is a different tree head, and says so
+    # the reports were published at the full size, which the checkpoint covers (its own
+    # CheckpointIssued included), so the rebuild at the checkpoint's size is their bytes
     assert shell(commands[1], out).returncode == 0
-    assert (out / "report.json").read_bytes() != (home / "published" / "report.json").read_bytes()
+    assert (out / "report.json").read_bytes() == (home / "published" / "report.json").read_bytes()
     assert f'"tree_size":{size}' in (out / "report.json").read_text("utf-8")
 
 

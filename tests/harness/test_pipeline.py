@@ -255,3 +255,22 @@ def test_exactly_the_changed_field_is_named(
     }
     other = msgspec.structs.replace(base, **{field: changed[field]})
     assert pipeline.execution_differences(recorded, other) == [field]
+
+
+def test_a_sqlite_syntax_error_recorded_as_sql_runtime_equals_its_refusal_now() -> None:
+    # Issue 31: SQLite's parse failures became ``refused``; a run recorded before keeps
+    # ``sql_runtime`` with SQLite's bare message, and its re-execution is the same failure.
+    old = ExecResult(ok=False, error_kind="sql_runtime", error_message='near "WHERE": syntax error',
+                     columns=(), rows=(), row_count=0, truncated=False, sql_us=5)  # fmt: skip
+    recorded = executed_of(old)
+    now = msgspec.structs.replace(
+        old, error_kind="refused", error_message='refused by SQLite: near "WHERE": syntax error'
+    )
+    assert pipeline.execution_differences(recorded, now) == []
+    # Another refusal (DuckDB's parse check, another message) is a real difference.
+    other = msgspec.structs.replace(now, error_message="refused by SQLite: incomplete input")
+    assert pipeline.execution_differences(recorded, other) == ["error_kind"]
+    duck = msgspec.structs.replace(now, error_message="refused by the worker's DuckDB parse check")
+    assert pipeline.execution_differences(recorded, duck) == ["error_kind"]
+    # Never the other way round.
+    assert pipeline.execution_differences(executed_of(now), old) == ["error_kind"]

@@ -33,7 +33,7 @@ from pgcluster import PgCluster
 from ledger.keys import Signer
 from ledger.store import Ledger
 from ledger.stores import Location
-from ledger.stores.postgres import APPEND_LOCK_KEY, grant_writer
+from ledger.stores.postgres import grant_writer
 
 OWNER, WRITER, WRITER_PASSWORD = "ledger_owner", "ledger_writer", "writer-pw"
 _DATABASES = itertools.count()
@@ -135,7 +135,7 @@ class Store:
         else:
             with psycopg.connect(str(self.location), autocommit=True) as holder:
                 holder.execute("BEGIN")
-                holder.execute("SELECT pg_advisory_xact_lock(%s)", (APPEND_LOCK_KEY,))
+                holder.execute("SELECT 1 FROM caseledger.append_lock WHERE id = 1 FOR UPDATE")
                 try:
                     yield
                 finally:

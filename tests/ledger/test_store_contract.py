@@ -33,6 +33,7 @@ from writer_kit import spawn, start_together
 from ledger.errors import (
     ChainBrokenError,
     ProofError,
+    SignatureError,
     StoreBusyError,
     StoreConflictError,
     StoreError,
@@ -469,6 +470,40 @@ def test_verify_catches_tampering(
     store.tamper(statement, params)
     with pytest.raises(error, match=message):
         verify_ledger(store.location)
+
+
+@pytest.mark.parametrize(
+    ("column", "value", "problem"),
+    [
+        ("sig", bytes(64), "its signature does not verify under key test-operator ({key})"),
+        ("key_id", "0badc0de", "signed by unregistered key id 0badc0de"),
+    ],
+    ids=["zero signature", "unregistered key"],
+)  # fmt: skip
+def test_no_writer_appends_on_top_of_a_row_verify_refuses(
+    store: Store, column: str, value: object, problem: str
+) -> None:
+    """Issue 29: a head row that verify refuses (changed here behind the store's back;
+    on PostgreSQL the same row a writer role could insert with raw SQL, see
+    test_pg_enforcement.py) stops a writer opening the ledger, naming the seq (and on
+    PostgreSQL the role the server recorded for the row); nothing is appended on top.
+    (The writer that stored the row trusts its own rows; an UPDATE is refused to every
+    role but a superuser.)"""
+    ledger = store.create()
+    ledger.append([prompt("run-a", 0), prompt("run-a", 1)], operator())
+    store.tamper(f"UPDATE events SET {column} = %s WHERE seq = 2", (value,))  # noqa: S608 (a column of this test)
+    before = store.rows()
+    by = " (written by database role ledger_writer)" if store.kind == "postgresql" else ""
+    expected = (
+        f"append refused: seq 2{by}: {problem.format(key=operator().key_id)}; "
+        "nothing was appended on top of it"
+    )
+    ledger.close()
+    for attempt in range(2):
+        with pytest.raises(SignatureError) as caught:
+            store.open().append([prompt("run-a", 2 + attempt)], operator())
+        assert (caught.value.message, caught.value.seq, caught.value.exit_code) == (expected, 2, 1)
+    assert store.rows() == before
 
 
 # ----------------------------------------------------------------- the command line

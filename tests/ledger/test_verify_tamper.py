@@ -158,9 +158,13 @@ def test_signature_by_a_registered_key_over_another_leaf(victim: Path) -> None:
 def test_tail_cut_off_is_caught_against_an_earlier_checkpoint(victim: Path) -> None:
     with Ledger.open(victim) as ledger:
         note = issue_checkpoint(ledger, operator())
-    size = 1026  # the checkpoint covers seq 0..1025; its CheckpointIssued is seq 1026
-    assert verify_ledger(victim, checkpoints=[note]).checkpoint_sizes == (size,)
-    raw(victim).execute("DELETE FROM events WHERE seq >= 900")
+    # The CheckpointIssued is seq 1026; the note returned covers it too: seq 0..1026.
+    assert verify_ledger(victim, checkpoints=[note]).checkpoint_sizes == (1027,)
+    conn = raw(victim)
+    conn.execute("DELETE FROM events WHERE seq >= 900")
+    conn.execute("DROP TRIGGER checkpoints_refuse_delete")  # an attacker drops both
+    conn.execute("DELETE FROM checkpoints WHERE size > 900")
+    conn.close()
     assert verify_ledger(victim).size == 900  # without a checkpoint a cut tail looks fine
     with pytest.raises(ProofError, match=r"^seq 900: the ledger ends at size 900, but cp.txt"):
         verify_ledger(victim, checkpoints=[note], checkpoint_labels=["cp.txt"])
@@ -172,7 +176,7 @@ def test_rewritten_log_fails_against_its_checkpoint(victim: Path, tmp_path: Path
     # Same key, same genesis (so the same origin), different history after seq 515.
     other = tmp_path / "other.db"
     build_ledger(other, per_run=400)
-    with pytest.raises(ProofError, match=r"^seq 1025: the tree head over seq 0..1025 is"):
+    with pytest.raises(ProofError, match=r"^seq 1026: the tree head over seq 0..1026 is"):
         verify_ledger(other, checkpoints=[note])
 
 
