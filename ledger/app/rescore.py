@@ -671,7 +671,7 @@ class _Walk:
                 f"seq {seq}: the SqlExecuted of {recorded.stream} case {recorded.case_id} "
                 f"attempt {recorded.attempt} differs from re-executing its SQL on bank "
                 f"{bank.bank_id}@{bank.version}: {', '.join(differ)} ({first}: recorded "
-                f"{_short(getattr(recorded, first))}, re-executed {_short(getattr(rerun, first))})",
+                f"{_short(getattr(recorded, first))}, re-executed {shown})",
                 seq=seq,
             )
         owner.equal += 1
