@@ -120,7 +120,9 @@ def _clock() -> str:
     return "2026-12-06T00:00:00.000000Z"
 
 
-def _verdicts(home: Path, folder: Path, engine: str) -> dict[str, bool]:
+def answered(home: Path, folder: Path, engine: str, answers: dict[str, str]) -> list[events.Event]:
+    """Publish the bank folder on ``engine`` in a new ledger at ``home``, answer each
+    case with ``answers`` (the reference adapter) and return the run's events."""
     home.mkdir()
     signer = Signer.generate("numbers", role="operator")
     ledger = Ledger.create(home / "ledger.db", signer, clock=_clock)
@@ -128,18 +130,21 @@ def _verdicts(home: Path, folder: Path, engine: str) -> dict[str, bool]:
     with ledger:
         assert pb.event.build.engine == engine
         ctx = bank_context(pb, ledger.path, home)
-        answers = {case_id: sql for case_id, _, sql, _ in ANSWERS}
         adapter = build_adapter("reference", {}, cases=answers)
         try:
             run(ledger, signer, ctx, adapter, RunPlan(run_id="n", profile="ref"), clock=_clock)
         finally:
             adapter.close()
-        out: dict[str, bool] = {}
-        for stored in ledger.stream_events("n"):
-            event = stored.event()
-            if isinstance(event, events.ScoreComputed):
-                out[event.case_id] = event.result_correct
-        return out
+        return [stored.event() for stored in ledger.stream_events("n")]
+
+
+def _verdicts(home: Path, folder: Path, engine: str) -> dict[str, bool]:
+    answers = {case_id: sql for case_id, _, sql, _ in ANSWERS}
+    return {
+        e.case_id: e.result_correct
+        for e in answered(home, folder, engine, answers)
+        if isinstance(e, events.ScoreComputed)
+    }
 
 
 @pytest.mark.slow

@@ -15,15 +15,9 @@ from decimal import Decimal
 from pathlib import Path
 
 import pytest
-from test_numeric_by_value import ANSWERS, _bank, _clock
+from test_numeric_by_value import ANSWERS, _bank, answered
 
 from ledger import events
-from ledger.adapters.base import build_adapter
-from ledger.app.evaluate import bank_context
-from ledger.bank.publish import publish
-from ledger.harness.runner import RunPlan, run
-from ledger.keys import Signer
-from ledger.store import Ledger
 
 # sqlglot reads these (so the guard passes them) but no engine does: the engine's parser
 # refuses each. Plus two the guard's own parse refuses already.
@@ -36,27 +30,15 @@ SYNTAX_ERRORS = {
 
 
 def _scores(home: Path, folder: Path, engine: str) -> dict[str, tuple[Decimal, str, str | None]]:
-    home.mkdir()
-    signer = Signer.generate("syntax", role="operator")
-    ledger = Ledger.create(home / "ledger.db", signer, clock=_clock)
-    pb = publish(ledger, signer, folder, home, cwd=home, engine=engine).published
-    with ledger:
-        ctx = bank_context(pb, ledger.path, home)
-        answers = {case_id: sql for case_id, _, sql, _ in ANSWERS} | SYNTAX_ERRORS
-        adapter = build_adapter("reference", {}, cases=answers)
-        try:
-            run(ledger, signer, ctx, adapter, RunPlan(run_id="s", profile="ref"), clock=_clock)
-        finally:
-            adapter.close()
-        kinds: dict[str, str | None] = {}
-        out = {}
-        for stored in ledger.stream_events("s"):
-            e = stored.event()
-            if isinstance(e, events.SqlExecuted) and e.case_id in SYNTAX_ERRORS:
-                kinds[e.case_id] = e.error_kind
-            if isinstance(e, events.ScoreComputed) and e.case_id in SYNTAX_ERRORS:
-                out[e.case_id] = (e.total, e.failure_kind, kinds.get(e.case_id))
-        return out
+    answers = {case_id: sql for case_id, _, sql, _ in ANSWERS} | SYNTAX_ERRORS
+    kinds: dict[str, str | None] = {}
+    out = {}
+    for e in answered(home, folder, engine, answers):
+        if isinstance(e, events.SqlExecuted) and e.case_id in SYNTAX_ERRORS:
+            kinds[e.case_id] = e.error_kind
+        if isinstance(e, events.ScoreComputed) and e.case_id in SYNTAX_ERRORS:
+            out[e.case_id] = (e.total, e.failure_kind, kinds.get(e.case_id))
+    return out
 
 
 @pytest.mark.slow
