@@ -602,6 +602,9 @@ class OutputParsed(EventBase, tag="output.parsed.v1", frozen=True, kw_only=True)
     # bird|spider``): plain SQL, neither strict nor a contract error, so 0 protocol
     # points. UNSET (left out of the bytes) for every other answer.
     imported: bool | UnsetType = UNSET
+    # Issue 30: ``error`` stored cut to the run's max_text_bytes (UNSET: not cut); the
+    # plan, SQL, summary and assumptions are bounded by max_output_bytes instead.
+    texts_cut: tuple[TextCut, ...] | UnsetType = UNSET
 
 
 class SqlGuarded(EventBase, tag="sql.guarded.v1", frozen=True, kw_only=True):

@@ -146,3 +146,14 @@ def test_re_execution_matches_a_scrubbed_result_with_the_marker_standing_for_tex
     unscrubbed = _recorded((("key [redacted] end",),), scrubbed=None)
     assert pipeline.execution_differences(unscrubbed, rerun(f"key {KEY} end")) == ["rows"]
     assert pipeline.execution_differences(unscrubbed, rerun("key [redacted] end")) == []
+
+
+def test_an_output_contract_error_is_cut_and_the_extracted_fields_are_not() -> None:
+    policy = limits.TextPolicy(cap=64)
+    extra = ", ".join(f"k{i}" for i in range(100))  # "extra fields k0, k1, ..." by the protocol
+    fields = {"sql": "S" * 200, "summary": "s" * 200, "error": f"extra fields {extra}"}
+    out = policy.fields(fields)
+    assert (out["sql"], out["summary"]) == ("S" * 200, "s" * 200)
+    assert out["error"] == f"extra fields {extra}"[:64]
+    # 13 + 10 x "kN, " (4) + 90 x "kNN, " (5) - the last ", " (2) = 501 bytes
+    assert out["texts_cut"] == (events.TextCut(field="error", bytes=501),)
