@@ -319,8 +319,11 @@ def verdict(
     return benchmark_ex(gold, attempt.execution, attempt.guarded), None
 
 
-def reason(case: CaseSpec, gold: GoldResult, attempt: Attempt, ex: bool | None) -> str:
-    """Why the benchmark's verdict and caseledger's differ (or why EX is undetermined)."""
+def reason(
+    case: CaseSpec, gold: GoldResult, attempt: Attempt, ex: bool | None, name: str = "bird"
+) -> str:
+    """Why the benchmark's verdict and caseledger's differ (or why EX is undetermined);
+    ``name``: the benchmark, whose rule the reason speaks of."""
     e, s = attempt.execution, attempt.score
     if ex is None:
         if e is None:
@@ -341,7 +344,7 @@ def reason(case: CaseSpec, gold: GoldResult, attempt: Attempt, ex: bool | None) 
     got = _rows(e.columns, e.rows)
     want = _rows(gold.columns, gold.rows)
     if ex:  # the benchmark accepts, caseledger does not
-        if Counter(got) != Counter(want):
+        if name != "spider" and Counter(got) != Counter(want):
             if len(got) < len(want):
                 return (
                     f"duplicates: gold has {len(want)} rows, {len(set(want))} distinct; the "
@@ -360,7 +363,15 @@ def reason(case: CaseSpec, gold: GoldResult, attempt: Attempt, ex: bool | None) 
         )
     # caseledger accepts, the benchmark does not
     mapping = s.column_mapping
-    if mapping is not None and list(mapping) != sorted(mapping):
+    if name == "spider":
+        facts = case.benchmark
+        ordered = isinstance(facts, BenchmarkCase) and facts.order_by is True
+        if ordered and spider_rows_match(want, got, False):
+            return (
+                "row order: the gold's text has ORDER BY, so Spider compares rows in "
+                "order; the case does not ask caseledger to"
+            )
+    elif mapping is not None and list(mapping) != sorted(mapping):
         return (
             "column order: the same columns in another order; caseledger aligns them by "
             "name, the benchmark compares rows position by position"
@@ -372,9 +383,14 @@ def reason(case: CaseSpec, gold: GoldResult, attempt: Attempt, ex: bool | None) 
             f"numbers within the case's tolerance (abs {case.abs_tolerance}, rel "
             f"{case.rel_tolerance}); the benchmark compares exactly"
         )
+    differ = (
+        "the multisets differ under every column permutation"
+        if name == "spider"
+        else "the sets differ"
+    )
     return (
         f"caseledger matched {s.matched} of {s.expected_rows} rows by its rules "
-        f"(alignment {s.alignment}); the sets differ"
+        f"(alignment {s.alignment}); {differ}"
     )
 
 
@@ -412,7 +428,7 @@ def summarize(
                 "attempt": a.attempt,
                 "ex": ex,
                 "caseledger": ours,
-                "reason": why or reason(case, gold[a.case_id], a, ex),
+                "reason": why or reason(case, gold[a.case_id], a, ex, source.name),
             }
         )
     return {

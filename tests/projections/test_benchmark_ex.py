@@ -23,12 +23,14 @@ from ledger.events import (
     Column,
     GoldResult,
     OutputParsed,
+    ScoreComputed,
+    ScoreItems,
     SqlExecuted,
     SqlGuarded,
     Violation,
 )
 from projections import quality
-from projections.benchmark import benchmark_ex, spider_rows_match, spider_verdict
+from projections.benchmark import benchmark_ex, reason, spider_rows_match, spider_verdict
 from projections.caseruns import Attempt
 from projections.quality import imported_only
 
@@ -281,3 +283,39 @@ def test_format_ok_does_not_apply_to_benchmark_predictions_only() -> None:
     assert imported_only([]) is False
     assert quality.summarize([imported])["format_ok_rate"] is None
     assert quality.summarize([own])["format_ok_rate"] == "0.0000"
+
+
+def test_spider_reasons_speak_of_spiders_rule() -> None:
+    items = ScoreItems(protocol=Decimal(0), guard=Decimal(5), executed=Decimal(10),
+                       column_count=Decimal(5), column_names=Decimal(5), rows=Decimal(45),
+                       order=Decimal(10), ast=Decimal(15))  # fmt: skip
+    sample = ScoreComputed(
+        **_ENV, case_id="c", attempt=1, scorer_version="2.0.0", evidence=(), gold_digest="d",
+        alignment="names", column_mapping=(0,), matched=2, expected_rows=2, actual_rows=2,
+        precision=Decimal(1), recall=Decimal(1), f1=Decimal(1), order_ok=True,
+        non_finite=False, ast_rules=(), items=items, total=Decimal(95), result_correct=True,
+        format_ok=False, failure_kind="none", sql_structural_match=None,
+    )  # fmt: skip
+    # caseledger accepts rows in any order; Spider keeps the gold's ORDER BY order.
+    accepted = msgspec.structs.replace(sample, case_id="c", result_correct=True,
+                                       column_mapping=(0,))  # fmt: skip
+    gold = _gold(INT, [(2,), (1,)])
+    flipped = msgspec.structs.replace(
+        _attempt("SELECT n FROM t ORDER BY n", _ran(INT, [(1,), (2,)])), score=accepted
+    )
+    case = _case(order_by=True)
+    assert spider_verdict(case, gold, flipped) == (False, None)
+    assert reason(case, gold, flipped, False, "spider") == (
+        "row order: the gold's text has ORDER BY, so Spider compares rows in order; the case "
+        "does not ask caseledger to"
+    )
+    # Spider accepts what caseledger refuses: never "duplicates" for a column permutation.
+    two = (Column(name="a", type="BIGINT"), Column(name="b", type="VARCHAR"))
+    swapped = (Column(name="b", type="VARCHAR"), Column(name="a", type="BIGINT"))
+    refused = msgspec.structs.replace(sample, case_id="c", result_correct=False)
+    moved = msgspec.structs.replace(
+        _attempt("SELECT b, a FROM t", _ran(swapped, [("x", 1)])), score=refused
+    )
+    gold2 = _gold(two, [(1, "x")])
+    assert spider_verdict(_case(), gold2, moved) == (True, None)
+    assert reason(_case(), gold2, moved, True, "spider").startswith("caseledger: none,")
