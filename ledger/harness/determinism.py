@@ -507,7 +507,9 @@ def _one_argument_age(node: exp.Func, dialect: str) -> Iterator[Finding]:
     name = node.name if isinstance(node, exp.Anonymous) else node.key
     if functions.fold(name) == "age":
         args = _arguments(node, dialect)
-        if args is not None and len(args) == 1:
+        # DuckDB's method-call syntax: `x.age()` is age(x).
+        method = isinstance(node.parent, exp.Dot) and node.arg_key == "expression"
+        if args is not None and len(args) + method == 1:
             yield Finding(node, "age() with one argument", "is the age from today (the clock)")
 
 

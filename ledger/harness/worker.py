@@ -509,6 +509,8 @@ def duckdb_refusals(
         elif isinstance(kind, str) and kind.endswith("_NODE") and "modifiers" in value:
             if kind not in _QUERY_NODES:
                 found.append(f"query node {kind} is not a SELECT")
+            if value.get("sample") is not None:  # the guard's `deterministic` (issue 30)
+                found.append(_SAMPLE)
             ctes = _push_ctes(rest, ctes, stack)
             if kind == "RECURSIVE_CTE_NODE":
                 name = str(value.get("cte_name", "")).translate(_FOLD)
@@ -518,6 +520,9 @@ def duckdb_refusals(
             found.extend(_table_refusals(value, rest, tables, ctes))
         stack.extend((v, ctes) for v in rest.values())
     return found
+
+
+_SAMPLE = "a sample (USING SAMPLE, TABLESAMPLE) reads random rows: not reproducible"
 
 
 def _push_ctes(
@@ -536,6 +541,8 @@ def _table_refusals(
     ref: dict[str, Any], rest: dict[str, Any], tables: frozenset[str], ctes: frozenset[str]
 ) -> list[str]:
     kind = ref["type"]
+    if ref.get("sample") is not None:
+        return [_SAMPLE]
     if kind not in _TABLE_REFS:
         return [f"table reference {kind} is not allowed (DESCRIBE, SHOW, SUMMARIZE, ...)"]
     if ref.get("at_clause") is not None:
@@ -581,6 +588,11 @@ def _expression_refusals(
     if expr.get("catalog") or (schema not in ("", "main") and schema in schemas | _SYSTEM):
         return [f"function {name}() is qualified with a catalog or schema"]
     why = catalog.call_refusal(name)
+    # age(x) is the age from today (the guard's `deterministic`, issue 30); `x.age()`
+    # (method-call syntax: a qualifier and no children) is age(x) too.
+    arguments = len(expr.get("children") or []) + (1 if schema or expr.get("catalog") else 0)
+    if why is None and name.translate(_FOLD) == "age" and arguments == 1:
+        why = "with one argument is the age from today (the clock): not reproducible"
     return [] if why is None else [f"function {name}() {why}"]
 
 

@@ -93,7 +93,7 @@ def test_the_corpora_hold_the_issue_forms_and_at_least_60_in_all() -> None:
         )
         assert len(titles) == len(set(titles))
     assert sum(len(forms) for forms in ISSUE_FORMS.values()) == 20
-    assert [len(CORPUS[e]) for e in ENGINES] == [33, 40, 46]
+    assert [len(CORPUS[e]) for e in ENGINES] == [34, 40, 46]
     assert sum(len(CORPUS[e]) for e in ENGINES) >= 60
 
 
@@ -502,6 +502,29 @@ def _twice_duckdb(path: Path, texts: list[str]) -> list[str]:
         with WorkerPool(path) as pool:
             runs.append([_rows(pool.execute(sql, max_rows=1000)) for sql in texts])
     return [sql for sql, a, b in zip(texts, runs[0], runs[1], strict=True) if a != b]
+
+
+def test_the_duckdb_worker_refuses_every_duckdb_form_as_well(corpus_duckdb: Path) -> None:
+    # The worker's own parse check (DuckDB's parser) is the second line: the guard bypassed,
+    # no DuckDB form of the corpus runs.
+    with WorkerPool(corpus_duckdb) as pool:
+        ran = [
+            (e.title, r.error_kind)
+            for e in CORPUS["duckdb"]
+            if (r := pool.execute(e.sql, max_rows=10)).error_kind != "refused"
+        ]
+    assert ran == []
+    with WorkerPool(corpus_duckdb) as pool:
+        sample = pool.execute("SELECT count(*) FROM orders USING SAMPLE 10%", max_rows=10)
+        age = pool.execute("SELECT ordered_at.age() FROM orders", max_rows=10)
+    assert sample.error_message == (
+        "refused by the worker's DuckDB parse check: a sample (USING SAMPLE, TABLESAMPLE) "
+        "reads random rows: not reproducible"
+    )
+    assert age.error_message == (
+        "refused by the worker's DuckDB parse check: function age() with one argument is "
+        "the age from today (the clock): not reproducible"
+    )
 
 
 def test_every_passing_duckdb_answer_gives_the_same_rows_twice(

@@ -109,3 +109,6 @@ SELECT count(*) FROM orders WHERE ordered_at > now() - INTERVAL 30 DAY
 -- ;;
 -- title: strftime of current_date
 SELECT strftime(current_date, '%Y')
+-- ;;
+-- title: one-argument age in method-call syntax
+SELECT ordered_at.age() FROM orders
