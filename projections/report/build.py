@@ -82,6 +82,7 @@ __all__ = [
     "to_json",
     "to_plain",
     "unknown_error",
+    "with_statistics",
     "withdrawn_error",
     "withdrawn_run",
 ]
@@ -742,17 +743,15 @@ def build_report_v3(
 ) -> S.ReportV3:
     """The ``caseledger-report/3`` report of a fold state (options as :func:`build_report`):
     the ``/2`` report with each section's statistics."""
-    parts, selection, listed = _parts(state, scorer, runs, include_withdrawn, "stats")
-    return assemble_v3(
-        parts,
-        state.banks,
-        size=state.size,
+    v2 = build_report_v2(
+        state,
         root_hash=root_hash,
         scorer=scorer,
-        selection=selection,
+        runs=runs,
         with_gold=with_gold,
-        withdrawn=listed,
+        include_withdrawn=include_withdrawn,
     )
+    return with_statistics(v2)
 
 
 def _parts(
@@ -908,8 +907,7 @@ def assemble_v3(
     withdrawn: list[S.WithdrawnRun],
 ) -> S.ReportV3:
     """The ``caseledger-report/3`` report of parts built with ``detail="stats"``: the
-    ``/2`` report of :func:`assemble_v2` with each section's statistics
-    (``projections/report/significance.py``, docs/statistics.md)."""
+    ``/2`` report of :func:`assemble_v2` with each section's statistics."""
     base = assemble_v2(
         parts,
         banks,
@@ -920,26 +918,21 @@ def assemble_v3(
         with_gold=with_gold,
         withdrawn=withdrawn,
     )
+    return with_statistics(base)
+
+
+def with_statistics(report: S.ReportV2) -> S.ReportV3:
+    """A ``caseledger-report/2`` report as ``/3``: the same fields, and each section's
+    statistics (``projections/report/significance.py``, docs/statistics.md)."""
     sections = [
         S.SectionV3(
             **{f: getattr(section, f) for f in section.__struct_fields__},
             statistics=section_statistics(section),
         )
-        for section in base.sections
+        for section in report.sections
     ]
-    extra = {} if isinstance(base.withdrawn, msgspec.UnsetType) else {"withdrawn": base.withdrawn}
-    return S.ReportV3(
-        **extra,
-        contract=CONTRACT_V3,
-        checkpoint=base.checkpoint,
-        view=base.view,
-        notice=base.notice,
-        scorer=base.scorer,
-        selection=base.selection,
-        prompts=base.prompts,
-        sections=sections,
-        how_to_read=base.how_to_read,
-    )
+    fields = {f: getattr(report, f) for f in report.__struct_fields__}
+    return S.ReportV3(**{**fields, "contract": CONTRACT_V3, "sections": sections})
 
 
 def caserun_json(caserun: S.CaseRun | S.CompactCaseRun) -> bytes:
