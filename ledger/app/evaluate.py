@@ -20,7 +20,14 @@ from ledger.harness.attempt import BankContext
 from ledger.harness.runner import RunSummary
 from ledger.store import Ledger
 
-__all__ = ["bank_context", "default_run_id", "now", "summary_text", "with_variants"]
+__all__ = [
+    "bank_context",
+    "default_profile",
+    "default_run_id",
+    "now",
+    "summary_text",
+    "with_variants",
+]
 
 
 def bank_context(published: Any, ledger_path: Path, cwd: Path) -> BankContext:
@@ -60,6 +67,26 @@ def default_run_id(ledger: Ledger, profile: str) -> str:
     while f"{slug}-{n:04d}" in taken:
         n += 1
     return f"{slug}-{n:04d}"
+
+
+def default_profile(kind: str, replay_format: str | None, replay_file: str | None) -> str:
+    """The profile of a run given no ``--profile``: the adapter's name, except for a
+    benchmark's own prediction file (``--replay-format bird|spider``), which is named by
+    its file (issue 35): ``predict_mini_dev_gpt-4_sqlite.json`` gives profile
+    ``predict_mini_dev_gpt-4_sqlite`` (and so run id ``predict_mini_dev_gpt-4_sqlite-<n>``).
+
+    >>> default_profile("replay", "bird", "preds/predict_dev.json")
+    'predict_dev'
+    >>> default_profile("replay", "spider", "out/pred example.sql")
+    'pred-example'
+    >>> default_profile("replay", None, "answers.jsonl")
+    'replay'
+    """
+    if kind == "replay" and replay_format in ("bird", "spider") and replay_file:
+        slug = re.sub(r"[^A-Za-z0-9._-]+", "-", Path(replay_file).stem).strip("-.")
+        if slug:
+            return slug
+    return kind
 
 
 def now() -> str:

@@ -19,7 +19,14 @@ import msgspec
 from ledger.adapters.base import build_adapter
 from ledger.adapters.command import CommandAdapter, sweep_stale_children
 from ledger.adapters.pi import PiAdapter
-from ledger.app.evaluate import bank_context, default_run_id, now, summary_text, with_variants
+from ledger.app.evaluate import (
+    bank_context,
+    default_profile,
+    default_run_id,
+    now,
+    summary_text,
+    with_variants,
+)
 from ledger.bank.registry import find_published
 from ledger.bounds import MAX_ATTEMPTS, MAX_CONCURRENCY, MAX_RETRIES
 from ledger.cli.common import exit_with
@@ -420,6 +427,8 @@ def _run(obj: Any, bank_ref: str, kind: str, reporter: Reporter, options: dict[s
             hint="leave out --attempts (one attempt per case)",
         )
     options["allow_missing"] = options["allow_missing"] or None  # not given: None
+    # A benchmark's prediction file names its run (issue 35), unless --profile does.
+    profile = profile or default_profile(kind, options["replay_format"], options["replay_file"])
     caps = {name: options.pop(name) for name in BOUNDS}
     given = {name: value for name, value in caps.items() if value is not None}
     # None: the defaults, or on --resume the original run's caps.
@@ -448,8 +457,8 @@ def _run(obj: Any, bank_ref: str, kind: str, reporter: Reporter, options: dict[s
             if not no_variants:
                 ctx = with_variants(ctx, published, stack)
             plan = RunPlan(
-                run_id=resume or run_id or default_run_id(ledger, profile or kind),
-                profile=profile or kind,
+                run_id=resume or run_id or default_run_id(ledger, profile),
+                profile=profile,
                 attempts=attempts,
                 concurrency=concurrency,
                 retries=retries,

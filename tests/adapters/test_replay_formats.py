@@ -350,6 +350,43 @@ def test_spider_run_scores_by_hand(home: Path, tmp_path: Path) -> None:
     assert scores["q5"].total == Decimal("90.00")
 
 
+def _streams(home: Path) -> set[str]:
+    with Ledger.open(home / "ledger.db", readonly=True) as ledger:
+        return set(ledger.streams())
+
+
+@pytest.mark.parametrize(
+    ("fmt", "name", "profile"),
+    [
+        ("bird", "predict_mini_dev_gpt-4_sqlite.json", "predict_mini_dev_gpt-4_sqlite"),
+        ("spider", "my preds (v2).sql", "my-preds-v2"),
+    ],
+)
+def test_a_benchmark_file_names_its_run(
+    home: Path, tmp_path: Path, fmt: str, name: str, profile: str
+) -> None:
+    """Issue 35: without --profile/--run-id, a BIRD/Spider file gives the run its profile
+    and id from the file's name (was ``replay`` and ``replay-<n>``)."""
+    data = write_bird(BIRD_FILE) if fmt == "bird" else write_spider(["SELECT 1"] * 6)
+    path = _write(tmp_path, name, data)
+    before = _streams(home)
+    run_id = f"{profile}-{len(before):04d}"  # <profile>-<n>, n = streams already there
+    bank = "shop" if fmt == "bird" else "shop-spider"
+    done = cli(home, "run", "--bank", bank, "--adapter", "replay", "--replay-format", fmt,
+               "--replay-file", path, "--allow-missing")  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert _streams(home) - before == {run_id}
+    started = stream(home, run_id)[0].event()
+    assert isinstance(started, events.RunStarted)
+    assert (started.run_id, started.profile) == (run_id, profile)
+    assert f"run {run_id}" in done.stdout
+    # --profile still names the run
+    again = cli(home, "run", "--bank", bank, "--adapter", "replay", "--replay-format", fmt,
+                "--replay-file", path, "--allow-missing", "--profile", "gpt-4")  # fmt: skip
+    assert again.returncode == 0, again.stderr
+    assert _streams(home) - before == {run_id, f"gpt-4-{len(before) + 1:04d}"}
+
+
 # ------------------------------------------------------------------ refusals (exit 2)
 
 
