@@ -561,6 +561,16 @@ class PiAdapter:
             return failure("server_error", "pi aborted the model call")
         if stop not in ("stop", "length"):
             raise _Bad(f"pi's answer has an unknown stopReason {stop!r}")
+        if not text and (usage is None or not usage.output):
+            # pi ends a reply it could not read (not an event stream, an empty stream, a
+            # cut connection) as a normal stop with no text and no tokens: the transport
+            # failed, not the model (issue 35); the early stop counts it.
+            return failure(
+                "malformed_response",
+                "the provider returned no text and no output tokens: a reply pi could not "
+                "read (not a streamed Chat Completions answer, an empty stream, or a cut "
+                "connection), not the model's answer",
+            )
         price = pricing.cost_of(
             usage,
             self._snapshot,

@@ -429,3 +429,47 @@ def test_pi_of_another_version_is_refused(pi_path, tmp_path):
         f"{other} is pi 0.72.0; caseledger's pi adapter needs exactly 0.73.1"
     )
     assert err.value.exit_code == 2
+
+
+def _chat_json(text: str) -> bytes:
+    """A whole (not streamed) Chat Completions answer: what a server that does not speak
+    Server-Sent Events sends back to pi's streaming request."""
+    return json.dumps(
+        {
+            "id": "chatcmpl-plain",
+            "object": "chat.completion",
+            "model": "served-model",
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": text}}],
+            "usage": {"prompt_tokens": 12, "completion_tokens": 7, "total_tokens": 19},
+        }
+    ).encode()
+
+
+def test_a_server_that_does_not_stream_is_a_provider_failure(pi_path, fake_model, tmp_path):
+    """Issue 35 item 1: pi reads no text and no tokens from a reply that is not an event
+    stream; that is the transport's failure, never the model's empty answer."""
+    fake_model.script = lambda _: (200, _chat_json('{"sql": "SELECT 1"}'), 0.0)
+    failure = call(adapter(pi_path, fake_model, tmp_path))
+    assert isinstance(failure, Failure)
+    assert failure.kind == "malformed_response"
+    assert "no text and no output tokens" in failure.message
+    assert len(fake_model.requests) == 1
+
+
+def test_an_empty_stream_is_a_provider_failure(pi_path, fake_model, tmp_path):
+    fake_model.script = lambda _: (200, chunks(None), 0.0)
+    failure = call(adapter(pi_path, fake_model, tmp_path))
+    assert isinstance(failure, Failure)
+    assert failure.kind == "malformed_response"
+    assert "no text and no output tokens" in failure.message
+
+
+def test_an_empty_answer_with_tokens_is_the_models(pi_path, fake_model, tmp_path):
+    """The model spent output tokens and said nothing: its answer, scored as such."""
+    usage = {"prompt_tokens": 12, "completion_tokens": 3, "total_tokens": 15}
+    fake_model.script = lambda _: (200, chunks("", usage=usage), 0.0)
+    reply = call(adapter(pi_path, fake_model, tmp_path))
+    assert isinstance(reply, Reply)
+    assert reply.raw_output == ""
+    assert reply.usage is not None
+    assert reply.usage.output == 3

@@ -204,3 +204,33 @@ def test_other_controls_break_it_in_the_recorded_evidence(retail, field, value):
     f = fairness.classify([("pi-a", left), ("pi-b", right)])
     assert f["class"] == "not_controlled"
     assert f["differing_controls"] == [field]
+
+
+def test_a_server_that_does_not_stream_stops_the_run_as_a_provider_failure(retail, tmp_path):
+    """Issue 35 item 1: behind pi, a server answering with a whole JSON body instead of an
+    event stream gives pi no text and no tokens. Each attempt is a provider failure
+    (malformed_response), never 'protocol: empty output', and the early stop fires."""
+    plain = json.dumps(
+        {
+            "id": "chatcmpl-plain",
+            "object": "chat.completion",
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": "SELECT 1"}}],
+        }
+    ).encode()
+    server = FakeModel()
+    server.script = lambda _: (200, plain, 0.0)
+    try:
+        models = server.models_json(tmp_path / "models.json")
+        h = _Home(retail.home, server, retail.pi, models)
+        done = h.run("pi-plain", "model-a", "--max-consecutive-failures", "3")
+    finally:
+        server.close()
+    assert done.returncode == 1, done.stderr
+    assert "3 attempts in a row failed the same way, malformed_response" in done.stderr
+    assert "no text and no output tokens" in done.stderr
+    with Ledger.open(retail.home / "ledger.db", readonly=True) as ledger:
+        stored = [row.event() for row in ledger.stream_events("pi-plain")]
+    kinds = {e.kind for e in stored if isinstance(e, events.ProviderFailed)}
+    assert kinds == {"malformed_response"}
+    # no answer of the model was read, so none was scored as a protocol failure
+    assert not [e for e in stored if isinstance(e, events.OutputParsed)]
