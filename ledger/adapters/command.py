@@ -300,19 +300,30 @@ def _argv(value: Any) -> list[str]:
     return argv
 
 
+def _resolved(arg: str) -> str:
+    """``arg`` made absolute when it names an existing file or folder relative to the
+    working folder (not an option, not already absolute); else ``arg`` unchanged."""
+    if not arg or arg.startswith("-") or os.path.isabs(arg) or not os.path.exists(arg):
+        return arg
+    return os.path.abspath(arg)
+
+
 def build(options: dict[str, Any], ctx: base.BuildContext) -> CommandAdapter:
     """Build the command adapter from CLI options (see docs/adapters.md)."""
     given = base.take_options("command", options, _OPTIONS, required=("command",))
     argv = _argv(given["command"])
     env = child_environment(ctx.environ, ctx.hidden_paths)
     # The program runs in an empty folder, so a relative program path is made
-    # absolute now; a bare name is looked up on the (stripped) PATH.
+    # absolute now; a bare name is looked up on the (stripped) PATH. So is every
+    # argument that names an existing file or folder relative to the caller's working
+    # folder (`python my_model.py`, issue 35): it would not be found from the empty one.
     if os.sep in argv[0]:
         argv[0] = os.path.abspath(argv[0])
+    argv[1:] = [_resolved(arg) for arg in argv[1:]]
     if shutil.which(argv[0], path=env.get("PATH")) is None:
         raise UsageError(
             f"--command: {argv[0]!r} is not an executable file (or not on PATH)",
-            hint="give the program's path; arguments naming files must be absolute paths",
+            hint="give the program's path (relative to this folder, or absolute)",
         )
     auth = given.get("auth")
     if auth is not None and auth not in _AUTH_MODES:

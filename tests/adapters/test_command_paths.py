@@ -224,3 +224,55 @@ def test_options_of_the_wrong_kind(options: dict[str, Any], message: str) -> Non
     with pytest.raises(UsageError) as info:
         build_adapter("command", options, environ={"PATH": os.environ["PATH"]})
     assert info.value.message == message
+
+
+# ------------------------------------------------------------------ the quickstart's example
+
+MY_MODEL = """import json, sys
+
+prompt = sys.stdin.read()
+plan = {k: [] for k in ("sources", "joins", "filters", "metrics", "steps", "risks")}
+sql = "SELECT COUNT(*) AS orders FROM orders" if "orders" in prompt else "SELECT 1 AS x"
+print(json.dumps({"plan": {"grain": "one row", **plan}, "sql": sql, "summary": "s",
+                  "assumptions": []}))
+"""
+
+
+def test_the_quickstart_command_example_runs_from_the_callers_folder(
+    tmp_path_factory: pytest.TempPathFactory, tmp_path: Path
+) -> None:
+    """docs/quickstart.md: `--adapter command --command "python my_model.py"`, run from the
+    folder holding my_model.py. The program runs in an empty private folder, so the
+    relative file argument is made absolute first (issue 35 item 2)."""
+    from runkit import cli, fresh_home
+
+    home = fresh_home(tmp_path_factory, tmp_path)
+    folder = tmp_path / "mine"
+    folder.mkdir()
+    (folder / "my_model.py").write_text(MY_MODEL)
+    # `python` as the quickstart types it: this interpreter, first on PATH
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "python").symlink_to(sys.executable)
+    env = {"PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
+    done = cli(home, "run", "--bank", "sales-fixture", "--adapter", "command",
+               "--command", "python my_model.py", "--run-id", "mine", "--no-variants",
+               env=env, cwd=folder)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    # sales-fixture has 7 cases, one attempt each: every answer was parsed and executed
+    assert "7/7 attempts" in done.stdout + done.stderr
+    assert "can't open file" not in done.stdout + done.stderr
+
+
+def test_an_argument_naming_a_file_is_made_absolute_and_others_are_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ledger.adapters.command import _resolved
+
+    (tmp_path / "model.py").write_text("")
+    (tmp_path / "data").mkdir()
+    monkeypatch.chdir(tmp_path)
+    assert _resolved("model.py") == str(tmp_path / "model.py")
+    assert _resolved("data") == str(tmp_path / "data")
+    for kept in ("--flag", "-v", "no-such-file.py", "/abs/path", "", "SELECT 1"):
+        assert _resolved(kept) == kept
