@@ -13,6 +13,10 @@ The one helper for every command that writes a file (docs/cli.md "Output files")
   A symbolic link stays a link: the file it points to is the one replaced;
 - a folder is refused (exit 2), nothing written.
 
+A command that writes a folder (``demo -o``, ``baseline freeze -o``, ``bank import
+-o``, ``export audit -o``) calls :func:`output_folder` first: a ``-o`` that exists
+and is not a folder (a file, ``/dev/null``) is refused before any work.
+
 An error writing names the path the user gave, not the temporary file.
 """
 
@@ -30,7 +34,7 @@ from typing import BinaryIO
 
 from ledger.errors import UsageError
 
-__all__ = ["STDOUT", "is_stdout", "open_output", "output_file", "write_output"]
+__all__ = ["STDOUT", "is_stdout", "open_output", "output_file", "output_folder", "write_output"]
 
 #: The ``-o`` value that means standard output.
 STDOUT = Path("-")
@@ -130,3 +134,16 @@ def output_file(target: Path) -> Iterator[Path]:
         return
     with _atomic(target) as tmp:
         yield tmp
+
+
+def output_folder(target: Path) -> None:
+    """Refuse (exit 2, before any work) a ``-o`` folder that exists and is not a folder.
+
+    A device or a file there would only be found out after the work, as an error of
+    the last step (``Not a directory: DIR/ledger.db-wal``); it is never replaced.
+    """
+    if target.exists() and not target.is_dir():
+        raise UsageError(
+            f"cannot write into {target}: it is not a folder",
+            hint="pass a new or existing folder to -o (nothing was written)",
+        )

@@ -269,7 +269,9 @@ def import_bird_cmd(
 ) -> None:
     """Import BIRD's QUESTIONS.json (question_id, db_id, question, evidence, SQL, difficulty)."""
     from ledger.app.importing import import_benchmark
+    from ledger.app.output import output_folder
 
+    output_folder(out)
     results = import_benchmark(
         "bird", questions, databases, out, db_ids=db_ids, engine=engine, version=version,
         progress=lambda line: click.echo(line, err=True),
@@ -298,7 +300,9 @@ def import_spider_cmd(
 ) -> None:
     """Import Spider's dev.json (db_id, question, query) with its tables.json."""
     from ledger.app.importing import import_benchmark
+    from ledger.app.output import output_folder
 
+    output_folder(out)
     results = import_benchmark(
         "spider", questions, databases, out, db_ids=db_ids, tables_json=tables_json,
         engine=engine, version=version, progress=lambda line: click.echo(line, err=True),

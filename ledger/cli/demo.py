@@ -14,6 +14,7 @@ from typing import Any
 import click
 
 from ledger.app.demo import DEMO_FILES, REPORT_FORMATS, run_demo
+from ledger.app.output import output_folder
 from ledger.cli.common import program_name
 from ledger.errors import UsageError
 
@@ -79,6 +80,7 @@ def _move_into_place(work: Path, out_dir: Path) -> None:
 @click.option("--force", is_flag=True, help="Replace a demo already in the folder.")
 def demo(out_dir: Path, force: bool) -> None:
     """Publish the built-in banks, run the self-test and three recorded models, report."""
+    output_folder(out_dir)
     present = [name for name in DEMO_FILES if (out_dir / name).exists()]
     if present and not force:
         raise UsageError(

@@ -46,7 +46,9 @@ def export_audit_cmd(
 ) -> None:
     """Ledger snapshot, bank files, newest checkpoint, verifier key and README for an auditor."""
     from ledger.app.audit import export_audit
+    from ledger.app.output import output_folder
 
+    output_folder(out_dir)
     done = export_audit(
         ctx.ledger_path,
         out_dir,

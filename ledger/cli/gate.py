@@ -125,6 +125,9 @@ def baseline() -> None:
 def freeze_cmd(ctx: Context, run: str, out_dir: Path) -> None:
     """Write RUN's signed events and its pinned scorecard into a baseline folder."""
     from ledger.app.baseline import freeze
+    from ledger.app.output import output_folder
+
+    output_folder(out_dir)
     from ledger.store import Ledger
 
     with Ledger.open(ctx.ledger, readonly=True) as ledger:

@@ -247,3 +247,37 @@ def test_a_missing_folder_names_the_path_given(home: Path, tmp_path: Path) -> No
     result = invoke(home, "report", "-o", str(target))
     assert result.exit_code == 2
     assert f"error: No such file or directory: {target}" in result.output
+
+
+#: Commands whose ``-o`` is a folder: a device or a file there is refused before any work.
+FOLDER_COMMANDS = {
+    "demo": ["demo"],
+    "export-audit": ["export", "audit"],
+    "baseline-freeze": ["baseline", "freeze", RUN_ID],
+    "bank-import": ["bank", "import", "bird", "dev.json", "--databases", "dbs"],
+}
+
+
+@pytest.mark.parametrize("kind", ["device", "file"])
+@pytest.mark.parametrize("name", sorted(FOLDER_COMMANDS))
+def test_a_folder_output_that_is_not_a_folder_is_refused_first(
+    home: Path, tmp_path: Path, name: str, kind: str
+) -> None:
+    target = tmp_path / "target"
+    if kind == "device":
+        _null_device(target)
+    else:
+        target.write_bytes(b"keep me")
+    result = invoke(home, *FOLDER_COMMANDS[name], "-o", str(target))
+    assert result.exit_code == 2
+    if kind == "device" or name == "bank-import":
+        assert result.output.splitlines() == [
+            f"error: cannot write into {target}: it is not a folder",
+            "  hint: pass a new or existing folder to -o (nothing was written)",
+        ]
+    else:  # click's own check of a folder option (file_okay=False) refuses a file first
+        assert result.output.startswith(
+            f"error: Invalid value for '-o' / '--output': Directory '{target}' is a file."
+        )
+    assert _is_null_device(target) if kind == "device" else target.read_bytes() == b"keep me"
+    assert os.listdir(tmp_path) == ["target"]
