@@ -28,8 +28,20 @@ import duckdb
 import pytest
 import yaml
 from click.testing import CliRunner
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
 from support import BENCHMARKS, REPO
-from test_guard import LEGIT, LEGIT_RETAIL, RETAIL_TABLES, SCHEMA, TABLES, Entry, checks_of, load
+from test_guard import (
+    LEGIT,
+    LEGIT_RETAIL,
+    RETAIL_TABLES,
+    SCHEMA,
+    TABLES,
+    Entry,
+    _mutate,
+    checks_of,
+    load,
+)
 from traps import RETAIL_TRAPS, TRAPS
 
 from ledger.bank.build import build_database
@@ -108,6 +120,26 @@ def test_every_non_deterministic_form_is_refused_as_deterministic(
     assert checks_of(verdict) == (entry.expect or ("deterministic",))
     for violation in verdict.violations:
         assert violation.message.endswith("; results would differ on re-execution")
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_mutated_forms_are_still_refused_as_deterministic(data: st.DataObject) -> None:
+    # Whitespace and comments between tokens, keyword and identifier case flipped (the
+    # guard corpora's mutation, tests/harness/test_guard.py): the rule does not depend on
+    # the spelling. DuckDB and SQLite (the mutation tokenizes as DuckDB does, which reads
+    # PostgreSQL's E'' and U&'' strings otherwise).
+    engine, entry = data.draw(
+        st.sampled_from([(n, e) for n, e in CORPUS_ENTRIES if n != "postgres"]), label="entry"
+    )
+    mutated = _mutate(entry.sql, data)
+    # SQLite has no nested comments: `/* /* n */ */` is a syntax error to SQLite (and
+    # sqlglot reads the rest as `* / ...`), so that insertion is no spelling of the form.
+    assume(engine != "sqlite" or "/* /*" not in mutated)
+    checks = checks_of(guard(mutated, TABLES, engine))
+    # Never accepted; refused as deterministic unless the mutation broke the text itself
+    # (a space inside x'...' makes `x '...'`, no SQL at all).
+    assert "deterministic" in checks or checks == ("parse",), mutated
 
 
 @pytest.mark.parametrize(
