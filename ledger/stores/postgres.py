@@ -74,6 +74,35 @@ SCHEMA = "caseledger"
 #: The schema version this code writes (``meta`` row ``schema``; absent means 1).
 SCHEMA_VERSION = 2
 
+# The events row check, written once: schema 1 made it as it is without the two
+# lines after the chain check (its search_path unset); schema 2 replaces it.
+_CHECK_APPEND = """
+CREATE OR REPLACE FUNCTION caseledger.check_append() RETURNS trigger
+LANGUAGE plpgsql{settings} AS $$
+DECLARE
+    last_seq   BIGINT;
+    last_chain BYTEA;
+BEGIN
+    SELECT seq, chain INTO last_seq, last_chain
+        FROM caseledger.events ORDER BY seq DESC LIMIT 1;
+    IF NEW.seq IS DISTINCT FROM coalesce(last_seq + 1, 0) THEN
+        RAISE EXCEPTION 'caseledger events: seq % refused: the next seq is %',
+            NEW.seq, coalesce(last_seq + 1, 0) USING ERRCODE = 'integrity_constraint_violation';
+    END IF;
+    IF NEW.leaf_hash IS DISTINCT FROM sha256(decode('00', 'hex') || NEW.body) THEN
+        RAISE EXCEPTION 'caseledger events: seq %: leaf_hash is not SHA-256(0x00 || body)',
+            NEW.seq USING ERRCODE = 'integrity_constraint_violation';
+    END IF;
+    IF NEW.chain IS DISTINCT FROM sha256(
+        coalesce(last_chain, decode(repeat('00', 32), 'hex')) || NEW.leaf_hash
+    ) THEN
+        RAISE EXCEPTION 'caseledger events: seq %: chain is not SHA-256(previous chain || leaf)',
+            NEW.seq USING ERRCODE = 'integrity_constraint_violation';
+    END IF;{schema_2}
+    RETURN NEW;
+END $$;
+"""
+
 # The schema name is spelled out: it is SCHEMA.
 _DDL = """
 CREATE SCHEMA caseledger;
@@ -101,29 +130,7 @@ BEGIN
         USING ERRCODE = 'insufficient_privilege';
 END $$;
 
-CREATE FUNCTION caseledger.check_append() RETURNS trigger LANGUAGE plpgsql AS $$
-DECLARE
-    last_seq   BIGINT;
-    last_chain BYTEA;
-BEGIN
-    SELECT seq, chain INTO last_seq, last_chain
-        FROM caseledger.events ORDER BY seq DESC LIMIT 1;
-    IF NEW.seq IS DISTINCT FROM coalesce(last_seq + 1, 0) THEN
-        RAISE EXCEPTION 'caseledger events: seq % refused: the next seq is %',
-            NEW.seq, coalesce(last_seq + 1, 0) USING ERRCODE = 'integrity_constraint_violation';
-    END IF;
-    IF NEW.leaf_hash IS DISTINCT FROM sha256('\\x00'::bytea || NEW.body) THEN
-        RAISE EXCEPTION 'caseledger events: seq %: leaf_hash is not SHA-256(0x00 || body)',
-            NEW.seq USING ERRCODE = 'integrity_constraint_violation';
-    END IF;
-    IF NEW.chain IS DISTINCT FROM sha256(
-        coalesce(last_chain, decode(repeat('00', 32), 'hex')) || NEW.leaf_hash
-    ) THEN
-        RAISE EXCEPTION 'caseledger events: seq %: chain is not SHA-256(previous chain || leaf)',
-            NEW.seq USING ERRCODE = 'integrity_constraint_violation';
-    END IF;
-    RETURN NEW;
-END $$;
+-- check_append --
 
 CREATE TRIGGER events_check_append BEFORE INSERT ON caseledger.events
     FOR EACH ROW EXECUTE FUNCTION caseledger.check_append();
@@ -140,6 +147,7 @@ CREATE TRIGGER meta_refuse_change BEFORE UPDATE OR DELETE ON caseledger.meta
 CREATE TRIGGER meta_refuse_truncate BEFORE TRUNCATE ON caseledger.meta
     FOR EACH STATEMENT EXECUTE FUNCTION caseledger.refuse_change();
 """
+_DDL = _DDL.replace("-- check_append --", _CHECK_APPEND.format(settings="", schema_2="").strip())
 
 # Schema 2 (issue 29): who wrote each row, a Merkle node per row, checkpoints the server
 # checks against the log, and an append lock readers cannot take. New ledgers get _DDL
@@ -211,32 +219,7 @@ BEGIN
     RETURN root;
 END $$;
 
-CREATE OR REPLACE FUNCTION caseledger.check_append() RETURNS trigger
-LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
-DECLARE
-    last_seq   BIGINT;
-    last_chain BYTEA;
-BEGIN
-    SELECT seq, chain INTO last_seq, last_chain
-        FROM caseledger.events ORDER BY seq DESC LIMIT 1;
-    IF NEW.seq IS DISTINCT FROM coalesce(last_seq + 1, 0) THEN
-        RAISE EXCEPTION 'caseledger events: seq % refused: the next seq is %',
-            NEW.seq, coalesce(last_seq + 1, 0) USING ERRCODE = 'integrity_constraint_violation';
-    END IF;
-    IF NEW.leaf_hash IS DISTINCT FROM sha256(decode('00', 'hex') || NEW.body) THEN
-        RAISE EXCEPTION 'caseledger events: seq %: leaf_hash is not SHA-256(0x00 || body)',
-            NEW.seq USING ERRCODE = 'integrity_constraint_violation';
-    END IF;
-    IF NEW.chain IS DISTINCT FROM sha256(
-        coalesce(last_chain, decode(repeat('00', 32), 'hex')) || NEW.leaf_hash
-    ) THEN
-        RAISE EXCEPTION 'caseledger events: seq %: chain is not SHA-256(previous chain || leaf)',
-            NEW.seq USING ERRCODE = 'integrity_constraint_violation';
-    END IF;
-    NEW.writer := session_user;  -- set by the server, never by the client
-    NEW.node := caseledger.tree_node(NEW.seq, NEW.leaf_hash);
-    RETURN NEW;
-END $$;
+-- check_append --
 
 CREATE FUNCTION caseledger.check_checkpoint() RETURNS trigger
 LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
@@ -270,6 +253,14 @@ END $$;
 CREATE TRIGGER checkpoints_check_insert BEFORE INSERT ON caseledger.checkpoints
     FOR EACH ROW EXECUTE FUNCTION caseledger.check_checkpoint();
 """
+SCHEMA_2 = SCHEMA_2.replace(
+    "-- check_append --",
+    _CHECK_APPEND.format(
+        settings=" SET search_path = pg_catalog, pg_temp",
+        schema_2="\n    NEW.writer := session_user;  -- set by the server, never by the client"
+        "\n    NEW.node := caseledger.tree_node(NEW.seq, NEW.leaf_hash);",
+    ).strip(),
+)
 
 # The nodes of rows stored before schema 2, in seq order (each reads earlier ones).
 _FILL_NODES = """

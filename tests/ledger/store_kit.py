@@ -16,6 +16,7 @@ On the cluster (set up by the bootstrap superuser, as a database administrator w
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import itertools
 import os
 import sqlite3
@@ -37,6 +38,20 @@ from ledger.stores.postgres import grant_writer
 
 OWNER, WRITER, WRITER_PASSWORD = "ledger_owner", "ledger_writer", "writer-pw"
 _DATABASES = itertools.count()
+
+
+def sha256(data: bytes) -> bytes:
+    return hashlib.sha256(data).digest()
+
+
+def merkle_root(leaves: list[bytes]) -> bytes:
+    """RFC 9162 section 2.1.1, written out: MTH of the leaf hashes given."""
+    if len(leaves) == 1:
+        return leaves[0]
+    k = 1
+    while k * 2 < len(leaves):
+        k *= 2
+    return sha256(b"\x01" + merkle_root(leaves[:k]) + merkle_root(leaves[k:]))
 
 
 def pg_url(cluster: PgCluster, user: str, password: str, dbname: str) -> str:

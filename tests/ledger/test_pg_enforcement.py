@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import base64
 import contextlib
-import hashlib
 import json
 import os
 import subprocess
@@ -35,7 +34,15 @@ import psycopg
 import pytest
 from ledger_testkit import STRANGER_SEED, fixed_clock, operator, prompt
 from pgcluster import PgCluster
-from store_kit import WRITER, Store, drop_pg_store, fresh_pg_store, pg_url
+from store_kit import (
+    WRITER,
+    Store,
+    drop_pg_store,
+    fresh_pg_store,
+    merkle_root,
+    pg_url,
+    sha256,
+)
 
 from ledger.errors import ProofError, SignatureError, StoreBusyError, StoreError
 from ledger.events import RunFinished
@@ -46,20 +53,6 @@ from ledger.verify import verify_ledger
 
 READER, READER_PASSWORD = "ledger_reader", "reader-pw"
 OPERATOR_KEY_ID = operator().key_id
-
-
-def sha256(data: bytes) -> bytes:
-    return hashlib.sha256(data).digest()
-
-
-def merkle_root(leaves: list[bytes]) -> bytes:
-    """RFC 9162 section 2.1.1, written out: MTH of the leaf hashes given."""
-    if len(leaves) == 1:
-        return leaves[0]
-    k = 1
-    while k * 2 < len(leaves):
-        k *= 2
-    return sha256(b"\x01" + merkle_root(leaves[:k]) + merkle_root(leaves[k:]))
 
 
 @pytest.fixture

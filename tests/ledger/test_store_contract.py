@@ -12,7 +12,6 @@ never read back from the store. Fixtures: tests/ledger/conftest.py.
 from __future__ import annotations
 
 import base64
-import hashlib
 import itertools
 import json
 import re
@@ -27,7 +26,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from hypothesis import HealthCheck, given, settings
 from ledger_testkit import adapter, fixed_clock, operator, prompt
 from pgcluster import PgCluster
-from store_kit import Store, caseledger, drop_pg_store, fresh_pg_store
+from store_kit import Store, caseledger, drop_pg_store, fresh_pg_store, merkle_root, sha256
 from writer_kit import spawn, start_together
 
 from ledger.errors import (
@@ -42,20 +41,6 @@ from ledger.errors import (
 from ledger.events import PromptSent, RunFinished, SignerRegistered
 from ledger.store import Draft, Ledger
 from ledger.verify import verify_ledger
-
-
-def sha256(data: bytes) -> bytes:
-    return hashlib.sha256(data).digest()
-
-
-def merkle_root(leaves: list[bytes]) -> bytes:
-    """RFC 9162 section 2.1.1, written out: MTH of the leaf hashes given."""
-    if len(leaves) == 1:
-        return leaves[0]
-    k = 1
-    while k * 2 < len(leaves):
-        k *= 2
-    return sha256(b"\x01" + merkle_root(leaves[:k]) + merkle_root(leaves[k:]))
 
 
 def finished(run: str) -> Draft:
