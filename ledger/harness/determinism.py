@@ -19,23 +19,25 @@ kinds of construct are refused, both fail closed:
     means now), and the time value and every modifier must be values that can
     never be ``'now'`` (or ``'localtime'``/``'utc'``) at run time: a literal, a
     number, a column of a bank table, an arithmetic result, another date and
-    time function, or a CTE/subquery column defined by one of these. Anything
-    computed from text (``'n' || 'ow'``, ``substr('xnow', 2)``) is refused;
-    so is a literal ``'now'``, ``'localtime'`` or ``'utc'`` passed to any
-    function;
-  * PostgreSQL: a string literal holding one of the special date/time inputs
-    ``now``, ``today``, ``tomorrow``, ``yesterday`` (any case and spacing,
-    also inside a longer literal such as ``'today 10:00'``), since PostgreSQL
-    reads it as the clock wherever the literal becomes a date or time (a cast,
-    ``DATE 'today'``, a comparison with a date column); a cast or
-    function-style cast to a date/time type of anything else than such safe
-    values; a time zone (``AT TIME ZONE``, ``timezone()``) that is
-    ``'localtime'`` or computed at run time; a cast to ``money`` (its text
-    follows the server's ``lc_monetary``); ``to_char`` with the ``TM`` prefix (names in
-    the server's ``lc_time``) or a format computed at run time. ``'epoch'``, ``'infinity'`` and
-    ``'allballs'`` are fixed values and stay allowed. The session's
-    ``TimeZone`` (``UTC``) and ``DateStyle`` (``ISO``) are pinned by the bank's
-    reader role, so casts to ``timestamptz`` and its text are reproducible.
+    time function, a CTE/subquery column defined by one of these, or a value
+    made from the bank's data by functions that only rearrange characters
+    (``substr(t.d, 1, 10)``). Anything that can make text of its own is refused
+    (``'n' || 'ow'``, ``substr('xnow', 2)``, ``char(110, 111, 119)``); so is a
+    literal ``'now'``, ``'localtime'`` or ``'utc'`` passed to any function;
+  * PostgreSQL: a string literal (in any of its forms, escapes decoded) holding
+    one of the special date/time inputs ``now``, ``today``, ``tomorrow``,
+    ``yesterday`` (any case and spacing, also inside a longer literal such as
+    ``'today 10:00'``), since PostgreSQL reads it as the clock wherever the
+    literal becomes a date or time (a cast, ``DATE 'today'``, a comparison with a
+    date column); a cast or function-style cast to a date/time type of anything
+    else than such safe values; a time zone (``AT TIME ZONE``, ``timezone()``)
+    that is ``'localtime'`` or computed at run time; a cast to ``money`` and
+    ``to_char`` with the ``TM`` prefix or a computed format (the server's
+    locale; the reader sessions pin it too, ``postgres.SESSION_PINS``).
+    ``'epoch'``, ``'infinity'`` and ``'allballs'`` are fixed values and stay
+    allowed. The session's ``TimeZone`` (``UTC``) and ``DateStyle`` (``ISO``)
+    are pinned by the bank's reader role, so casts to ``timestamptz`` and its
+    text are reproducible.
 
 DuckDB needs no literal rule: it reads ``'now'``/``'today'`` as no date at all
 (a conversion error, the same on every run). Its approximate aggregates
@@ -63,6 +65,7 @@ __all__ = [
     "clock_or_random",
     "findings",
     "refusals",
+    "string_text",
 ]
 
 CHECK = "deterministic"
@@ -93,8 +96,11 @@ _ARITHMETIC = (
     *(exp.BitwiseOr, exp.BitwiseXor, exp.BitwiseNot, exp.BitwiseLeftShift),
     exp.BitwiseRightShift,
 )
-# Values that are never text: NULL, booleans, intervals and arithmetic.
-_FIXED = (exp.Null, exp.Boolean, exp.Interval, exp.Var, exp.DataType, *_ARITHMETIC)
+# Values that are never text: NULL, booleans, comparisons, intervals and arithmetic.
+_FIXED = (
+    *(exp.Null, exp.Boolean, exp.Predicate, exp.Connector, exp.Not, exp.Interval, exp.Var),
+    *(exp.DataType, *_ARITHMETIC),
+)
 # Calls whose text is made of their arguments' characters (or digits): a value computed
 # with them from the bank's data spells no word the data does not hold. A call outside this
 # list may make letters of its own (char(110), printf('%c', 110), typeof(NULL),
