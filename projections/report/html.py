@@ -25,6 +25,7 @@ import hashlib
 import html
 import itertools
 import json
+import re
 from collections.abc import Iterable, Iterator, Sequence
 from decimal import Decimal, localcontext
 from typing import Any
@@ -32,12 +33,14 @@ from typing import Any
 import msgspec
 
 from ledger.events import Column
+from ledger.harness.score import SCORERS
 from projections.aggregates import DIMENSIONS
 from projections.report.schema import (
     CONTRACT_V3,
     CaseRun,
     Report,
     RunEntry,
+    Score,
     Section,
     SectionStatistics,
 )
@@ -60,10 +63,12 @@ from projections.report.tables import (
     efficiency_table,
     failure_rows,
     fairness_rows,
+    fairness_sentences,
     how_to_read,
     model_runs,
     runs_table,
     slice_tables,
+    sql_ran,
     statistics_tables,
     withdrawn_lines,
 )
@@ -126,11 +131,62 @@ else{n=E('tr','evidence');var td=E('td'),d=E('div','ev');td.colSpan=row.children
 fill(d,D.c[+b.getAttribute('data-cr')]);td.appendChild(d);n.appendChild(td);row.after(n)}
 b.setAttribute('aria-expanded',n.hidden?'false':'true');b.textContent=n.hidden?'show':'hide'});
 })();"""
-_SCRIPT_HASH = base64.b64encode(hashlib.sha256(_SCRIPT.encode("utf-8")).digest()).decode()
-_CSP = (
-    f"default-src 'none'; style-src 'unsafe-inline'; img-src data:; "
-    f"script-src 'sha256-{_SCRIPT_HASH}'"
-)
+
+# Issue 35 (caseledger-report/3 views only; /1 and /2 keep their bytes): the same one script,
+# extended to filter each CaseRuns table by run, case, outcome and failure kind and to sort
+# it by score. The controls are built in the page from the table's own cells (no list of
+# values is written twice), the evidence row of an opened CaseRun moves and hides with its
+# row, and a line says how many CaseRuns are shown.
+_FILTER = """function V(r,j){return r.cells[j].textContent}
+document.querySelectorAll('div.crf').forEach(function(f){
+var t=f.nextElementSibling.querySelector('table'),y=t.tBodies[0],
+hs=[].map.call(t.tHead.rows[0].cells,function(c){return c.textContent}),
+rows=[].slice.call(y.rows),sel=[],k=hs.indexOf('total'),n=E('span','muted');
+['run','case','outcome','failure'].forEach(function(name){var j=hs.indexOf(name);if(j<0)return;
+var l=E('label',null,name+' '),s=E('select'),vs=[];s.setAttribute('data-col',j);
+s.appendChild(new Option('all',''));
+rows.forEach(function(r){var v=V(r,j);if(vs.indexOf(v)<0)vs.push(v)});
+vs.sort().forEach(function(v){s.appendChild(new Option(v,v))});
+l.appendChild(s);f.appendChild(l);sel.push(s)});
+var o=E('select'),l=E('label',null,'sort ');o.setAttribute('data-sort','');
+[['page order',''],['score, high to low','d'],['score, low to high','a']].forEach(function(p){
+o.appendChild(new Option(p[0],p[1]))});l.appendChild(o);f.appendChild(l);f.appendChild(n);
+function S(r){var x=parseFloat(V(r,k));return isNaN(x)?-1:x}
+function apply(){var order=rows.slice(),shown=0;
+if(o.value)order.sort(function(a,b){
+return (o.value==='d'?S(b)-S(a):S(a)-S(b))||rows.indexOf(a)-rows.indexOf(b)});
+order.forEach(function(r){var ev=r.nextElementSibling;
+if(!ev||ev.className!=='evidence')ev=null;
+var ok=sel.every(function(s){return !s.value||V(r,+s.getAttribute('data-col'))===s.value});
+r.hidden=!ok;if(ev&&!ok){ev.hidden=true;var b=r.querySelector('button.cr');
+b.textContent='show';b.setAttribute('aria-expanded','false')}
+y.appendChild(r);if(ev)y.appendChild(ev);if(ok)shown++});
+n.textContent=' '+shown+' of '+rows.length+' CaseRuns shown'}
+f.addEventListener('change',apply);apply()});
+"""
+_SCRIPT_V3 = _SCRIPT.removesuffix("})();") + _FILTER + "})();"
+#: Issue 35 (``/3`` views): a phone layout. Long hashes fold to one line (the whole hash
+#: is kept: it opens on focus or click and is copied whole), numbers align right in
+#: every table, and the CaseRuns controls wrap.
+_STYLE_V3 = """
+code.hash{display:inline-block;max-width:18ch;overflow:hidden;text-overflow:ellipsis;
+white-space:nowrap;vertical-align:bottom;cursor:pointer}
+code.hash:focus{max-width:none;white-space:normal;overflow-wrap:anywhere}
+div.crf{display:flex;flex-wrap:wrap;gap:4px 12px;align-items:center;margin:6px 0}
+div.crf select{font:inherit;max-width:60vw}
+"""
+
+
+def _csp(script: str) -> str:
+    digest = base64.b64encode(hashlib.sha256(script.encode("utf-8")).digest()).decode()
+    return (
+        f"default-src 'none'; style-src 'unsafe-inline'; img-src data:; "
+        f"script-src 'sha256-{digest}'"
+    )
+
+
+_CSP = _csp(_SCRIPT)
+_CSP_V3 = _csp(_SCRIPT_V3)
 
 
 def _e(value: Any) -> str:
@@ -154,6 +210,48 @@ def _q(value: Decimal) -> str:
     return str(value.quantize(_PLACES))
 
 
+def _hash(value: str, v3: bool) -> str:
+    """A long hash as code; in the ``/3`` view folded to one line (``code.hash``) and
+    opened whole on focus, its full text also its title."""
+    if not v3:
+        return f"<code>{_e(value)}</code>"
+    return f'<code class="hash" tabindex="0" title="{_e(value)}">{_e(value)}</code>'
+
+
+_CODE = re.compile(r"`([^`]+)`")
+
+
+def _md(text: str) -> str:
+    """Text written as Markdown (``tables.VARIANT_NOTE``) as HTML: escaped, with its
+    `code` spans as ``<code>``; the only Markdown such texts use."""
+    return _CODE.sub(r"<code>\1</code>", _e(text))
+
+
+#: What a cell of a number looks like: numbers, fractions (``3/2/1``), ``mean / sd``,
+#: intervals (``0.1 to 0.5``), a rank (``2=``), each optionally with a bracketed note
+#: (``12.50 (estimate)``, ``4 (0.5000)``).
+_NUMBER = re.compile(r"[-+]?\d[\d.]*=?(?:(?: / |/| | to )[-+]?\d[\d.]*)*(?: \([^()]*\))?")
+
+
+def _is_number(value: Any) -> bool:
+    if isinstance(value, bool) or value is None:
+        return False
+    if isinstance(value, int | Decimal):
+        return True
+    return isinstance(value, str) and _NUMBER.fullmatch(value) is not None
+
+
+def numeric_columns(rows: list[list[Any]]) -> list[bool]:
+    """Which columns hold numbers: every cell that is not empty (``None``) is a number
+    and one is (issue 35: numbers align right in every table of the ``/3`` view)."""
+    width = max((len(r) for r in rows), default=0)
+    return [
+        any(j < len(r) and r[j] is not None for r in rows)
+        and all(_is_number(r[j]) for r in rows if j < len(r) and r[j] is not None)
+        for j in range(width)
+    ]
+
+
 def _table(
     head: list[str],
     rows: list[list[Any]],
@@ -161,11 +259,14 @@ def _table(
     *,
     defined: list[tuple[str, str]] | None = None,
     first: list[str] | None = None,
+    v3: bool = False,
 ) -> str:
     """A table in its own horizontally scrolling box. ``defined``: the column definitions
     (``tables.column_definitions``), shown on hover of each head and listed under the
-    table. ``first``: raw HTML of an extra leading cell per row (the evidence buttons)."""
-    return "".join(_table_chunks(head, rows, numeric, defined=defined, first=first))
+    table. ``first``: raw HTML of an extra leading cell per row (the evidence buttons).
+    ``v3``: the ``/3`` view, whose number columns align right whatever ``numeric`` says."""
+    align = numeric_columns(rows) if v3 else None
+    return "".join(_table_chunks(head, rows, numeric, defined=defined, first=first, align=align))
 
 
 #: Table rows written at a time by :func:`_table_chunks`.
@@ -179,9 +280,11 @@ def _table_chunks(
     *,
     defined: list[tuple[str, str]] | None = None,
     first: Iterable[str] | None = None,
+    align: Sequence[bool] | None = None,
 ) -> Iterator[str]:
     """:func:`_table` in pieces of ``_ROWS`` rows, the rows (and ``first`` cells, taken
-    one per row) read as they are written."""
+    one per row) read as they are written. ``align``: per column, whether it aligns right
+    (instead of every column from ``numeric`` on)."""
     defs = dict(defined or [])
     ths = []
     for h in (["evidence"] if first is not None else []) + head:
@@ -193,7 +296,8 @@ def _table_chunks(
     for row in rows:
         cells = [] if lead is None else [f"<td>{next(lead)}</td>"]
         for i, value in enumerate(row):
-            css = ' class="num"' if i >= numeric and numeric else ""
+            right = (i < len(align) and align[i]) if align is not None else numeric and i >= numeric
+            css = ' class="num"' if right else ""
             cells.append(f"<td{css}>{_e(value)}</td>")
         out.append("<tr>" + "".join(cells) + "</tr>")
         if len(out) >= _ROWS:
@@ -209,10 +313,10 @@ def _table_chunks(
     yield "".join(out)
 
 
-def _t(table: Table, diagnostics: bool = False) -> str:
+def _t(table: Table, diagnostics: bool = False, v3: bool = False) -> str:
     """A table of ``tables.py`` with its column definitions."""
     defined = column_definitions(table.head, diagnostics)
-    return _table(table.head, table.rows, numeric=table.numeric, defined=defined)
+    return _table(table.head, table.rows, numeric=table.numeric, defined=defined, v3=v3)
 
 
 # ----------------------------------------------------------------- the radar
@@ -301,41 +405,59 @@ def _radar(run: RunEntry, color: str, dims: list[str]) -> str:
 # ----------------------------------------------------------------- section tables
 
 
-def _summary(section: Section) -> str:
+#: The Models table's columns a reader compares first, leading in the ``/3`` view so a
+#: phone (390 px) shows them before any scrolling (issue 35).
+_MODELS_FIRST = ("rank", "run", "result-correct", "score (auxiliary)")
+
+
+def _models_first(table: Table) -> Table:
+    """The runs table with :data:`_MODELS_FIRST` leading, the rest in their order."""
+    order = [table.head.index(h) for h in _MODELS_FIRST]
+    order += [i for i in range(len(table.head)) if i not in order]
+    return Table([table.head[i] for i in order], [[row[i] for i in order] for row in table.rows])
+
+
+def _summary(section: Section, v3: bool = False) -> str:
+    runs = _models_first(runs_table(section)) if v3 else runs_table(section)
+    failures = column_definitions(FAILURES_HEAD, failures=v3)
+    note = _md(VARIANT_NOTE) if v3 else _e(VARIANT_NOTE)
     return (
         '<h3>Models</h3><div id="summary">'
-        + _t(runs_table(section))
+        + _t(runs, v3=v3)
         + "</div><h3>Failure classification (counts over planned attempts)</h3>"
-        + _table(FAILURES_HEAD, failure_rows(section), defined=column_definitions(FAILURES_HEAD))
+        + _table(FAILURES_HEAD, failure_rows(section), defined=failures, v3=v3)
         + "<h3>Variant diagnostics (never change a score)</h3>"
-        + f'<p class="muted">{_e(VARIANT_NOTE)}</p><div id="variant-diagnostics">'
-        + _t(diagnostics_table(section), diagnostics=True)
+        + f'<p class="muted">{note}</p><div id="variant-diagnostics">'
+        + _t(diagnostics_table(section), diagnostics=True, v3=v3)
         + '</div><h3>Efficiency (efficiency-v2)</h3><div id="efficiency">'
-        + _t(efficiency_table(section))
+        + _t(efficiency_table(section), v3=v3)
         + "</div>"
     )
 
 
-def _calibration(section: Section) -> str:
+def _calibration(section: Section, v3: bool = False) -> str:
     t = calibration_tables(section)
 
     def block(title: str, head: list[str], body: list[list[Any]]) -> str:
-        return f"<h4>{_e(title)}</h4>" + (_table(head, body) if body else "<p>None.</p>")
+        return f"<h4>{_e(title)}</h4>" + (_table(head, body, v3=v3) if body else "<p>None.</p>")
 
     return "".join(
         [
             f'<p class="muted">{_e(INTRO)}</p>',
-            '<div id="calibration">' + _table(t.head, t.rows) + "</div>",
+            '<div id="calibration">' + _table(t.head, t.rows, v3=v3) + "</div>",
             *(f'<p class="bad">{_e(line)}</p>' for line in t.failed_controls),
             *(block(title, head, body) for title, head, body in t.blocks),
         ]
     )
 
 
-def _fairness(section: Section) -> str:
+def _fairness(section: Section, v3: bool = False) -> str:
     f = section.fairness
     if f is None:
         return '<p class="muted">Not ranked: self-test and calibration runs are no models.</p>'
+    if v3:  # issue 35: sentences true of the recorded controls (tables.fairness_sentences)
+        said = "".join(f"<p>{_e(line)}</p>" for line in fairness_sentences(f))
+        return said + _table(FAIRNESS_HEAD, fairness_rows(f), v3=v3)
     parts = [f"<p>Fairness class: <strong>{_e(f.class_)}</strong>"]
     if f.differing_controls:
         parts.append("; controls that differ: " + _e(", ".join(f.differing_controls)))
@@ -350,56 +472,56 @@ def _fairness(section: Section) -> str:
     return "".join(parts) + _table(FAIRNESS_HEAD, fairness_rows(f))
 
 
-def _gold(section: Section) -> str:
+def _gold(section: Section, v3: bool = False) -> str:
     if section.gold is None:
         return ""
     parts = ['<h3 class="bad">Gold results (internal view: do not publish)</h3>']
     for g in section.gold:
         parts.append(f"<h4>{_e(g.case)} ({_e(g.digest)})</h4>")
         head, shown, more = _rows(g.columns, g.rows, limit=200)
-        parts.append(_table(head, shown))
+        parts.append(_table(head, shown, v3=v3))
         if more:
             parts.append(f'<p class="muted">{_e(more)}</p>')
     return "".join(parts)
 
 
-def _benchmark(section: Section) -> str:
+def _benchmark(section: Section, v3: bool = False) -> str:
     t = benchmark_tables(section)
     if t is None:
         return ""
-    out = f"<h3>{_e(t.title)}</h3><p>{_e(t.intro)}</p>" + _table(t.head, t.rows, numeric=1)
+    out = f"<h3>{_e(t.title)}</h3><p>{_e(t.intro)}</p>" + _table(t.head, t.rows, 1, v3=v3)
     if t.detail:
-        out += "<h4>Where they differ</h4>" + _table(t.detail_head, t.detail)
+        out += "<h4>Where they differ</h4>" + _table(t.detail_head, t.detail, v3=v3)
     return out
 
 
-def _slices(section: Section) -> str:
+def _slices(section: Section, v3: bool = False) -> str:
     t = slice_tables(section)
     if t is None:
         return ""
     out = f'<h3>{_e(t.title)}</h3><p>{_e(t.intro)}</p><div id="slices">'
-    out += _table(t.head, t.rows, numeric=1)
-    out += "<h4>By dimension</h4>" + _table(t.dimension_head, t.dimension_rows, numeric=2)
+    out += _table(t.head, t.rows, numeric=1, v3=v3)
+    out += "<h4>By dimension</h4>" + _table(t.dimension_head, t.dimension_rows, 2, v3=v3)
     if t.detail:
-        out += "<h4>Not in the shares</h4>" + _table(t.detail_head, t.detail)
+        out += "<h4>Not in the shares</h4>" + _table(t.detail_head, t.detail, v3=v3)
     return out + "</div>"
 
 
-def _claims(section: Section) -> str:
+def _claims(section: Section, v3: bool = False) -> str:
     t = claim_tables(section)
     if t is None:
         return ""
     out = f'<h3>{_e(t.title)}</h3><p>{_e(t.intro)}</p><div id="claims">'
-    return out + _table(t.head, t.rows, numeric=1) + "</div>"
+    return out + _table(t.head, t.rows, numeric=1, v3=v3) + "</div>"
 
 
-def _drilldown(section: Section) -> str:
+def _drilldown(section: Section, v3: bool = False) -> str:
     t = caserun_diagnostics_table(section)
     if t is None:
         return ""
     return (
         "<h3>Per attempt: understanding slice and claims (diagnostic)</h3>"
-        '<div id="attempt-diagnostics">' + _table(t.head, t.rows) + "</div>"
+        '<div id="attempt-diagnostics">' + _table(t.head, t.rows, v3=v3) + "</div>"
     )
 
 
@@ -430,10 +552,25 @@ def _verdict(c: CaseRun) -> str:
     return text
 
 
-def _evidence(c: CaseRun, head: Any) -> list[Any]:
+def score_items(score: Score) -> list[list[str]]:
+    """A score's items as the drill-down lists them (issue 35): in the formula's order
+    (docs/scoring.md, the order of ``ScoreItems``), each with its maximum under the
+    score's scorer (``rows 0 of 45``), then the total of 100. A scorer this code does
+    not know lists its items without a maximum."""
+    scorer = SCORERS.get(score.scorer_version)
+    items = msgspec.structs.asdict(score.items)
+    if scorer is None:
+        return [*([k.replace("_", " "), str(v)] for k, v in items.items()), ["total", score.total]]
+    points = scorer.points
+    rows = [[k.replace("_", " "), f"{v} of {getattr(points, k)}"] for k, v in items.items()]
+    return [*rows, ["total", f"{score.total} of 100"]]
+
+
+def _evidence(c: CaseRun, head: Any, v3: bool = False) -> list[Any]:
     """The blocks of one CaseRun's drill-down (see ``_SCRIPT``); ``head`` interns a
     table head and returns its index. Long texts are marked ``("pre", text)`` and
-    interned later; a prompt is split into its paragraphs."""
+    interned later; a prompt is split into its paragraphs. ``v3`` (issue 35): the result
+    diff only when the SQL ran, the score items with their maximum in the formula's order."""
     blocks: list[Any] = [["p", f"{c.run} / {c.case} / attempt {c.attempt}: {_verdict(c)}"]]
 
     def pre(label: str, text: str | None) -> None:
@@ -487,7 +624,7 @@ def _evidence(c: CaseRun, head: Any) -> list[Any]:
         if more:
             blocks.append(["p", more, "muted"])
     d = c.diff
-    if d is not None:
+    if d is not None and (sql_ran(c) or not v3):
         blocks.append(
             [
                 "p",
@@ -497,7 +634,10 @@ def _evidence(c: CaseRun, head: Any) -> list[Any]:
             ]
         )
     s = c.score
-    if s is not None:
+    if s is not None and v3:
+        blocks.append(["h", f"Score items (scorer {s.scorer_version})"])
+        blocks.append(["t", head(["item", "points of maximum"]), score_items(s)])
+    elif s is not None:
         items = [[k, str(v)] for k, v in sorted(msgspec.structs.asdict(s.items).items())]
         blocks.append(["h", f"Score items (scorer {s.scorer_version})"])
         blocks.append(["t", head(["item", "points"]), [*items, ["total", s.total]]])
@@ -555,7 +695,8 @@ class _Blob:
     the repeated texts, in order of first use, and once to write each CaseRun's blocks.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, v3: bool = False) -> None:
+        self.v3 = v3
         self.count = 0
         self.heads: list[list[str]] = []
         self._head_index: dict[tuple[str, ...], int] = {}
@@ -571,7 +712,7 @@ class _Blob:
     def add(self, c: CaseRun) -> int:
         """Count the texts of one CaseRun's evidence; its index in the blob."""
         seen = self._seen
-        for block in _evidence(c, self.head):
+        for block in _evidence(c, self.head, self.v3):
             for text in _texts(block):
                 key = _key(text)
                 seen[key] = seen.get(key, 0) + 1
@@ -588,7 +729,7 @@ class _Blob:
         strings: list[str] = []
         index: dict[bytes, int] = {}
         for c in caseruns:
-            for block in _evidence(c, self.head):
+            for block in _evidence(c, self.head, self.v3):
                 for text in _texts(block):
                     key = _key(text)
                     if seen[key] >= 2 and key not in index:
@@ -603,7 +744,7 @@ class _Blob:
 
         for n, c in enumerate(caseruns):
             out = []
-            for b in _evidence(c, self.head):
+            for b in _evidence(c, self.head, self.v3):
                 if b[0] == "pre":
                     value = b[1]
                     b = ["pre", [ref(t) for t in value] if isinstance(value, list) else ref(value)]
@@ -612,17 +753,26 @@ class _Blob:
         yield "]}"
 
 
+#: The CaseRuns columns that hold numbers (``/3``: aligned right).
+_CASERUNS_NUMBERS = [h in ("attempt", "total", "missing rows", "extra rows") for h in CASERUNS_HEAD]
+
+
 def _caseruns(section: Section, blob: _Blob) -> Iterator[str]:
     """The CaseRuns table (the same as the Markdown's) with a button per row that opens
     the CaseRun's evidence from the blob, in pieces: the section's CaseRuns are read
-    once, as the rows are written."""
-    pairs = ((blob.add(c), caserun_row(c)) for c in section.caseruns)
+    once, as the rows are written. In the ``/3`` view an empty ``div.crf`` before it
+    holds the filter and sort controls the page's script makes from its cells."""
+    v3 = blob.v3
+    pairs = ((blob.add(c), caserun_row(c, ran_only=v3)) for c in section.caseruns)
     rows, buttons = itertools.tee(pairs)  # read in step: at most one pair is buffered
+    if v3:
+        yield '<div class="crf" role="group" aria-label="Filter and sort the CaseRuns"></div>'
     yield '<div id="caseruns">'
     yield from _table_chunks(
         CASERUNS_HEAD,
         (row for _, row in rows),
         defined=column_definitions(CASERUNS_HEAD),
+        align=_CASERUNS_NUMBERS if v3 else None,
         first=(
             f'<button type="button" class="cr" data-cr="{n}" aria-expanded="false">show</button>'
             for n, _ in buttons
@@ -638,12 +788,12 @@ def _statistics(stats: SectionStatistics | None) -> str:
     runs, pairs = statistics_tables(stats)
     out = (
         "<h3>Error bars (95% intervals; the case is the unit)</h3>"
-        '<div id="error-bars">' + _t(runs) + "</div>"
+        '<div id="error-bars">' + _t(runs, v3=True) + "</div>"
     )
     if pairs is not None:
         out += (
             "<h3>Paired comparisons (result-correct rate, paired by case)</h3>"
-            '<div id="pairs">' + _t(pairs) + "</div>"
+            '<div id="pairs">' + _t(pairs, v3=True) + "</div>"
         )
     return out
 
@@ -663,16 +813,17 @@ def _headline(report: Report, stats: Sequence[SectionStatistics | None] | None) 
 def _section(
     section: Section, blob: _Blob, stats: SectionStatistics | None = None
 ) -> Iterator[str]:
-    """A section of the page in pieces (its CaseRuns table row by row)."""
-    bank = section.bank
+    """A section of the page in pieces (its CaseRuns table row by row); the ``/3`` view
+    when the blob is (``blob.v3``)."""
+    bank, v3 = section.bank, blob.v3
     head = [
         f"<section><h2>{_e(section.title)}</h2>",
         f"<p>Bank <code>{_e(bank.id)}</code> version <code>{_e(bank.version)}</code>, "
-        f"hash <code>{_e(bank.hash)}</code>, published at seq {bank.published_seq}. "
+        f"hash {_hash(bank.hash, v3)}, published at seq {bank.published_seq}. "
         f"Scorer versions: {_e(', '.join(section.scorer_versions))}.</p>",
     ]
     if section.kind == "calibration":
-        yield "".join([*head, _calibration(section), _gold(section), "</section>"])
+        yield "".join([*head, _calibration(section, v3), _gold(section, v3), "</section>"])
         return
     runs = model_runs(section)
     dims = _axes(section)
@@ -680,17 +831,17 @@ def _section(
     yield "".join(
         [
             *head,
-            _summary(section),
+            _summary(section, v3),
             _statistics(stats),
-            _benchmark(section),
-            _slices(section),
-            _claims(section),
+            _benchmark(section, v3),
+            _slices(section, v3),
+            _claims(section, v3),
             "<h3>Invocation controls and fairness</h3>",
-            _fairness(section),
+            _fairness(section, v3),
             '<h3>Dimension and difficulty scores (auxiliary)</h3><div id="radar">' + radars,
-            "</div>" + _t(dimensions_table(section)),
+            "</div>" + _t(dimensions_table(section), v3=v3),
             '<h3>Cases</h3><div id="cases">',
-            _t(cases_table(section, questions=True)),
+            _t(cases_table(section, questions=True), v3=v3),
             "</div><h3>CaseRuns</h3>",
             '<p class="muted">Show opens a CaseRun\'s evidence: its prompt, raw output, SQL, '
             "guard verdict, the model's rows, the result diff, the score items, variant "
@@ -698,7 +849,7 @@ def _section(
         ]
     )
     yield from _caseruns(section, blob)
-    yield _drilldown(section) + _gold(section) + "</section>"
+    yield _drilldown(section, v3) + _gold(section, v3) + "</section>"
 
 
 def render_html(
@@ -718,20 +869,23 @@ def render_html_chunks(
     memory bounded by a section's tables, not by the evidence of every CaseRun."""
     cp = report.checkpoint
     scorer = report.scorer.requested or "as recorded by each run"
-    # The views of /1 and /2 are one page (naming /1); /3 names itself (issue 32).
-    contract = report.contract if statistics is None else CONTRACT_V3
+    # The views of /1 and /2 are one page (naming /1); /3 names itself (issue 32) and is
+    # the only view issue 35 changed (filters, phone layout, sentences): /1 and /2 pages
+    # keep their bytes.
+    v3 = statistics is not None
+    contract = CONTRACT_V3 if v3 else report.contract
     yield (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
-        f'<meta http-equiv="Content-Security-Policy" content="{_CSP}">'
+        f'<meta http-equiv="Content-Security-Policy" content="{_CSP_V3 if v3 else _CSP}">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>caseledger report (tree size {cp.tree_size})</title>"
-        f"<style>{_STYLE}</style></head><body>"
+        f"<style>{_STYLE + _STYLE_V3 if v3 else _STYLE}</style></head><body>"
     )
     yield (
         "<h1>caseledger report</h1>"
         f'<p class="notice">{_e(report.notice)}</p>'
         f"<p>Contract <code>{_e(contract)}</code>; built from the first "
-        f"{cp.tree_size} events, root <code>{_e(cp.root_hash)}</code> (check it with "
+        f"{cp.tree_size} events, root {_hash(cp.root_hash, v3)} (check it with "
         "<code>caseledger verify</code> and <code>caseledger prove</code>); scorer: "
         f"{_e(scorer)}.</p>"
     )
@@ -745,7 +899,7 @@ def render_html_chunks(
         )
     if not report.sections and not notes:
         yield "<p>No runs in this ledger at this tree size.</p>"
-    blob = _Blob()
+    blob = _Blob(v3)
     for i, s in enumerate(report.sections):
         yield from _section(s, blob, None if statistics is None else statistics[i])
     yield '<h2>How to read this report</h2><ul id="how-to-read">'
@@ -755,7 +909,7 @@ def render_html_chunks(
         yield '<script type="application/json" id="evidence">'
         yield from blob.chunks(_page_caseruns(report))
         yield "</script>"
-        yield f"<script>{_SCRIPT}</script>"
+        yield f"<script>{_SCRIPT_V3 if v3 else _SCRIPT}</script>"
     yield "</body></html>\n"
 
 

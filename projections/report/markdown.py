@@ -25,6 +25,8 @@ from projections.report.tables import (
     efficiency_table,
     failure_rows,
     fairness_rows,
+    fairness_sentences,
+    how_to_read,
     runs_table,
     slice_tables,
     statistics_tables,
@@ -62,10 +64,12 @@ def _t(table: Table) -> list[str]:
     return _table(table.head, table.rows)
 
 
-def _fairness(section: Section) -> list[str]:
+def _fairness(section: Section, v3: bool = False) -> list[str]:
     f = section.fairness
     if f is None:
         return ["Not ranked: these runs check the harness or calibrate it; they are no models.", ""]
+    if v3:  # issue 35: sentences true of the recorded controls (tables.fairness_sentences)
+        return [" ".join(fairness_sentences(f)), "", *_table(FAIRNESS_HEAD, fairness_rows(f))]
     lines = [f"Fairness class: **{f.class_}**."]
     if f.differing_controls:
         lines.append("Controls that differ: " + ", ".join(f.differing_controls) + ".")
@@ -178,10 +182,11 @@ def render_markdown_chunks(
 def _lines(report: Report, statistics: Sequence[SectionStatistics | None] | None) -> Iterator[str]:
     cp = report.checkpoint
     scorer = report.scorer.requested or "as recorded by each run"
+    v3 = statistics is not None  # issue 35 changed the /3 view only: /1 and /2 keep their bytes
     yield from [
         "# caseledger report",
         "",
-        f"- Contract: `{report.contract if statistics is None else CONTRACT_V3}`",
+        f"- Contract: `{CONTRACT_V3 if v3 else report.contract}`",
         f"- Built from the first {cp.tree_size} events, root `{cp.root_hash}`"
         " (check with `caseledger verify` and `caseledger prove`)",
         f"- View: {report.view}. {report.notice}",
@@ -218,7 +223,7 @@ def _lines(report: Report, statistics: Sequence[SectionStatistics | None] | None
         yield from ["### Failure classification (counts over planned attempts)", ""]
         yield from _table(FAILURES_HEAD, failure_rows(section))
         yield from ["### Efficiency (efficiency-v2)", "", *_t(efficiency_table(section))]
-        yield from ["### Invocation controls and fairness", "", *_fairness(section)]
+        yield from ["### Invocation controls and fairness", "", *_fairness(section, v3)]
         yield from [
             "### Dimension and difficulty scores (auxiliary)",
             "",
@@ -226,7 +231,10 @@ def _lines(report: Report, statistics: Sequence[SectionStatistics | None] | None
         ]
         yield from ["### Cases", "", *_t(cases_table(section))]
         yield from ["### CaseRuns", ""]
-        yield from _table_lines(CASERUNS_HEAD, (caserun_row(c) for c in section.caseruns))
+        yield from _table_lines(
+            CASERUNS_HEAD, (caserun_row(c, ran_only=v3) for c in section.caseruns)
+        )
         yield from _drilldown(section)
     yield from ["## How to read this report", ""]
-    yield from [f"- {item}" for item in report.how_to_read]
+    # /3 (issue 35): the attempts per case as they were, as the HTML says them.
+    yield from [f"- {item}" for item in (how_to_read(report) if v3 else report.how_to_read)]

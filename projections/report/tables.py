@@ -12,6 +12,7 @@ import msgspec
 
 from projections.aggregates import DIMENSIONS
 from projections.calibration import STATUSES
+from projections.fairness import CONSTRAINTS, CONTROLS
 from projections.metrics import by_name
 from projections.quality import FAILURE_CATEGORIES
 from projections.report.build import HOW_TO_READ
@@ -63,6 +64,7 @@ __all__ = [
     "efficiency_table",
     "failure_rows",
     "fairness_rows",
+    "fairness_sentences",
     "flag_summary",
     "how_to_read",
     "model_runs",
@@ -70,6 +72,7 @@ __all__ = [
     "run_label",
     "runs_table",
     "slice_tables",
+    "sql_ran",
     "statistics_tables",
     "status_text",
     "tokens_per_correct",
@@ -206,6 +209,65 @@ def fairness_rows(fairness: Fairness) -> list[list[Any]]:
             ]
         )
     return rows
+
+
+#: A control's value that says nothing: the adapter could not see it (``unknown``), or
+#: the run has no invocation evidence (null). Never a difference (issue 35).
+UNKNOWN = ("unknown", None)
+
+
+def _known(value: Any) -> list[Any]:
+    """The known values of a recorded control (a list when a run used several)."""
+    values = value if isinstance(value, list) else [value]
+    return [v for v in values if v not in UNKNOWN]
+
+
+def _shown(value: Any) -> str:
+    return "yes" if value is True else "no" if value is False else str(value)
+
+
+def fairness_sentences(fairness: Fairness) -> list[str]:
+    """What the report says of a section's fairness, each sentence true of the recorded
+    controls (issue 35). One model run: its class only (there is nothing it could differ
+    from). Two or more: the controls whose known values differ between runs; those with
+    one known value that a controlled harness does not allow (``retries 2 in every
+    run``); those some run did not record (``unknown`` is not a difference, but it keeps
+    the class from ``controlled_harness``); then missing evidence and disclosed
+    variables that differ."""
+    f = fairness
+    if f.class_ == "single_model":
+        lines = ["Fairness class: single_model (one model run: nothing to compare it with)."]
+    else:
+        lines = [f"Fairness class: {f.class_}."]
+        differ, disallowed, unknown = [], [], []
+        for control in CONTROLS:
+            recorded = [getattr(f.controls[run], control) for run in f.runs]
+            known = sorted({repr(v): v for r in recorded for v in _known(r)}.items())
+            if len(known) > 1:
+                differ.append(control)
+            elif known and control in CONSTRAINTS and known[0][1] != CONSTRAINTS[control]:
+                disallowed.append(
+                    f"{control} {_shown(known[0][1])} (a controlled harness has "
+                    f"{_shown(CONSTRAINTS[control])})"
+                )
+            missing = [run for run, r in zip(f.runs, recorded, strict=True) if not _known(r)]
+            if missing and len(known) <= 1:
+                who = "every run" if len(missing) == len(f.runs) else ", ".join(missing)
+                unknown.append(f"{control} for {who}")
+        if differ:
+            lines.append("Controls that differ between runs: " + ", ".join(differ) + ".")
+        if disallowed:
+            said = "; ".join(disallowed)
+            lines.append(f"The same in every run, outside a controlled harness: {said}.")
+        if unknown:
+            lines.append("Not recorded (unknown, so not a difference): " + "; ".join(unknown) + ".")
+    if f.missing_invocation_evidence:
+        lines.append(
+            "Invocation evidence missing for: " + ", ".join(f.missing_invocation_evidence) + "."
+        )
+    if f.disclosed_differences:
+        lines.append("Disclosed variables that differ: " + ", ".join(f.disclosed_differences) + ".")
+    return lines
 
 
 def status_text(run: RunEntry | CalibrationRunEntry) -> str:
@@ -729,9 +791,13 @@ CASERUNS_HEAD = [
 ]
 
 
-def caserun_row(c: CaseRun) -> list[Any]:
-    """One CaseRun's row of :func:`caseruns_table`."""
+def caserun_row(c: CaseRun, ran_only: bool = False) -> list[Any]:
+    """One CaseRun's row of :func:`caseruns_table`. ``ran_only`` (the ``/3`` views, issue
+    35): the diff's missing and extra rows only when the SQL ran (a provider failure or a
+    rejected query has no rows to miss)."""
     s, d, g = c.score, c.diff, c.guard
+    if ran_only and not sql_ran(c):
+        d = None
     return [
         c.run,
         c.case,
@@ -745,6 +811,11 @@ def caserun_row(c: CaseRun) -> list[Any]:
         None if g is None else ("passed" if g.passed else "rejected"),
         caserun_flags(c),
     ]
+
+
+def sql_ran(c: CaseRun) -> bool:
+    """Whether the CaseRun's SQL ran and returned rows to compare with gold."""
+    return c.execution is not None and c.execution.ok
 
 
 def caseruns_table(section: Section) -> Table:
@@ -837,13 +908,36 @@ DEFINITIONS: dict[str, str] = {
 #: The same head means something else in these tables.
 _DIAGNOSTICS_DEFINITIONS = {"coverage": "attempts checked on variants / planned attempts"}
 
+#: The Failure table's columns (issue 35: its ``guard`` column counts failures of kind
+#: guard; it is not the CaseRuns table's guard verdict). docs/scoring.md "Boundary rules".
+FAILURE_DEFINITIONS = {
+    "policy_refusal": "planned attempts the provider refused to answer (a refusal or content "
+    "filter; failure kind policy_refusal)",
+    "protocol": "planned attempts whose output broke the answer contract or held no SQL "
+    "(failure kind protocol)",
+    "guard": "planned attempts whose SQL the guard refused, so it never ran (failure kind guard)",
+    "execution": "planned attempts whose SQL failed when it ran: an error, a timeout, the "
+    "memory or result cap (failure kind execution)",
+    "provider": "planned attempts whose model call failed: timeout, rate limit, server or "
+    "transport error (failure kind provider)",
+    "infrastructure": "planned attempts cancelled because the harness failed (a SQL worker "
+    "crashed twice)",
+}
 
-def column_definitions(head: list[str], diagnostics: bool = False) -> list[tuple[str, str]]:
+
+def column_definitions(
+    head: list[str], diagnostics: bool = False, failures: bool = False
+) -> list[tuple[str, str]]:
     """The defined columns of a table head, each with its one-line definition (a per-run
-    column ``<run> mean / sd / nonzero`` is defined by its suffix)."""
+    column ``<run> mean / sd / nonzero`` is defined by its suffix). ``failures``: the
+    Failure table's definitions (:data:`FAILURE_DEFINITIONS`) of its failure kinds."""
     out = []
     for h in head:
-        text = (_DIAGNOSTICS_DEFINITIONS.get(h) if diagnostics else None) or DEFINITIONS.get(h)
+        text = (
+            (_DIAGNOSTICS_DEFINITIONS.get(h) if diagnostics else None)
+            or (FAILURE_DEFINITIONS.get(h) if failures else None)
+            or DEFINITIONS.get(h)
+        )
         if text is None:
             for suffix in ("mean / sd / nonzero / totals", "mean / sd / nonzero"):
                 if h.endswith(suffix):

@@ -196,7 +196,7 @@ r.text=ev.textContent}r.after=d.scrollWidth;
 parent.postMessage(JSON.stringify(r),'*')});"""
 
 
-def _probe(tmp: Path, page: Path, width: int) -> dict:
+def _probe(tmp: Path, page: Path, width: int, probe: str = _PROBE) -> dict:
     """Open a copy of the page with a measuring script added (and allowed by hash in its
     policy) in a viewport ``width`` px wide; the script clicks the first CaseRun's button and
     reports what it saw.
@@ -207,9 +207,9 @@ def _probe(tmp: Path, page: Path, width: int) -> dict:
     which writes them into the DOM that ``--dump-dom`` prints.
     """
     text = page.read_text(encoding="utf-8")
-    digest = base64.b64encode(hashlib.sha256(_PROBE.encode()).digest()).decode()
+    digest = base64.b64encode(hashlib.sha256(probe.encode()).digest()).decode()
     text = text.replace("script-src ", f"script-src 'sha256-{digest}' ", 1)
-    text = text.replace("</body>", f"<script>{_PROBE}</script></body>", 1)
+    text = text.replace("</body>", f"<script>{probe}</script></body>", 1)
     copy = tmp / f"probe-{width}.html"
     copy.write_text(text, encoding="utf-8")
     wrapper = tmp / f"frame-{width}.html"
@@ -342,3 +342,142 @@ def test_the_demo_report_is_under_5_kb_per_caserun_and_fits_a_phone(tmp_path: Pa
     assert seen["after"] <= 400, seen
     # retail has all six dimensions (three models, its self-test); sales-fixture four
     assert seen["axes"] == [6, 6, 6, 6, 4]
+
+
+# ----------------------------------------------------------------- issue 35: at scale
+
+# Sets the CaseRuns filters of the first section one scenario at a time (each a list of
+# [control, value]; control "sort" or a filter's name), and reports, after each, the
+# visible rows (run, case, attempt, outcome, total, failure) and the count line; then
+# opens the first visible row's evidence and filters it away.
+_FILTER_PROBE = """window.addEventListener('load',function(){
+var f=document.querySelector('div.crf'),body=document.querySelector('#caseruns tbody'),r={};
+function ctl(name){var found=null;f.querySelectorAll('label').forEach(function(l){
+if(l.firstChild.textContent.trim()===name)found=l.querySelector('select')});return found}
+function seen(){return [].filter.call(body.rows,function(x){
+return x.className!=='evidence'&&!x.hidden}).map(function(x){var c=x.cells;
+return [c[1].textContent,c[2].textContent,c[3].textContent,c[4].textContent,
+c[5].textContent,c[7].textContent]})}
+function set(pairs){['run','case','outcome','failure','sort'].forEach(function(n){
+ctl(n).value=''});pairs.forEach(function(p){ctl(p[0]).value=p[1]});
+ctl('sort').dispatchEvent(new Event('change',{bubbles:true}))}
+r.labels=[].map.call(f.querySelectorAll('label'),function(l){
+return l.firstChild.textContent.trim()});
+r.options={};['run','outcome','failure','sort'].forEach(function(n){
+r.options[n]=[].map.call(ctl(n).options,function(o){return [o.value,o.textContent]})});
+r.initial=seen();r.count0=f.querySelector('span').textContent;r.after=[];
+SCENARIOS.forEach(function(s){set(s);r.after.push({rows:seen(),count:f.querySelector('span').textContent})});
+set([['sort','d']]);var first=[].filter.call(body.rows,function(x){return !x.hidden})[0];
+first.querySelector('button.cr').click();var ev=first.nextElementSibling;
+r.opened=[ev.className,ev.hidden];set([['sort','d'],['failure','provider']]);
+r.closed=[ev.hidden,first.hidden,first.querySelector('button.cr').textContent,
+ev.previousElementSibling===first];
+parent.postMessage(JSON.stringify(r),'*')});"""
+
+
+def _visible(caseruns: list[dict]) -> list[list[str]]:
+    """CaseRuns of the report's JSON as the table shows their cells."""
+    return [
+        [
+            c["run"],
+            c["case"],
+            str(c["attempt"]),
+            c["outcome"],
+            c["score"]["total"] if c["score"] else "-",
+            (c["score"]["failure_kind"] if c["score"] else (c["cancel"] or {}).get("reason"))
+            or "-",
+        ]
+        for c in caseruns
+    ]
+
+
+def test_the_caseruns_filter_and_sort_in_chromium(
+    report_html: Path, report_json: dict, tmp_path: Path
+):
+    (models, *_) = [s for s in report_json["sections"] if s["kind"] == "models"]
+    caseruns = models["caseruns"]
+    # model-a: 7 cases x 3 attempts; sf-07's third has no recording (cancelled, no total)
+    assert len(caseruns) == 21
+    scenarios = [
+        [["failure", "provider"]],
+        [["outcome", "scored"], ["failure", "none"], ["sort", "a"]],
+        [["sort", "d"]],
+        [["case", "sf-07"], ["sort", "d"]],
+    ]
+    probe = _FILTER_PROBE.replace("SCENARIOS", json.dumps(scenarios))
+    seen = _probe(tmp_path, report_html, 1400, probe)
+    assert seen["labels"] == ["run", "case", "outcome", "failure", "sort"]
+    assert seen["options"]["run"] == [["", "all"], ["model-a", "model-a"]]
+    rows = _visible(caseruns)
+    kinds = sorted({r[5] for r in rows})
+    assert "missing_recording" in kinds
+    assert seen["options"]["failure"] == [["", "all"]] + [[k, k] for k in kinds]
+    assert seen["options"]["sort"] == [
+        ["", "page order"],
+        ["d", "score, high to low"],
+        ["a", "score, low to high"],
+    ]
+    assert seen["initial"] == rows
+    assert seen["count0"] == " 21 of 21 CaseRuns shown"
+
+    def total(row: list[str]) -> float:  # no total (cancelled): below every score
+        return -1.0 if row[4] == "-" else float(row[4])
+
+    # the replay's one timeout (build_real_ledger: TIMEOUT_CASE) is the only provider row
+    provider = [r for r in rows if r[5] == "provider"]
+    assert len(provider) == 1
+    wanted = [
+        provider,
+        sorted([r for r in rows if r[3] == "scored" and r[5] == "none"], key=total),
+        sorted(rows, key=lambda r: -total(r)),  # stable: ties keep the page order
+        sorted([r for r in rows if r[1] == "sf-07"], key=lambda r: -total(r)),
+    ]
+    for got, want in zip(seen["after"], wanted, strict=True):
+        assert got["rows"] == want
+        assert got["count"] == f" {len(want)} of 21 CaseRuns shown"
+    # an opened CaseRun's evidence (the best score's, not the provider failure) hides
+    # with its row when a filter hides the row, and stays right under it
+    assert seen["opened"] == ["evidence", False]
+    assert seen["closed"] == [True, True, "show", True]
+
+
+# Measures, in a 390 px frame, where the Models table's result-correct and score heads
+# and cells are, whether its box must scroll to show them, and how tall the root is.
+_PHONE_PROBE = """window.addEventListener('load',function(){
+var t=document.querySelector('#summary table'),heads=[].map.call(t.tHead.rows[0].cells,
+function(c){return c.textContent}),r={width:innerWidth,heads:heads,cells:[]};
+['result-correct','score (auxiliary)'].forEach(function(h){var j=heads.indexOf(h);
+[t.tHead.rows[0]].concat([].slice.call(t.tBodies[0].rows)).forEach(function(row){
+var b=row.cells[j].getBoundingClientRect();
+r.cells.push([h,b.left,b.right,row.cells[j].textContent])})});
+var box=t.parentNode;r.scrollLeft=box.scrollLeft;r.boxRight=box.getBoundingClientRect().right;
+var root=document.querySelector('h1 ~ p code.hash'),
+lh=parseFloat(getComputedStyle(root).lineHeight);
+r.root=[root.textContent,root.getBoundingClientRect().height,lh];
+r.tableTop=t.getBoundingClientRect().top;r.page=document.documentElement.scrollWidth;
+parent.postMessage(JSON.stringify(r),'*')});"""
+
+
+def test_a_phone_sees_result_correct_and_score_first(
+    report_html: Path, report_json: dict, tmp_path: Path
+):
+    seen = _probe(tmp_path, report_html, 390, _PHONE_PROBE)
+    assert seen["width"] == 390
+    assert seen["page"] <= 390  # the page itself never scrolls sideways
+    assert seen["heads"][:4] == ["rank", "run", "result-correct", "score (auxiliary)"]
+    assert seen["scrollLeft"] == 0
+    (models, *_) = [s for s in report_json["sections"] if s["kind"] == "models"]
+    (run,) = models["runs"]
+    want = {
+        "result-correct": run["quality"]["result_correct_rate"],
+        "score (auxiliary)": run["scores"]["model_score"],
+    }
+    for head, left, right, text in seen["cells"]:
+        # inside the frame and the table's box, without scrolling it
+        assert 0 <= left < right <= min(390, seen["boxRight"]), (head, left, right)
+        assert text in (head, want[head])
+    # the 64-hex root folds to one line (its whole text is still in the page)
+    text, height, line = seen["root"]
+    assert text == report_json["checkpoint"]["root_hash"]
+    assert len(text) == len("sha256:") + 64
+    assert height <= line * 1.5, (height, line)
