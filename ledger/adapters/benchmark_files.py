@@ -120,6 +120,8 @@ def parse_bird(data: bytes, name: str) -> dict[int, Prediction]:
         ) from None
     except RecursionError:
         raise AdapterError(f"BIRD prediction file {name}: nested too deeply", hint=hint) from None
+    except ValueError as exc:  # a number past Python's integer-digit limit
+        raise AdapterError(f"BIRD prediction file {name}: invalid JSON: {exc}", hint=hint) from None
     if not isinstance(doc, _Object):
         got = _json_kind(doc)
         raise AdapterError(
