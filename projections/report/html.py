@@ -894,7 +894,7 @@ def render_html_chunks(
     if notes:
         yield (
             '<div id="withdrawn">'
-            + "".join(f'<p class="notice">{_e(n)}</p>' for n in notes)
+            + "".join(f'<p class="notice">{_md(n) if v3 else _e(n)}</p>' for n in notes)
             + "</div>"
         )
     if not report.sections and not notes:

@@ -128,6 +128,8 @@ def test_reports_leave_it_out_or_mark_it(ledger: Path, tmp_path: Path) -> None:
     assert note in md.splitlines()
     html = cli(ledger, "report", "--format", "html")[1]
     assert '<div id="withdrawn"><p class="notice">1 withdrawn run left out: model-a' in html
+    # issue 35: the note's Markdown code span is code in the HTML, not backticks
+    assert f"{REASON}). <code>--include-withdrawn</code> shows it.</p>" in html
 
     shown = json.loads(cli(ledger, "report", "--include-withdrawn")[1])
     entries = {e["run"]: e for s in shown["sections"] for e in s["runs"]}
