@@ -22,17 +22,15 @@ import base64
 import binascii
 import codecs
 import html
-import http.server
 import json
 import re
-import threading
 import unicodedata
 import urllib.parse
 from pathlib import Path
-from typing import Any
 
 import msgspec
 import pytest
+from chatserver import ScheduledServer
 from runkit import cli, fresh_home, stream
 
 from ledger import events
@@ -181,39 +179,6 @@ def schedule() -> list[tuple[int, dict[str, str], bytes]]:
     return out
 
 
-class Server:
-    """A Chat Completions server on 127.0.0.1; the n-th request gets ``answers[n]``."""
-
-    def __init__(self, answers: list[tuple[int, dict[str, str], bytes]]) -> None:
-        self.answers = answers
-        self.count = 0
-        outer = self
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                self.rfile.read(int(self.headers["Content-Length"]))
-                status, headers, body = outer.answers[outer.count % len(outer.answers)]
-                outer.count += 1
-                self.send_response(status)
-                for name, value in headers.items():
-                    self.send_header(name, value)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
-
-    def close(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
-
-
 # ------------------------------------------------------------------ the run
 
 
@@ -225,7 +190,7 @@ def test_a_key_spelled_in_every_form_is_scrubbed_and_the_run_completes(
     answers = schedule()
     attempts = -(-len(answers) // 7)  # sales-fixture has 7 cases; every answer used once
     answers += [(200, {}, _completion(_answer("SELECT 4 AS n")))] * (7 * attempts - len(answers))
-    server = Server(answers)
+    server = ScheduledServer(answers)
     outputs: list[tuple[str, str]] = []
     try:
         done = cli(home, "run", "--bank", "sales-fixture", "--adapter", "openai",

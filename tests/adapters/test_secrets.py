@@ -4,18 +4,17 @@
 from __future__ import annotations
 
 import base64
-import http.server
 import json
 import stat
 import subprocess
 import sys
-import threading
 import urllib.parse
 from pathlib import Path
 from typing import Any
 
 import msgspec
 import pytest
+from chatserver import ScheduledServer
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from runkit import answer, cli, fresh_home, head, stream
@@ -198,9 +197,7 @@ def test_embedded_secrets_never_survive(secret: str, parts: list[tuple[str, int]
 def test_text_without_secret_runs_is_unchanged(secret: str, text: str) -> None:
     # ASCII only (no compatibility form of a letter), no escape or hex digit that could
     # spell a letter of the secret once decoded.
-    text = "".join(
-        c for c in text if c.isascii() and c not in "abcdefghij-_%=+/\\&0123456789"
-    )
+    text = "".join(c for c in text if c.isascii() and c not in "abcdefghij-_%=+/\\&0123456789")
     text = "".join(c for c in text if not c.isupper())
     s = SecretSet([secret])
     assume(not any(f in text for f in forms(secret)))
@@ -326,40 +323,9 @@ def test_command_stdout_and_usage_file_are_scrubbed(tmp_path: Path) -> None:
 # ------------------------------------------------------------------ end to end
 
 
-class EchoServer:
+class EchoServer(ScheduledServer):
     """A Chat Completions server on 127.0.0.1 that echoes the key; the n-th request gets
     ``schedule[n]`` (the run uses --concurrency 1, so requests arrive in plan order)."""
-
-    def __init__(self, schedule: list[tuple[int, dict[str, str], bytes]]) -> None:
-        self.schedule = schedule
-        self.count = 0
-        self.auth: list[str] = []
-        outer = self
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                self.rfile.read(int(self.headers["Content-Length"]))
-                outer.auth.append(self.headers.get("Authorization", ""))
-                status, headers, body = outer.schedule[outer.count % len(outer.schedule)]
-                outer.count += 1
-                self.send_response(status)
-                for name, value in headers.items():
-                    self.send_header(name, value)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
-
-    def close(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
 
 
 def _completion(content: str | None, **extra: Any) -> dict[str, Any]:
