@@ -44,8 +44,8 @@ def _sql_of(size: int) -> str:
 
 
 def _wide_rows() -> str:
-    # 30 cells of 65,000 bytes per row: ~1.95 MB a row, so the 16 MiB cap is passed on the
-    # ninth row of the 36-row cross join (the case reads up to 10 + 1 rows).
+    # 30 cells of 65,000 bytes per row: ~1.95 MB a row, so the result cap (512 KiB since
+    # issue 30, 16 MiB before) is passed on the first row of the 36-row cross join.
     pads = ", ".join(f"repeat('x', 65000) AS p{i}" for i in range(30))
     return f"SELECT a.sale_id, b.sale_id, {pads} FROM sales a CROSS JOIN sales b"
 
@@ -103,7 +103,7 @@ def hostile_outputs() -> dict[tuple[str, int], tuple[str, str]]:
         ("sf-06", 2): ("5,000 unary minus", answer("SELECT " + "- " * 5000 + "1 AS x")),
         # 200,000 control characters: 200 KB of UTF-8, 1.2 MB once JSON-escaped in the ledger.
         ("sf-06", 3): ("200k control characters", "\x01" * 200_000),
-        # 70,000 assumptions: 0.77 MB stored as raw output, 1.26 MB with the strings extracted.
+        # 70,000 assumptions: 0.77 MB stored as raw output (over the 512 KiB cap on its own).
         ("sf-07", 2): ("70k assumptions", answer("SELECT 1", assumptions=["aaaaa"] * 70_000)),
         ("sf-07", 3): (
             "1,000 nested parentheses",
