@@ -36,9 +36,10 @@ events/s median, min-max, ratio of the median to one writer's):
 
 Appends to one ledger are serialized by design (each batch chains onto the head it
 read under the write lock, and its signatures cover that head), so more writers are
-not expected to add throughput. On PostgreSQL a batch holds the advisory lock through
-signing, inserting and the durable COMMIT, and with two or more writers the
-hand-over between processes costs about a third, flat from 2 to 8 writers. The
+not expected to add throughput. On PostgreSQL a batch holds the append lock (an
+advisory lock when this table was measured; a row lock since issue 29) through signing,
+inserting and the durable COMMIT, and with two or more writers the hand-over between
+processes costs about a third, flat from 2 to 8 writers. The
 SQLite figures spread widely between rounds on this shared machine (the single
 writer from 968 to 3,295 events/s), so their ratios say little; why 8 SQLite writers
 came out faster was not investigated. Every round ended in one chain ``verify``

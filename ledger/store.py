@@ -20,18 +20,23 @@ a stored copy by its (stream, stream_seq) through the ordered stream index
 the stored seq instead of writing it again.
 
 Checkpoints: after every batch that holds a RunFinished or a BankPublished (or a run
-imported from another machine, whose RunFinished is inside an EventImported), an
-operator's append also signs a checkpoint note over the whole log and stores it in
-the ``checkpoints`` table (inside the same transaction), so a cut-off tail is caught
-by ``verify`` as long as that table is left in place (and against an exported copy
-of the note when it is not).
+imported from another machine, whose RunFinished is inside an EventImported, or a
+CheckpointIssued), an operator's append also signs a checkpoint note over the whole
+log and stores it in the ``checkpoints`` table (inside the same transaction), so a
+cut-off tail is caught by ``verify`` as long as that table is left in place (and
+against an exported copy of the note when it is not).
+
+Before appending on top of the log, a writer checks what other writers added since it
+last looked (``Ledger._check_unseen``): rows and stored checkpoints that ``verify``
+would refuse stop it (exit 1, naming the seq or size and, on PostgreSQL, the database
+role the server recorded), so no honest writer signs on top of them.
 
 Where rows live is a backend's business (``ledger.stores``): a SQLite file
 (``ledger.stores.sqlite``: WAL, ``synchronous=FULL``, BEGIN IMMEDIATE) or a
-PostgreSQL database (``ledger.stores.postgres``: a transaction-level advisory lock
-per batch, append-only enforced by the server). Either way one transaction holds
-one batch, so a batch is all or nothing and writers queue for the one write lock.
-Everything above is computed here, once, for both.
+PostgreSQL database (``ledger.stores.postgres``: a row lock per batch that only
+writer roles may take, append-only and checkpoint roots enforced by the server).
+Either way one transaction holds one batch, so a batch is all or nothing and writers
+queue for the one write lock. Everything above is computed here, once, for both.
 """
 
 from __future__ import annotations

@@ -152,8 +152,11 @@ _DDL = _DDL.replace("-- check_append --", _CHECK_APPEND.format(settings="", sche
 # Schema 2 (issue 29): who wrote each row, a Merkle node per row, checkpoints the server
 # checks against the log, and an append lock readers cannot take. New ledgers get _DDL
 # then this; a schema-1 ledger gets this from PostgresBackend.upgrade (with the nodes of
-# its stored rows filled in). Every function sets its search_path: a trigger runs with
-# the inserting role's session, which must not be able to put its own sha256() first.
+# its stored rows filled in). The trigger functions set their search_path: a trigger
+# runs in the inserting role's session, which must not be able to put its own sha256()
+# first. tree_node and tree_root run under that path when the triggers call them (a
+# SET clause of their own would cost a settings change per row); called directly,
+# they only compute for the caller.
 SCHEMA_2 = """
 ALTER TABLE caseledger.events ADD COLUMN writer TEXT, ADD COLUMN node BYTEA;
 ALTER TABLE caseledger.checkpoints ADD COLUMN writer TEXT, ADD COLUMN added BIGINT;
@@ -170,7 +173,7 @@ CREATE TRIGGER append_lock_refuse_truncate BEFORE TRUNCATE ON caseledger.append_
 -- its width is the lowest set bit of at + 1, and its left half is the node stored at
 -- seq at - width/2. One hash per row on average.
 CREATE FUNCTION caseledger.tree_node(at BIGINT, leaf BYTEA) RETURNS BYTEA
-LANGUAGE plpgsql STABLE SET search_path = pg_catalog, pg_temp AS $$
+LANGUAGE plpgsql STABLE AS $$
 DECLARE
     node      BYTEA := leaf;
     width     BIGINT := 1;
@@ -192,7 +195,7 @@ END $$;
 -- of size's binary expansion (largest first), folded from the right. NULL when a node
 -- is missing.
 CREATE FUNCTION caseledger.tree_root(size BIGINT) RETURNS BYTEA
-LANGUAGE plpgsql STABLE SET search_path = pg_catalog, pg_temp AS $$
+LANGUAGE plpgsql STABLE AS $$
 DECLARE
     peaks BYTEA[] := '{}';
     pos   BIGINT := 0;

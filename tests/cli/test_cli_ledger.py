@@ -115,6 +115,14 @@ def test_cut_tail_exits_1_against_checkpoint(home: Path, tmp_path: Path) -> None
     assert f"seq 1: the ledger ends at size 1, but {cp} covers 3 events" in err
 
 
+def test_ledger_upgrade_of_a_file_changes_nothing(home: Path) -> None:
+    init(home)
+    before = (home / "ledger.db").read_bytes()
+    code, out, _ = run(home, "ledger", "upgrade")
+    assert (code, out) == (0, f"{home / 'ledger.db'}: a ledger file needs no upgrade\n")
+    assert (home / "ledger.db").read_bytes() == before
+
+
 def cut_tail(path: Path, size: int) -> None:
     """Delete every event from seq ``size`` on and every stored checkpoint over more
     events, past the file's triggers (an attacker holding the file)."""

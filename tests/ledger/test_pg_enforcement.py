@@ -392,6 +392,10 @@ def test_a_schema_1_ledger_is_upgraded_by_its_owner(pg: Store, tmp_path: Path) -
     assert "has schema 1" in caught.value.message
     assert "ledger upgrade" in (caught.value.hint or "")
     assert verify_ledger(str(pg.location)).size == 13  # reading needs no upgrade
+    refused = caseledger(str(pg.location), "ledger", "upgrade", home=tmp_path / "writer-home")
+    assert refused.returncode == 2
+    assert "the connected role does not own schema caseledger" in refused.stderr
+    assert stored(pg, "SELECT count(*) FROM caseledger.meta") == [(1,)]  # nothing changed
     done = caseledger(owner_url(pg), "ledger", "upgrade", home=tmp_path / "owner-home")
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("upgraded ")
