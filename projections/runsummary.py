@@ -18,7 +18,14 @@ from ledger.events import BankPublished, Event, ScoreComputed
 from projections import aggregates, caseruns, quality
 from projections.caseruns import Attempt
 
-__all__ = ["FailureGroup", "RunFigures", "failure_of", "run_figures"]
+__all__ = [
+    "FailureGroup",
+    "RetryFigures",
+    "RunFigures",
+    "failure_of",
+    "retry_figures",
+    "run_figures",
+]
 
 # How much of a first failure message the summary keeps (one line of a screen).
 MESSAGE_CHARS = 160
@@ -31,6 +38,43 @@ class FailureGroup(NamedTuple):
     sub_kind: str
     attempts: int
     first_message: str
+
+
+class RetryFigures(NamedTuple):
+    """The model calls of a run that were tried more than once (ModelResponded /
+    ProviderFailed ``tries``, docs/running.md "Retries")."""
+
+    #: Attempts whose call was tried more than once.
+    attempts: int
+    #: Tries beyond the first, over the run.
+    extra_tries: int
+    #: The outcome of every try that failed (``rate_limited``, ``server_error``, ...).
+    failed_tries: dict[str, int]
+    #: Microseconds waited before tries (backoff and the server's Retry-After).
+    waited_us: int
+    #: Tries whose wait the server asked for (Retry-After).
+    retry_after: int
+
+
+def retry_figures(attempts: Iterable[Attempt]) -> RetryFigures | None:
+    """The retries of the run's attempts; None when no call was tried twice."""
+    retried = extra = waited = asked = 0
+    kinds: dict[str, int] = {}
+    for a in attempts:
+        holder = a.response if a.response is not None else a.failure
+        tries = getattr(holder, "tries", None)
+        if not isinstance(tries, tuple) or len(tries) < 2:
+            continue
+        retried += 1
+        extra += len(tries) - 1
+        for t in tries:
+            waited += t.waited_us
+            asked += t.retry_after_ms is not None
+            if t.outcome != "ok":
+                kinds[t.outcome] = kinds.get(t.outcome, 0) + 1
+    if not retried:
+        return None
+    return RetryFigures(retried, extra, dict(sorted(kinds.items())), waited, asked)
 
 
 class RunFigures(NamedTuple):
@@ -48,6 +92,9 @@ class RunFigures(NamedTuple):
     failures: dict[str, int]
     cancelled: dict[str, int]
     groups: tuple[FailureGroup, ...]
+    #: Attempts whose SQL ran and whose result differs from gold (quality's "wrong").
+    wrong: int = 0
+    retries: RetryFigures | None = None
 
 
 def _one_line(text: str | None) -> str:
@@ -138,4 +185,6 @@ def run_figures(bank: BankPublished, run_events: Iterable[tuple[int, bytes, Even
         failures={k: v for k, v in q["failures"].items() if v},
         cancelled=dict(q["cancelled"]),
         groups=tuple(sorted(groups.values(), key=lambda g: (g.category, -g.attempts, g.sub_kind))),
+        wrong=q["wrong"],
+        retries=retry_figures(attempts),
     )

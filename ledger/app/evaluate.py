@@ -19,6 +19,7 @@ from ledger.harness import prompt as prompt_mod
 from ledger.harness.attempt import BankContext
 from ledger.harness.runner import RunSummary
 from ledger.store import Ledger
+from projections.runsummary import RetryFigures
 
 __all__ = [
     "bank_context",
@@ -101,12 +102,16 @@ def summary_text(s: RunSummary, ledger_path: Path | str, bank: str = "") -> str:
     (issue 31), shown under the first line.
 
     The figures are the report's (``RunSummary`` filled in by ``summarise`` with the
-    bank): ``done`` counts scored attempts only, cancelled ones are listed by reason
-    beside it; failures are the report's categories, each sub-kind with its count and
-    the first message (``projections.runsummary``).
+    bank): ``done`` counts scored attempts only, split into correct, wrong (the SQL
+    ran, the result differs) and failed, cancelled ones are listed by reason beside
+    it; retried model calls get a line of their own (issue 35); failures are the
+    report's categories, each sub-kind with its count and the first message
+    (``projections.runsummary``).
     """
     done = s.done if s.scored is None else s.scored
     attempts = f"  attempts: {s.planned} planned, {done} done"
+    if s.wrong is not None:  # every scored attempt is one of the three
+        attempts += f" ({s.correct} correct, {s.wrong} wrong, {done - s.correct - s.wrong} failed)"
     if s.cancelled:
         reasons = ", ".join(f"{k} {v}" for k, v in sorted(s.cancelled.items()))
         attempts += f", {sum(s.cancelled.values())} cancelled ({reasons})"
@@ -140,8 +145,33 @@ def summary_text(s: RunSummary, ledger_path: Path | str, bank: str = "") -> str:
         for g in s.groups:
             first = f", first: {g.first_message}" if g.first_message else ""
             lines.append(f"    {g.category} {g.sub_kind}: {g.attempts}{first}")
+    if s.retries is not None:
+        lines.append(f"  retries: {retries_text(s.retries)}")
     lines.append(f"  report: caseledger --ledger {ledger_path} report --run {s.run_id} --format md")
     return "\n".join(lines)
+
+
+def retries_text(r: RetryFigures) -> str:
+    """The summary's retries line: attempts retried, the extra tries, what the failed
+    tries were, and the time waited (the server's Retry-After counted apart).
+
+    >>> text = retries_text(RetryFigures(2, 3, {"rate_limited": 2, "server_error": 1},
+    ...                                  3_250_000, 2))
+    >>> for part in text.split("; "):
+    ...     print(part)
+    2 attempts tried again (3 more tries
+    failed tries: rate_limited 2, server_error 1)
+    waited 3.2 s, 2 waits as the server's Retry-After asked
+    """
+    kinds = ", ".join(f"{k} {v}" for k, v in r.failed_tries.items()) or "none"
+    tenths = r.waited_us // 100_000
+    said = (
+        f"{r.attempts} attempts tried again ({r.extra_tries} more tries; failed tries: "
+        f"{kinds}); waited {tenths // 10}.{tenths % 10} s"
+    )
+    if r.retry_after:
+        said += f", {r.retry_after} waits as the server's Retry-After asked"
+    return said
 
 
 def _rate(value: str | None) -> str:

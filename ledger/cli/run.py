@@ -33,7 +33,13 @@ from ledger.cli.common import exit_with
 from ledger.errors import DiskFullError, LedgerError, StoreConflictError, UsageError
 from ledger.events import ENGINES
 from ledger.harness.limits import BOUNDS, DEFAULT_LIMITS, validate
-from ledger.harness.runner import DEFAULT_MAX_CONSECUTIVE_FAILURES, Progress, RunPlan, run
+from ledger.harness.runner import (
+    DEFAULT_MAX_CONSECUTIVE_FAILURES,
+    Progress,
+    RunPlan,
+    preflight,
+    run,
+)
 from ledger.keys import load_default_signer
 from ledger.store import Ledger
 
@@ -63,15 +69,18 @@ def progress_text(
     ``engine`` (once the bank is known): the engine the SQL runs on, in the two
     longest forms (issue 31).
 
-    >>> p = Progress(planned=54, done=12, correct=7, failures={"guard": 2})
+    Correct, wrong (the SQL ran, the result differs from gold) and failed (stopped
+    before a result: protocol, guard, execution, provider) are counted apart.
+
+    >>> p = Progress(planned=54, done=12, correct=7, wrong=3, failures={"guard": 2})
     >>> for level in range(4):
     ...     print(progress_text(p, 75, 290, level))
-    12/54 attempts, 7 correct, 2 failed, elapsed 1m15s, eta 4m50s
-    12/54, 7 correct, 2 failed, 1m15s, eta 4m50s
+    12/54 attempts, 7 correct, 3 wrong, 2 failed, elapsed 1m15s, eta 4m50s
+    12/54, 7 correct, 3 wrong, 2 failed, 1m15s, eta 4m50s
     12/54, 7 ok, eta 4m50s
     12/54 eta 4m50s
     >>> progress_text(p, 75, 290, 0, "sqlite")
-    '12/54 attempts on sqlite, 7 correct, 2 failed, elapsed 1m15s, eta 4m50s'
+    '12/54 attempts on sqlite, 7 correct, 3 wrong, 2 failed, elapsed 1m15s, eta 4m50s'
     """
     spent = duration_text(elapsed)
     on = f" on {engine}" if engine else ""
@@ -84,9 +93,10 @@ def progress_text(
     failed = sum(p.failures.values())
     left = "--" if eta is None else duration_text(eta)
     count = f"{p.done}/{p.planned}"
+    tally = f"{p.correct} correct, {p.wrong} wrong, {failed} failed"
     return [
-        f"{count} attempts{on}, {p.correct} correct, {failed} failed, elapsed {spent}, eta {left}",
-        f"{count}{on}, {p.correct} correct, {failed} failed, {spent}, eta {left}",
+        f"{count} attempts{on}, {tally}, elapsed {spent}, eta {left}",
+        f"{count}{on}, {tally}, {spent}, eta {left}",
         f"{count}, {p.correct} ok, eta {left}",
         f"{count} eta {left}",
     ][min(level, 3)]
@@ -454,8 +464,6 @@ def _run(obj: Any, bank_ref: str, kind: str, reporter: Reporter, options: dict[s
             adapter.track_children(children)
         stack = contextlib.ExitStack()
         try:
-            if not no_variants:
-                ctx = with_variants(ctx, published, stack)
             plan = RunPlan(
                 run_id=resume or run_id or default_run_id(ledger, profile),
                 profile=profile,
@@ -466,7 +474,12 @@ def _run(obj: Any, bank_ref: str, kind: str, reporter: Reporter, options: dict[s
                 limits=limits,
                 max_consecutive_failures=max_failures,
             )
+            # A taken run id (or nothing to resume) is said now, before the variant
+            # databases are built and the SQL workers start (issue 35).
+            preflight(ledger, plan)
             signer = load_default_signer(obj.home)
+            if not no_variants:
+                ctx = with_variants(ctx, published, stack)
             try:
                 summary = run(
                     ledger,

@@ -116,7 +116,7 @@ from projections.outcome import Terminal
 from projections.outcome import terminal as outcome_of
 from projections.report.build import stream_totals
 from projections.report.schema import CONTRACT as REPORT_CONTRACT
-from projections.runsummary import FailureGroup, run_figures
+from projections.runsummary import FailureGroup, RetryFigures, run_figures
 
 __all__ = [
     "DEFAULT_MAX_CONSECUTIVE_FAILURES",
@@ -191,6 +191,9 @@ class Progress:
     correct: int = 0
     failures: dict[str, int] = field(default_factory=dict)
     phase: str = "running"
+    #: Attempts whose SQL ran and whose result differs from gold (``result_correct`` is
+    #: False, the report's "wrong"): neither correct nor failed (issue 35).
+    wrong: int = 0
 
 
 @dataclass(frozen=True)
@@ -227,6 +230,10 @@ class RunSummary:
     cancelled: dict[str, int] = field(default_factory=dict)
     format_ok_na: str | None = None  # why format-ok does not apply (issue 31)
     groups: tuple[FailureGroup, ...] = ()
+    #: The report's wrong (the SQL ran, the result differs from gold) and the model
+    #: calls that were tried again, with the bank (issue 35).
+    wrong: int | None = None
+    retries: RetryFigures | None = None
 
 
 def attempt_states(
@@ -262,6 +269,8 @@ def _count(progress: Progress, last: events.EventBase) -> None:
     if isinstance(last, events.ScoreComputed):
         if last.result_correct:
             progress.correct += 1
+        elif last.result_correct is False:
+            progress.wrong += 1
         if last.failure_kind != "none":
             progress.failures[last.failure_kind] = progress.failures.get(last.failure_kind, 0) + 1
     elif isinstance(last, events.AttemptCancelled):
@@ -320,6 +329,8 @@ def summarise(
         format_ok_na=figures.format_ok_na,
         cancelled=figures.cancelled,
         groups=figures.groups,
+        wrong=figures.wrong,
+        retries=figures.retries,
     )
 
 
@@ -449,6 +460,13 @@ def _existing_run(
     if not isinstance(started, events.RunStarted):
         raise UsageError(f"stream {plan.run_id} in {ledger.path} is not a run")
     return existing, started
+
+
+def preflight(ledger: Ledger, plan: RunPlan) -> None:
+    """Refuse a run id that does not fit the plan (taken, or nothing to resume) before
+    anything expensive is prepared (variant databases, SQL workers): the check
+    :func:`run` makes again when it starts (issue 35)."""
+    _existing_run(ledger, plan)
 
 
 _Outcome = Answer | Exception

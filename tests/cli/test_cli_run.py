@@ -297,7 +297,10 @@ def test_missing_recordings_are_cancelled_and_stay_planned(home: Path, tmp_path:
     assert done.returncode == 0, done.stderr
     # attempts default to the largest in the file (2): 7 cases x 2 planned, 12 missing,
     # and a cancelled attempt is not done
-    assert "attempts: 14 planned, 2 done, 12 cancelled (missing_recording 12)" in done.stdout
+    assert (
+        "attempts: 14 planned, 2 done (0 correct, 2 wrong, 0 failed), 12 cancelled "
+        "(missing_recording 12)"
+    ) in done.stdout
     evs = [s.event() for s in stream(home, "gaps")]
     missing = [e for e in evs if isinstance(e, events.AttemptCancelled)]
     assert len(missing) == 12
@@ -440,3 +443,40 @@ def test_openai_end_to_end_against_a_local_server(home: Path, fake_openai: FakeO
 
 def plan_keys_of(home: Path) -> list[tuple[str, int]]:
     return planned(home, "sales-fixture", 1)
+
+
+def test_a_taken_run_id_is_refused_before_the_variant_databases_are_built(
+    home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 35 item 3: the run id is checked before anything expensive is prepared (the
+    variant databases of sales-fixture, the SQL workers): the refusal comes first and
+    nothing was built for it."""
+    from ledger.cli import main
+    from ledger.cli import run as cli_run
+
+    built: list[str] = []
+    real = cli_run.with_variants
+
+    def counting(ctx: Any, published: Any, stack: Any) -> Any:
+        built.append(published.ref)
+        return real(ctx, published, stack)
+
+    monkeypatch.setattr(cli_run, "with_variants", counting)
+    monkeypatch.chdir(tmp_path)
+    args = ["--ledger", str(home / "ledger.db"), "run", "--bank", "sales-fixture",
+            "--adapter", "reference", "--run-id", "taken"]  # fmt: skip
+    first = CliRunner().invoke(main, args)
+    assert first.exit_code == 0, first.output
+    assert built == ["sales-fixture@v1"]  # the first run built its variants
+    size = len(stream(home, "taken"))
+    again = CliRunner().invoke(main, args)
+    assert again.exit_code == 2
+    assert "run taken already exists in" in again.stderr
+    assert "use --resume taken to finish it, or pick another --run-id" in again.stderr
+    assert built == ["sales-fixture@v1"]  # nothing was prepared for the refused run
+    assert len(stream(home, "taken")) == size
+    # and a resume of a run that is not there, likewise
+    gone = CliRunner().invoke(main, [*args[:-2], "--resume", "nowhere"])
+    assert gone.exit_code == 2
+    assert "no run nowhere to resume in" in gone.stderr
+    assert built == ["sales-fixture@v1"]

@@ -27,7 +27,7 @@ from msgspec import UNSET
 
 from ledger import events
 from ledger.adapters import Failure, Request, build_adapter
-from ledger.app.evaluate import bank_context
+from ledger.app.evaluate import bank_context, summary_text
 from ledger.bank.registry import find_published
 from ledger.cli.run import Reporter, duration_text, progress_line, progress_text
 from ledger.harness.runner import Progress, RunPlan, run
@@ -189,6 +189,18 @@ def test_429_with_retry_after_then_200_is_one_attempt_with_two_tries(
     raw = next(s.body for s in other if s.event() == second)
     assert b'"tries"' not in raw
     assert summary.correct == 7
+    # the summary says one attempt was tried again, after a 429, waiting as asked
+    r = summary.retries
+    assert r is not None
+    assert (r.attempts, r.extra_tries, r.failed_tries, r.retry_after) == (
+        1, 1, {"rate_limited": 1}, 1,
+    )  # fmt: skip
+    assert r.waited_us == ok.waited_us
+    tenths = ok.waited_us // 100_000
+    assert (
+        f"  retries: 1 attempts tried again (1 more tries; failed tries: rate_limited 1); "
+        f"waited {tenths // 10}.{tenths % 10} s, 1 waits as the server's Retry-After asked"
+    ) in summary_text(summary, home / "ledger.db").splitlines()
 
 
 def test_retry_after_as_an_http_date(home: Path, chat: Chat) -> None:
@@ -224,7 +236,7 @@ def test_503_three_times_is_retried_up_to_the_limit_and_every_try_recorded(
 ) -> None:
     for _ in range(3):
         chat.script.append((503, {}, b"busy"))
-    _go(home, chat.url, retries=2, backoff_s=0.2)
+    summary = _go(home, chat.url, retries=2, backoff_s=0.2)
     assert chat.calls == 9  # sf-01 three times, then one call per other case
     failed = _reply(home, "r", "sf-01")
     assert isinstance(failed, events.ProviderFailed)
@@ -239,6 +251,9 @@ def test_503_three_times_is_retried_up_to_the_limit_and_every_try_recorded(
     assert waits[0] == 0
     assert 100_000 <= waits[1] <= 400_000
     assert 200_000 <= waits[2] <= 700_000
+    assert summary.retries is not None
+    assert summary.retries._replace(waited_us=0) == (1, 2, {"server_error": 3}, 0, 0)
+    assert summary.retries.waited_us == sum(waits)
 
 
 # ------------------------------------------------------------------ early stop
@@ -307,7 +322,8 @@ def test_summary_has_the_reports_figures(home: Path, tmp_path: Path, refs: dict[
     assert done.stdout.splitlines()[:10] == [
         "run sum: completed",
         "  bank: sales-fixture@v1 on duckdb",  # the engine, named (issue 31)
-        "  attempts: 7 planned, 6 done, 1 cancelled (missing_recording 1)",
+        "  attempts: 7 planned, 6 done (4 correct, 0 wrong, 2 failed), 1 cancelled "
+        "(missing_recording 1)",
         "  result-correct: 4/7 planned attempts (rate 0.5714)",
         "  format-ok: 4/7 planned attempts (rate 0.5714)",
         "  score (weighted): 57.14",
@@ -372,10 +388,10 @@ def test_duration_and_eta_text() -> None:
     ]  # fmt: skip
     p = Progress(planned=54, done=12, correct=7, failures={"guard": 2, "provider": 1})
     assert progress_text(p, 75, 290) == (
-        "12/54 attempts, 7 correct, 3 failed, elapsed 1m15s, eta 4m50s"
+        "12/54 attempts, 7 correct, 0 wrong, 3 failed, elapsed 1m15s, eta 4m50s"
     )
     assert progress_text(p, 75, None) == (
-        "12/54 attempts, 7 correct, 3 failed, elapsed 1m15s, eta --"
+        "12/54 attempts, 7 correct, 0 wrong, 3 failed, elapsed 1m15s, eta --"
     )
     assert progress_text(None, 3, None) == "preparing the run, elapsed 3s"
     starting = Progress(planned=54, phase="starting")
@@ -416,9 +432,15 @@ def test_no_line_is_ever_wider_than_the_terminal_minus_one(
 
 def test_the_line_at_80_columns() -> None:
     p = Progress(planned=10, done=5)
-    # The full text is 60 characters; the bar gets the 79 - 60 - 3 = 16 left, half filled.
+    # The full text is 69 characters: 79 - 69 - 3 = 7 is too little for a bar, so the
+    # next form (52 characters) is used; its bar gets 79 - 52 - 3 = 24, half filled.
     assert progress_line(p, 65, 65, 80) == (
-        "[########........] 5/10 attempts, 0 correct, 0 failed, elapsed 1m05s, eta 1m05s"
+        "[############............] 5/10, 0 correct, 0 wrong, 0 failed, 1m05s, eta 1m05s"
+    )
+    # At 100 columns the full text fits: a bar of 99 - 69 - 3 = 27, 13 of it filled.
+    assert progress_line(p, 65, 65, 100) == (
+        "[" + "#" * 13 + "." * 14 + "] 5/10 attempts, 0 correct, 0 wrong, 0 failed, "
+        "elapsed 1m05s, eta 1m05s"
     )
 
 
@@ -452,10 +474,10 @@ def test_plain_lines_when_not_a_terminal() -> None:
     r(Progress(planned=4, done=4, correct=3, failures={"guard": 1}))
     assert out == [
         "starting the SQL workers, 0/4 attempts, elapsed 12s\n",
-        "0/4 attempts, 0 correct, 0 failed, elapsed 14s, eta --\n",
+        "0/4 attempts, 0 correct, 0 wrong, 0 failed, elapsed 14s, eta --\n",
         # 10 s since the calls started, 2 of 4 done: 5 s each, 2 left.
-        "2/4 attempts, 1 correct, 1 failed, elapsed 24s, eta 10s\n",
-        "4/4 attempts, 3 correct, 1 failed, elapsed 30s, eta 0s\n",
+        "2/4 attempts, 1 correct, 0 wrong, 1 failed, elapsed 24s, eta 10s\n",
+        "4/4 attempts, 3 correct, 0 wrong, 1 failed, elapsed 30s, eta 0s\n",
     ]
     r.end()
     assert len(out) == 4
@@ -486,9 +508,15 @@ def test_terminal_redraws_one_padded_line() -> None:
         "\r[" + "." * 30 + "] preparing the run, elapsed 0s",
         # 50 characters of text leave 79 - 50 - 3 = 26 for the bar.
         "\r[" + "." * 26 + "] starting the SQL workers, 0/7 attempts, elapsed 1s",
-        # 53 characters: a bar of 23.
-        "\r[" + "." * 23 + "] 0/7 attempts, 0 correct, 0 failed, elapsed 3s, eta --",
-        # 4 s for 2 attempts, 5 left: 10 s; 54 characters: a bar of 22, 2/7 of it is 6.
-        "\r[" + "#" * 6 + "." * 16 + "] 2/7 attempts, 2 correct, 0 failed, elapsed 7s, eta 10s",
-        "\r[" + "#" * 6 + "." * 16 + "] 2/7 attempts, 2 correct, 0 failed, elapsed 7s, eta 10s",
+        # 62 characters: a bar of 14.
+        "\r[" + "." * 14 + "] 0/7 attempts, 0 correct, 0 wrong, 0 failed, elapsed 3s, eta --",
+        # 4 s for 2 attempts, 5 left: 10 s; 63 characters: a bar of 13, 2/7 of it is 3.
+        "\r["
+        + "#" * 3
+        + "." * 10
+        + "] 2/7 attempts, 2 correct, 0 wrong, 0 failed, elapsed 7s, eta 10s",
+        "\r["
+        + "#" * 3
+        + "." * 10
+        + "] 2/7 attempts, 2 correct, 0 wrong, 0 failed, elapsed 7s, eta 10s",
     ]

@@ -248,7 +248,7 @@ def test_the_sql_workers_of_a_run_import_no_command_module(published: Path, tmp_
     assert done.stdout.splitlines() == [
         "run reference-0001: completed",
         "  bank: sales-fixture@v1 on duckdb",  # the engine, named (issue 31)
-        "  attempts: 7 planned, 7 done",
+        "  attempts: 7 planned, 7 done (7 correct, 0 wrong, 0 failed)",
         "  result-correct: 7/7 planned attempts (rate 1.0000)",
         "  format-ok: 7/7 planned attempts (rate 1.0000)",
         "  score (weighted): 100.00",

@@ -44,7 +44,7 @@ def test_a_bank_on_two_engines_needs_the_engine_named(tmp_path: Path) -> None:
     assert "result-correct: 3/3 planned attempts" in on_lite.stdout
     # Progress lines (stderr is not a terminal here: plain lines) name the engine.
     assert "starting the SQL workers on sqlite, 0/3 attempts" in on_lite.stderr
-    assert "3/3 attempts on sqlite, 3 correct, 0 failed" in on_lite.stderr
+    assert "3/3 attempts on sqlite, 3 correct, 0 wrong, 0 failed" in on_lite.stderr
 
     on_duck = cli(home, "run", "--bank", "tiny@v1", "--engine", "duckdb", "--adapter",
                   "reference", "--run-id", "r2")  # fmt: skip
