@@ -140,7 +140,17 @@ def test_events_after_the_newest_checkpoint_are_read_in_full(
     assert checkpoint_sizes(copy)[-1] == len(leaves) - summary.appended - 1  # none stored
     for run in ("model-a", "model-b"):
         for scorer in ("2.0.0", _Halved.version):
-            args = ("report", "--run", run, "--scorer", scorer, "--format", "md")
+            args = (
+                "report",
+                "--run",
+                run,
+                "--scorer",
+                scorer,
+                "--format",
+                "md",
+                "--detail",
+                "full",
+            )
             code, out, err = cli(copy, *args)
             assert code == 0, err
             assert f"tree size {len(leaves)}, root sha256:{root_hash(leaves).hex()}" in err
