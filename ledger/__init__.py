@@ -13,12 +13,15 @@ The modules in data-flow order (bank -> prompt -> adapter -> protocol -> guard
 - ``calibration/``: prove the oracle catches planted errors; variant diagnostics.
 - ``events``: every event shape; ``codec``: their canonical bytes, leaf and chain
   hashes; ``secrets``: what must never be stored; ``keys``: Ed25519 signers.
-- ``store``: the append-only SQLite log (chain, signatures, stored checkpoints).
+- ``store``: the append-only log (chain, signatures, stored checkpoints);
+  ``stores/``: where its rows live (a SQLite file or a PostgreSQL database).
 - ``merkle``, ``checkpoint``, ``proofs``: RFC 9162 tree heads and proofs, C2SP
   signed notes, issued over the stored log.
-- ``verify``: check a ledger from its bytes alone, naming the first bad seq.
+- ``verify``: check a ledger from its bytes alone, naming the first bad seq;
+  ``foreign``: the checks of runs signed on another ledger (verify, import run).
 - ``app/``: application services that wire the above for a command (evaluate,
   snapshot, reporting, rescore, baseline, gate inputs, audit export, demo).
+- ``api``: the Python API, the same library calls as the CLI without click.
 - ``cli/``: the ``caseledger`` command line: thin click commands, one mapping of
   errors to exit codes.
 - ``banks/``, ``demo/``: package data (built-in banks, the demo's recordings).

@@ -1,10 +1,13 @@
 """Question banks: load, normalise and hash, validate, build in DuckDB, freeze gold, publish.
 
 Stages, in the order data flows: ``source`` (normalised bytes and the content
-hash), ``model`` (structural validation into a Bank), ``purity`` (the seed
-reads no clock, randomness or files), ``build`` (DuckDB database, table
-snapshot, gold), ``leak`` (the anti-memorisation check), ``publish`` (the
-BankPublished event) and ``registry`` (built-in and published banks).
+hash), ``data`` (rows given as data.sqlite, CSV or Parquet files instead of
+seed.sql), ``problems`` (findings naming file, line, case and field), ``model``
+(structural validation into a Bank), ``purity`` (the seed reads no clock,
+randomness or files), ``build`` (DuckDB database, table snapshot, gold),
+``leak`` (the anti-memorisation check), ``publish`` (the BankPublished event),
+``registry`` (built-in and published banks), ``describe`` (what ``bank show``,
+``diff`` and ``list`` print) and ``importer`` (BIRD and Spider written as banks).
 """
 
 from ledger.bank.build import build_database, freeze_gold, open_bank_db, table_snapshot

@@ -1,7 +1,8 @@
 """Calibration: prove the oracle catches errors (mutants, positive controls, variant databases).
 
 Stages, in the order data flows: ``config`` (calibration.yaml), ``operators``
-(mutants of reference SQL), ``variants`` (variant databases and their gold),
+(mutants of reference SQL, planted at the sites ``_sites`` finds with the AST
+helpers of ``rewrite``), ``variants`` (variant databases and their gold),
 ``oracle`` (the real guard, worker and scorer), ``calibrate`` (kill rate and
 controls), ``report`` and ``record`` (the printed report and the ledger run),
 ``diagnostics`` (variant flags for model runs) and ``relations`` (metamorphic

@@ -8,6 +8,13 @@ group imports an area module only when one of its commands is asked for
 the bank builder, calibration or the report builder, and neither does each SQL worker
 process (a ``spawn`` child re-runs the ``caseledger`` script, importing this package).
 
+The areas: ``log`` (init, log, verify, checkpoint, prove, keys), ``stores`` (ledger
+copy, ledger upgrade), ``bank``, ``run``, ``adapters``, ``report`` (report, runs,
+rebuild, rescore), ``withdraw`` (runs withdraw), ``compare``, ``gate`` (gate,
+baseline), ``calibrate``, ``demo``, ``export``, ``exchange`` (import run, signers),
+``slices`` and ``claims``; ``common`` holds what they share (the resolved global
+options, ``exit_with``).
+
 Only this layer reads environment variables and default paths; it passes
 explicit values down to the library.
 """

@@ -1,7 +1,10 @@
 """Execution engines: DuckDB (default), SQLite and PostgreSQL behind one contract.
 
 ``base`` defines the contract; ``duckdb``, ``sqlite`` and ``postgres`` implement
-it; ``transpile`` rewrites a bank written for one engine into another's dialect.
+it. SQLite's parts: ``sqlite_sandbox`` (the locked-down connection, text checks,
+typing rule), ``sqlite_worker`` (its executor process), ``sqlite_catalog`` (its
+function catalog judged) and ``sqlite_integrity`` (foreign keys a file's data
+breaks, for importers). ``transpile`` rewrites a bank written for one engine into another's dialect.
 :func:`get_engine` is the one place an engine name becomes an engine, and
 :func:`executor_for` the one place a published bank gets its sandboxed executor.
 """

@@ -4,13 +4,18 @@
 - ``protocol``: parse the model's raw answer (query-plan-v1) into plan, SQL, summary.
 - ``limits``: the caps on what one attempt may cost (output, SQL, nesting, results).
 - ``sqlparse``: one sqlglot parse per SQL text; ``functions``: DuckDB's function
-  catalog judged into an allow-list; ``ast_rules``: capability rules over the AST;
-  ``guard``: the static decision whether the SQL may run at all.
+  catalog judged into an allow-list; ``determinism``: what the guard's
+  deterministic check refuses, per engine; ``ast_rules``: capability rules over
+  the AST; ``guard``: the static decision whether the SQL may run at all;
+  ``reading``: that reading done in the SQL worker about to execute it.
 - ``worker``: the sandboxed, read-only DuckDB process that executes it;
   ``cells``: typed result cells.
 - ``align``, ``matching``, ``compare``: the result against the frozen gold
-  (column alignment, multiset rows by bipartite matching, order, tolerances).
+  (column alignment, multiset rows by bipartite matching, order, tolerances);
+  ``benchmark_sql``: what Spider's evaluator rewrites in SQL text first.
 - ``score``: the 100-point score of one attempt under a named scorer version.
+- ``claims``, ``slices``: diagnostics beside the score (is the summary true of its
+  result; where the SQL first departs from the reference).
 - ``pipeline``: the one judge wiring guard -> execute (crash retried once) -> score.
 - ``attempt``: one adapter answer turned into the attempt's linked events.
 - ``runner``: plan cases x attempts, drive an adapter, append every step.

@@ -1,4 +1,9 @@
-"""Reports: canonical JSON built from the fold, and its Markdown and HTML views."""
+"""Reports: canonical JSON built from the fold, and its Markdown and HTML views.
+
+``schema`` (the one report schema), ``build`` (the report from the fold state at a
+tree size), ``significance`` (a section's statistics, ``caseledger-report/3``),
+``tables`` (what both views show), ``markdown`` and ``html`` (the views).
+"""
 
 from __future__ import annotations
 
