@@ -196,6 +196,14 @@ def test_an_unsigned_row_stops_the_next_honest_writer(pg: Store, tmp_path: Path)
     # verify names the same row
     with pytest.raises(SignatureError, match=r"^seq 3: signature does not verify"):
         verify_ledger(str(pg.location))
+    # The repair docs/stores.md gives the owner: the bad row is the head, remove it.
+    with where_owner(pg) as con, con.transaction():
+        con.execute("ALTER TABLE caseledger.events DISABLE TRIGGER events_refuse_change")
+        con.execute("DELETE FROM caseledger.events WHERE seq = 3")
+        con.execute("ALTER TABLE caseledger.events ENABLE TRIGGER events_refuse_change")
+    assert pg.rows() == before[:3]
+    assert pg.open().append([prompt("run-a", 2)], operator()) == [3]
+    assert verify_ledger(str(pg.location)).size == 4
 
 
 def test_a_row_signed_by_an_unregistered_key_is_refused_naming_the_role(pg: Store) -> None:
