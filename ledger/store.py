@@ -950,9 +950,7 @@ class Ledger:
                         f"append refused: the checkpoint stored at size {cp_size}{by} "
                         f"{problem}; nothing was appended",
                         seq=None,
-                        hint="the ledger's owner must remove that row before anyone appends "
-                        "(docs/stores.md, Repairing a poisoned ledger); `caseledger verify` "
-                        "fails until then",
+                        hint=self._repair_hint(),
                     )
                 self._seen_notes.add(cp_size)
         self._notes_mark = size
@@ -964,8 +962,18 @@ class Ledger:
         return cls(
             f"append refused: seq {seq}{by}: {problem}; nothing was appended on top of it",
             seq=seq,
-            hint="the ledger's owner must remove that row before anyone appends "
-            "(docs/stores.md, Repairing a poisoned ledger); `caseledger verify` fails until then",
+            hint=self._repair_hint(),
+        )
+
+    def _repair_hint(self) -> str:
+        if is_url(self.location):
+            return (
+                "the ledger's owner must remove that row before anyone appends (docs/stores.md, "
+                "Repairing a poisoned ledger); `caseledger verify` fails until then"
+            )
+        return (
+            "the ledger file was changed behind caseledger's back: run `caseledger verify`, "
+            "and restore the file from a good copy before anyone appends"
         )
 
     def _refresh_keyring(self, size: int) -> None:

@@ -488,6 +488,11 @@ def test_no_writer_appends_on_top_of_a_row_verify_refuses(
         with pytest.raises(SignatureError) as caught:
             store.open().append([prompt("run-a", 2 + attempt)], operator())
         assert (caught.value.message, caught.value.seq, caught.value.exit_code) == (expected, 2, 1)
+        assert (caught.value.hint or "").startswith(
+            "the ledger's owner must remove that row"
+            if store.kind == "postgresql"
+            else "the ledger file was changed behind caseledger's back"
+        )
     assert store.rows() == before
 
 
