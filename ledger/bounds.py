@@ -16,6 +16,7 @@ __all__ = [
     "MAX_DECIMAL_DIGITS",
     "MAX_DEPTH",
     "MAX_INT_DIGITS",
+    "MAX_LOCK_WAIT_S",
     "MAX_RETRIES",
     "MAX_ROWS",
     "MAX_SEQ",
@@ -31,6 +32,8 @@ MAX_ATTEMPTS = 1000
 MAX_CONCURRENCY = 64
 #: Retries of a failed call (``run --retries``).
 MAX_RETRIES = 10
+#: Seconds a writer waits for the write lock (``CASELEDGER_LOCK_WAIT``): a day.
+MAX_LOCK_WAIT_S = 86_400
 #: Signature-checking processes (``verify --workers``).
 MAX_WORKERS = 64
 #: A case's ``max_rows``.

@@ -96,7 +96,16 @@ from ledger.stores import (
 )
 from ledger.stores.sqlite import SqliteBackend
 
-__all__ = ["FORMAT", "GENESIS_CHAIN", "Draft", "Ledger", "StoredEvent", "link_of"]
+__all__ = [
+    "FORMAT",
+    "GENESIS_CHAIN",
+    "Draft",
+    "Ledger",
+    "StoredEvent",
+    "link_of",
+    "set_lock_wait",
+]
+
 
 GENESIS_CHAIN = bytes(32)
 _ENVELOPE_FIELDS = ("stream", "stream_seq", "stream_prev", "at")
@@ -115,6 +124,18 @@ _PARALLEL_SIGN_ROWS = 32
 def link_of(leaf_hash: bytes) -> str:
     """How ``stream_prev`` names the previous event of a stream: ``sha256:<hex leaf hash>``."""
     return "sha256:" + leaf_hash.hex()
+
+
+#: How long a writer waits for the write lock when its opener names no limit (seconds).
+#: The CLI sets it from ``CASELEDGER_LOCK_WAIT`` (docs/stores.md, "Waiting for the write
+#: lock"); the library itself reads no environment.
+_lock_wait_s = 10.0
+
+
+def set_lock_wait(seconds: float) -> None:
+    """Make ``seconds`` the write-lock wait of every Ledger opened later without one."""
+    global _lock_wait_s  # one process-wide default, set once by the CLI
+    _lock_wait_s = seconds
 
 
 def _now() -> str:
@@ -254,11 +275,17 @@ class Ledger:
         location: Location,
         *,
         readonly: bool = False,
-        busy_timeout_s: float = 10.0,
+        busy_timeout_s: float | None = None,
         clock: Callable[[], str] | None = None,
     ) -> Ledger:
-        """Open an existing ledger. Raises StoreError when it is missing or not a ledger."""
+        """Open an existing ledger. Raises StoreError when it is missing or not a ledger.
+
+        ``busy_timeout_s``: how long an append waits for the write lock before
+        StoreBusyError (default: :func:`set_lock_wait`'s, 10 s unless set).
+        """
         backend: Backend
+        if busy_timeout_s is None:
+            busy_timeout_s = _lock_wait_s
         if is_url(location):
             from ledger.stores.postgres import PostgresBackend
 

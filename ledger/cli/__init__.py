@@ -270,6 +270,28 @@ def main(ctx: click.Context, ledger: str | None) -> None:
         raise click.BadParameter(f"File {str(location)!r} is a directory.", param_hint="'--ledger'")
     home = os.environ.get("CASELEDGER_HOME")
     ctx.obj = Context(location, Path(home) if home else DEFAULT_HOME)
+    wait = os.environ.get("CASELEDGER_LOCK_WAIT")
+    if wait:
+        from ledger.store import set_lock_wait
+
+        set_lock_wait(_lock_wait(wait))
+
+
+def _lock_wait(text: str) -> float:
+    """``CASELEDGER_LOCK_WAIT``: seconds a writer waits for the write lock (docs/stores.md)."""
+    from ledger.bounds import MAX_LOCK_WAIT_S
+    from ledger.errors import UsageError
+
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = -1.0
+    if not 0 <= seconds <= MAX_LOCK_WAIT_S:  # also NaN
+        raise UsageError(
+            f"CASELEDGER_LOCK_WAIT={text!r} is not a number of seconds from 0 to {MAX_LOCK_WAIT_S}",
+            hint="set it to how long a writer may wait for the write lock, e.g. 60, or unset it",
+        )
+    return seconds
 
 
 # The area modules (ledger/cli/<area>.py), each with a ``register(group)`` function;

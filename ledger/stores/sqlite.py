@@ -23,6 +23,7 @@ timeout, then fails with "ledger is busy".
 
 from __future__ import annotations
 
+import os
 import shutil
 import sqlite3
 from collections.abc import Iterator, Sequence
@@ -30,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from ledger.errors import DiskFullError, StoreBusyError, StoreError, disk_full
-from ledger.stores import FORMAT, DuplicateLeafError
+from ledger.stores import FORMAT, DuplicateLeafError, redact
 
 __all__ = ["SqliteBackend"]
 
@@ -246,15 +247,18 @@ class SqliteBackend:
     # -------------------------------------------------------------- writes
 
     def begin(self) -> None:
-        """BEGIN IMMEDIATE: the file's one write lock, waited for up to the busy timeout."""
+        """BEGIN IMMEDIATE: the file's one write lock, waited for up to the busy timeout
+        (SQLite's busy handler retries with growing sleeps, 1 ms up to 100 ms); then
+        StoreBusyError naming the process that holds it where the system tells."""
         try:
             self.conn.execute("BEGIN IMMEDIATE")
         except sqlite3.OperationalError as exc:
             if "locked" in str(exc) or "busy" in str(exc):
                 raise StoreBusyError(
-                    f"ledger is busy: another process has held the write lock on {self.path} "
-                    f"for more than {self.busy_timeout_s:g} s",
-                    hint="wait for the other caseledger command to finish, then retry",
+                    f"ledger is busy: {_lock_holder(self.path)} has held the write lock on "
+                    f"{self.path} for more than {self.busy_timeout_s:g} s",
+                    hint="wait for that process to finish, then retry "
+                    "(CASELEDGER_LOCK_WAIT=SECONDS waits longer: docs/stores.md)",
                 ) from None
             raise self._write_error(exc) from None
 
@@ -309,6 +313,40 @@ class SqliteBackend:
             self.conn.execute("INSERT OR IGNORE INTO checkpoints VALUES (?, ?)", (size, note))
         except sqlite3.DatabaseError as exc:
             raise self._write_error(exc) from None
+
+
+# In WAL mode the write lock is a POSIX lock on byte 120 of the -shm file (SQLite's
+# WAL_WRITE_LOCK, WALINDEX_LOCK_OFFSET + 0); Linux lists such locks, with the holder's
+# pid, in /proc/locks as "N: POSIX ADVISORY WRITE PID MAJ:MIN:INODE 120 120".
+_WAL_WRITE_LOCK_BYTE = "120"
+
+
+def _lock_holder(path: Path) -> str:
+    """Who holds the write lock on ``path``: "process PID (its command line)" where
+    /proc/locks tells (Linux, same pid namespace), else "another process"."""
+    try:
+        st = os.stat(f"{path}-shm")
+        locks = Path("/proc/locks").read_text()
+    except OSError:
+        return "another process"
+    file_id = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}"
+    for line in locks.splitlines():
+        fields = line.split()
+        if "->" in fields or len(fields) < 8:  # "->": a process waiting for the lock
+            continue
+        kind, pid, where, start, end = fields[-5:]
+        if kind == "WRITE" and where == file_id and start == end == _WAL_WRITE_LOCK_BYTE:
+            try:
+                raw = Path(f"/proc/{pid}/cmdline").read_bytes()
+            except OSError:
+                return f"process {pid}"
+            # A URL's password never reaches the message (redact), nor does a long tail.
+            args = (a.decode(errors="replace") for a in raw.split(b"\0") if a)
+            command = " ".join(redact(a) if "://" in a else a for a in args)
+            if len(command) > 120:
+                command = command[:117] + "..."
+            return f"process {pid} ({command})" if command else f"process {pid}"
+    return "another process"
 
 
 def _connect(path: Path, *, readonly: bool, busy_timeout_s: float) -> sqlite3.Connection:
