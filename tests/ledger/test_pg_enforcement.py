@@ -338,6 +338,13 @@ def test_the_reader_role_cannot_take_or_hold_the_append_lock(pg: Store) -> None:
         assert ledger.append([prompt("run-a", 1)], operator()) == [2]
         reader.execute("ROLLBACK")
     assert len(pg.rows()) == 3
+    # The writer's UPDATE privilege on the lock table serves FOR UPDATE only.
+    with as_role(str(pg.location)) as writer_con:
+        with pytest.raises(psycopg.errors.InsufficientPrivilege, match="append-only"):
+            writer_con.execute("UPDATE caseledger.append_lock SET id = 1")
+        with pytest.raises(psycopg.errors.InsufficientPrivilege, match="permission denied"):
+            writer_con.execute("DELETE FROM caseledger.append_lock")
+    assert stored(pg, "SELECT id FROM caseledger.append_lock") == [(1,)]
 
 
 def test_a_waiting_writer_names_who_holds_the_lock(pg: Store) -> None:
