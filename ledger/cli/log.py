@@ -169,7 +169,7 @@ def init(ctx: Context, name: str, writers: tuple[str, ...], readers: tuple[str, 
 
         grant(str(ctx.ledger), writers=writers, readers=readers)
         for role in writers:
-            click.echo(f"granted {role}: append (INSERT, SELECT)")
+            click.echo(f"granted {role}: append (INSERT, SELECT; UPDATE of the append lock)")
         for role in readers:
             click.echo(f"granted {role}: read (SELECT)")
     click.echo(f"operator key {key_path} (mode 0600, keep it secret)")

@@ -511,7 +511,9 @@ def test_the_command_line_works_on_every_store(store: Store, tmp_path: Path) -> 
     key_home = home if store.kind == "postgresql" else Path(store.location).parent
     assert (key_home / "keys" / "operator.key").is_file()
     if store.kind == "postgresql":
-        assert done.stdout.splitlines()[1] == "granted ledger_writer: append (INSERT, SELECT)"
+        assert done.stdout.splitlines()[1] == (
+            "granted ledger_writer: append (INSERT, SELECT; UPDATE of the append lock)"
+        )
     again = caseledger(store.owner_location, "init", cwd=tmp_path, home=home)
     assert again.returncode == 2
     assert f"error: a ledger already exists at {shown}" in again.stderr
