@@ -138,7 +138,7 @@ def _proof_text(what: str, proof: dict[str, object]) -> str:
     "writers",
     multiple=True,
     metavar="ROLE",
-    help="PostgreSQL: let ROLE append (USAGE, INSERT and SELECT only; repeatable).",
+    help="PostgreSQL: let ROLE append (USAGE, INSERT and SELECT, the append lock; repeatable).",
 )
 @click.option(
     "--grant-reader",

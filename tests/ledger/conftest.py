@@ -4,7 +4,7 @@
 throwaway cluster (tests/pgcluster.py, started once per test process and stopped at
 the end; see tests/ledger/store_kit.py for the roles). A missing PostgreSQL server is
 a failure, never a skip. Every test gets a fresh database; writers connect as the
-writer role, which may only INSERT and SELECT.
+writer role, which may only INSERT and SELECT (and take the append lock).
 """
 
 from __future__ import annotations
