@@ -109,14 +109,31 @@ def _interval(
         )
 
 
+def _scaled(values: Sequence[Fraction]) -> tuple[list[int], int]:
+    """The values as integers over one common denominator (exact, and far cheaper to sum
+    than Fractions: a report pairs every two runs of a section over every case)."""
+    scale = math.lcm(*{v.denominator for v in values}) if values else 1
+    return [v.numerator * (scale // v.denominator) for v in values], scale
+
+
 def _mean(values: Sequence[Fraction]) -> Fraction:
-    return sum(values, Fraction(0)) / len(values)
+    ints, scale = _scaled(values)
+    return Fraction(sum(ints), len(ints) * scale)
 
 
 def _variance(values: Sequence[Fraction]) -> Fraction:
-    """Sample variance (ddof=1) of at least two values."""
-    m = _mean(values)
-    return sum(((v - m) ** 2 for v in values), Fraction(0)) / (len(values) - 1)
+    """Sample variance (ddof=1) of at least two values.
+
+    >>> _variance([Fraction(1), Fraction(0), Fraction(1, 2)])
+    Fraction(1, 4)
+    """
+    return _int_variance(*_scaled(values))
+
+
+def _int_variance(ints: Sequence[int], scale: int) -> Fraction:
+    """Sample variance (ddof=1) of ``x / scale``: (n sum x^2 - (sum x)^2) / (n (n-1) scale^2)."""
+    n, total = len(ints), sum(ints)
+    return Fraction(n * sum(x * x for x in ints) - total * total, n * (n - 1) * scale * scale)
 
 
 def estimate(values: Sequence[Fraction], low: int = 0, high: int = 1) -> Estimate | None:
@@ -165,12 +182,17 @@ def sign_flip_p(differences: Sequence[Fraction]) -> Fraction:
     >>> sign_flip_p([Fraction(1)] * 5), sign_flip_p([Fraction(1), Fraction(-1), Fraction(0)])
     (Fraction(1, 16), Fraction(1, 1))
     """
+    return _sign_flip_ints(_scaled(differences)[0])
+
+
+def _sign_flip_ints(differences: Sequence[int]) -> Fraction:
+    """:func:`sign_flip_p` of differences scaled to integers (the same p: scaling every
+    |d_i| by one positive factor changes no comparison of sums)."""
     nonzero = [d for d in differences if d != 0]
     if not nonzero:
         return Fraction(1)
-    scale = math.lcm(*(d.denominator for d in nonzero))
-    sizes = [abs(int(d * scale)) for d in nonzero]
-    observed = abs(sum(int(d * scale) for d in nonzero))
+    sizes = [abs(d) for d in nonzero]
+    observed = abs(sum(nonzero))
     counts: dict[int, int] = {0: 1}
     for size in sizes:
         grown: dict[int, int] = {}
@@ -239,17 +261,19 @@ def paired(a: Sequence[Fraction], b: Sequence[Fraction]) -> Paired:
     """
     if len(a) != len(b):
         raise ValueError(f"paired runs need the same cases: {len(a)} against {len(b)}")
-    d = [x - y for x, y in zip(a, b, strict=True)]
+    # Exact integers over one denominator: a report pairs every two runs over every case.
+    ints, scale = _scaled([*a, *b])
+    d = [x - y for x, y in zip(ints[: len(a)], ints[len(a) :], strict=True)]
     n = len(d)
     nonzero = sum(1 for v in d if v != 0)
     better = (sum(1 for v in d if v > 0), sum(1 for v in d if v < 0))
     if n == 0:
         return Paired(0, Fraction(0), None, None, None, Fraction(1), "none", 0, 0, 0, None)
-    mean = _mean(d)
+    mean = Fraction(sum(d), n * scale)
     se = low = high = mdd = None
     centre = _decimal(mean)
     if n > 1:
-        se = sqrt(_variance(d) / n)
+        se = sqrt(_int_variance(d, scale) / n)
         with decimal.localcontext(_CONTEXT):
             low, high = centre - Z_95 * se, centre + Z_95 * se
             mdd = (Z_95 + Z_POWER) * se
@@ -258,7 +282,7 @@ def paired(a: Sequence[Fraction], b: Sequence[Fraction]) -> Paired:
     if nonzero == 0:
         p, test = Fraction(1), "none"
     elif nonzero <= EXACT_LIMIT:
-        p, test = sign_flip_p(d), "exact_sign_flip"
+        p, test = _sign_flip_ints(d), "exact_sign_flip"
     else:
         # More than 20 non-zero d_i: n > 1, so se is set; se == 0 when every d_i is the same.
         with decimal.localcontext(_CONTEXT):

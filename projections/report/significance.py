@@ -89,9 +89,14 @@ class Comparison(NamedTuple):
     differing: list[tuple[str, Fraction, Fraction]]
 
 
-def compare_entries(a: S.RunEntry, b: S.RunEntry) -> Comparison:
-    """Runs ``a`` and ``b`` paired by case over the cases both planned (in ``a``'s order)."""
-    ya, yb = case_rates(a), case_rates(b)
+def compare_entries(
+    a: S.RunEntry,
+    b: S.RunEntry,
+    rates: tuple[dict[str, Fraction], dict[str, Fraction]] | None = None,
+) -> Comparison:
+    """Runs ``a`` and ``b`` paired by case over the cases both planned (in ``a``'s order);
+    ``rates``: their :func:`case_rates` when already made."""
+    ya, yb = rates or (case_rates(a), case_rates(b))
     common = [case for case in ya if case in yb]
     r = st.paired([ya[c] for c in common], [yb[c] for c in common])
     low, high = st.show_rate(r.low), st.show_rate(r.high)
@@ -163,9 +168,10 @@ def section_statistics(section: S.Section) -> S.SectionStatistics | None:
     groups: dict[str, str] = {}
     text = None
     if section.ranked and entries:
+        rates = {e.run: case_rates(e) for e in entries}
         for i, a in enumerate(entries):
             for b in entries[i + 1 :]:
-                pairs[(a.run, b.run)] = compare_entries(a, b).row
+                pairs[(a.run, b.run)] = compare_entries(a, b, (rates[a.run], rates[b.run])).row
         order = [e.run for e in entries]
         groups = st.rank_groups(order, lambda x, y: pairs[(x, y)].significant)
         text = headline(order, pairs)
