@@ -38,7 +38,7 @@ class InternalError(LedgerError):
     Never signed as evidence: the work it interrupted (an attempt's batch, a
     rescore's batch, a baseline folder) is not recorded. The CLI prints one line,
     ``internal error: <ExceptionType>: <message> (this is a caseledger bug; ...)``,
-    without a traceback.
+    preceded by the traceback of ``error`` only under ``--debug`` / ``CASELEDGER_DEBUG=1``.
     """
 
     exit_code = 1

@@ -27,13 +27,15 @@ import os
 import signal
 import sqlite3
 import sys
+import traceback
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, NoReturn
 
 import click
 
 from ledger.cli.common import DEFAULT_HOME, DEFAULT_LEDGER, Context, exit_with, pass_ctx
-from ledger.errors import LedgerError
+from ledger.errors import InternalError, LedgerError, StoreError
 from ledger.stores import parse_location
 
 __all__ = ["DEFAULT_LEDGER", "Context", "exit_with", "load_all", "main", "pass_ctx"]
@@ -44,6 +46,10 @@ DUCKDB_INTERRUPTED = "Query interrupted"
 INTERRUPTED = "interrupted (Ctrl-C): stopped; nothing half-done was recorded or written"
 # The exit status of a command whose stdout reader went away: 128 + SIGPIPE.
 BROKEN_PIPE_EXIT = 128 + signal.SIGPIPE
+# Set to anything but "" or "0", it does what the global --debug option does.
+DEBUG_ENV = "CASELEDGER_DEBUG"
+# What the one line of a bug the code did not name says after the exception.
+BUG_WHERE = "run it again with --debug for the traceback"
 
 
 def _fail(line: str, code: int, hint: str | None = None) -> NoReturn:
@@ -51,6 +57,16 @@ def _fail(line: str, code: int, hint: str | None = None) -> NoReturn:
     if hint:
         click.echo(f"  hint: {hint}", err=True)
     sys.exit(code)
+
+
+def _debug_from(environ: Mapping[str, str]) -> bool:
+    """Whether ``CASELEDGER_DEBUG`` asks for tracebacks (set, and neither empty nor ``0``)."""
+    return environ.get(DEBUG_ENV, "") not in ("", "0")
+
+
+def _print_traceback(error: BaseException) -> None:
+    """The traceback of ``error`` on stderr, as Python would print it (``--debug``)."""
+    click.echo("".join(traceback.format_exception(error)).rstrip("\n"), err=True)
 
 
 def _interrupted() -> NoReturn:
@@ -83,13 +99,17 @@ def _silence_stdout() -> None:
 class _Group(click.Group):
     """The ``caseledger`` group: the one place where errors become exit codes.
 
-    Every command, whichever module defines it: a LedgerError prints its line and
-    exits with its code; a click usage error prints ``error: ...`` and a hint (2);
-    Ctrl-C (also the one DuckDB reports as RuntimeError while it runs a statement)
-    prints one line (2); a closed stdout pipe (``caseledger log | head``) exits quietly
-    with 141, as a program killed by SIGPIPE does (never 0: a check whose verdict
-    could not be printed must not read as passed); a ledger file SQLite cannot read is
-    "could not check" (2). Anything else is a bug and keeps its traceback.
+    Every command, whichever module defines it, ends in :meth:`main`: a LedgerError
+    prints its line and exits with its code; a click usage error prints ``error: ...``
+    and a hint (2); Ctrl-C (also the one DuckDB reports as RuntimeError while it runs a
+    statement) prints one line (2); a closed stdout pipe (``caseledger log | head``)
+    exits quietly with 141, as a program killed by SIGPIPE does (never 0: a check whose
+    verdict could not be printed must not read as passed); a path that cannot be read or
+    written is "could not check" (2). Anything else is a bug: one line ``internal
+    error: <Type>: <message> (this is a caseledger bug; ...)`` and exit 1, its traceback
+    printed first under ``--debug`` or ``CASELEDGER_DEBUG=1`` (as is the bug inside an
+    InternalError, and the OSError behind a path error). :meth:`invoke` only turns a
+    ledger file SQLite cannot read into a StoreError, naming the file it knows.
 
     Commands are loaded lazily: ``get_command`` imports only the area module that
     ``COMMAND_AREAS`` names for a command (every area for a name it does not know),
@@ -100,6 +120,7 @@ class _Group(click.Group):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._loaded: set[str] = set()
+        self._debug = False
 
     def load_area(self, area: str) -> None:
         """Import ``ledger/cli/<area>.py`` and register its commands, once."""
@@ -143,9 +164,20 @@ class _Group(click.Group):
         standalone_mode: bool = True,
         **kwargs: Any,
     ) -> Any:
-        """Run the CLI; in standalone mode map every expected failure to its exit code."""
+        """Run the CLI, mapping every failure to its exit code (the one place).
+
+        Without standalone mode (a program embedding the group) a LedgerError or a
+        path error is printed the same way and its exit code returned; anything else
+        propagates to the embedding program.
+        """
+        # --debug is read when the group's options are parsed (make_context); the
+        # environment counts from the start, so a bug before that parse shows too.
+        self._debug = _debug_from(os.environ)
         if not standalone_mode:
-            return super().main(args, prog_name, standalone_mode=False, **kwargs)
+            try:
+                return super().main(args, prog_name, standalone_mode=False, **kwargs)
+            except (LedgerError, OSError) as exc:
+                return self._report(exc)
         try:
             code = super().main(args, prog_name, standalone_mode=False, **kwargs)
         except click.Abort as exc:
@@ -164,8 +196,19 @@ class _Group(click.Group):
             _fail(f"error: {exc.format_message()}", 2, f"see `{command} --help`")
         except click.ClickException as exc:
             _fail(f"error: {exc.format_message()}", 2)
-        except LedgerError as exc:
-            _fail(exc.cli_line(), exc.exit_code)
+        except (LedgerError, OSError) as exc:
+            if isinstance(exc, OSError) and exc.errno == errno.EPIPE:
+                _broken_pipe()
+            sys.exit(self._report(exc))
+        except Exception as exc:
+            # DuckDB turns the Ctrl-C that arrives while it runs a statement in this
+            # process (building a bank, freezing gold) into RuntimeError("Query
+            # interrupted"); it is the user's Ctrl-C, not a bug.
+            if isinstance(exc, RuntimeError) and str(exc) == DUCKDB_INTERRUPTED:
+                _interrupted()
+            if self._debug:
+                _print_traceback(exc)
+            _fail(InternalError(exc, where=BUG_WHERE).cli_line(), InternalError.exit_code)
         try:
             sys.stdout.flush()  # what is still buffered meets a closed pipe here, not at exit
         except OSError as exc:
@@ -173,6 +216,26 @@ class _Group(click.Group):
                 raise
             _broken_pipe()
         sys.exit(code if isinstance(code, int) else 0)
+
+    def _report(self, exc: LedgerError | OSError) -> int:
+        """Print an expected failure on stderr and return its exit code.
+
+        A LedgerError prints its line (2 or 1, its own code). An OSError is a path the
+        user gave that cannot be read or written (missing folder, permissions): their
+        environment, not a bug, so "could not check" (2). Under ``--debug`` the
+        traceback of an InternalError's bug, or of the OSError, comes first.
+        """
+        if isinstance(exc, LedgerError):
+            if self._debug and isinstance(exc, InternalError):
+                _print_traceback(exc.error)
+            click.echo(exc.cli_line(), err=True)
+            return exc.exit_code
+        if self._debug:
+            _print_traceback(exc)
+        where = f": {exc.filename}" if exc.filename else ""
+        click.echo(f"error: {exc.strerror or exc}{where}", err=True)
+        click.echo("  hint: check the path and its permissions", err=True)
+        return 2
 
     def _path_of(self, prog_name: str | None, args: Any) -> str:
         """The command a usage error without a click context belongs to, read from ``args``.
@@ -210,43 +273,31 @@ class _Group(click.Group):
     ) -> click.Context:
         """Parse the group's own options; ``--help`` / ``--version`` into a closed pipe: 141."""
         try:
-            return super().make_context(info_name, args, parent, **extra)
+            ctx = super().make_context(info_name, args, parent, **extra)
         except OSError as exc:
             if exc.errno != errno.EPIPE:
                 raise
             _broken_pipe()
+        self._debug = self._debug or bool(ctx.params.get("debug"))
+        return ctx
 
     def invoke(self, ctx: click.Context) -> Any:
+        """Run the command; a ledger SQLite cannot read becomes a StoreError naming it."""
         try:
             return super().invoke(ctx)
-        except LedgerError as exc:
-            click.echo(exc.cli_line(), err=True)
-            ctx.exit(exc.exit_code)
-        except RuntimeError as exc:
-            # DuckDB turns the Ctrl-C that arrives while it runs a statement in this
-            # process (building a bank, freezing gold) into RuntimeError("Query
-            # interrupted"); it is the user's Ctrl-C, not a bug.
-            if str(exc) == DUCKDB_INTERRUPTED:
-                raise KeyboardInterrupt from None
-            raise
         except sqlite3.DatabaseError as exc:
             # SQLite could open the file but not read it as a ledger (no events table,
-            # a corrupt page): the check could not be made.
+            # a corrupt page): the check could not be made. Only here is the ledger's
+            # name known; main() prints it.
             ledger = ctx.obj.local_path if isinstance(ctx.obj, Context) else "the ledger"
-            _fail(
-                f"error: cannot read {ledger} as a caseledger ledger: {exc}",
-                2,
-                "check --ledger (or $CASELEDGER_LEDGER); `caseledger verify` checks a ledger",
-            )
+            raise StoreError(
+                f"cannot read {ledger} as a caseledger ledger: {exc}",
+                hint="check --ledger (or $CASELEDGER_LEDGER); `caseledger verify` checks a ledger",
+            ) from exc
         except OSError as exc:
             if exc.errno == errno.EPIPE:
                 _broken_pipe()  # handled here: click's own handling of it would exit 1
-            # A path the user gave cannot be read or written (missing folder, permissions,
-            # full disk): their environment, not a bug, so no traceback.
-            where = f": {exc.filename}" if exc.filename else ""
-            click.echo(f"error: {exc.strerror or exc}{where}", err=True)
-            click.echo("  hint: check the path and its permissions", err=True)
-            ctx.exit(2)
+            raise
 
 
 @click.group(cls=_Group)
@@ -258,10 +309,16 @@ class _Group(click.Group):
     help="Ledger file, or postgresql://... URL of a ledger database (default: "
     "$CASELEDGER_LEDGER or .caseledger/ledger.db).",
 )
+@click.option(
+    "--debug",
+    is_flag=True,
+    help="A caseledger bug prints its traceback, not only its one line (also: CASELEDGER_DEBUG=1).",
+)
 @click.version_option(package_name="caseledger")
 @click.pass_context
-def main(ctx: click.Context, ledger: str | None) -> None:
+def main(ctx: click.Context, ledger: str | None, debug: bool) -> None:
     """caseledger: evaluate text-to-SQL models with signed, hash-chained evidence."""
+    del debug  # read by _Group.make_context, which knows it before any command runs
     if not ledger:
         ledger = os.environ.get("CASELEDGER_LEDGER") or str(DEFAULT_LEDGER)
     # Keys and built banks of a ledger on a server live in a local folder (docs/stores.md).
