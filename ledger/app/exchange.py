@@ -18,6 +18,7 @@ stored as native rows: their signatures bind the home ledger's chain).
 from __future__ import annotations
 
 import base64
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,7 +29,13 @@ from msgspec import UNSET, UnsetType
 
 from ledger import codec
 from ledger.app.trust import TrustKey, trust_draft
-from ledger.errors import ChainBrokenError, SignatureError, UsageError, VerificationError
+from ledger.errors import (
+    ChainBrokenError,
+    SignatureError,
+    StoreConflictError,
+    UsageError,
+    VerificationError,
+)
 from ledger.events import (
     LEDGER_STREAM,
     BankPublished,
@@ -479,6 +486,11 @@ def _trust_of(
     return entry
 
 
+#: How many times ``import run`` checks the ledger and appends when other writers keep
+#: moving the log between its check and its append (docs/exchange.md).
+IMPORT_TRIES = 5
+
+
 def import_run(
     ledger: Ledger,
     signer: Signer,
@@ -487,12 +499,17 @@ def import_run(
     *,
     trust: TrustKey | None = None,
     trust_origin: str | None = None,
+    before_append: Callable[[int], None] | None = None,
 ) -> ImportResult:
     """Check the bundle ``data`` (file ``name``) against itself and this ledger, then append.
 
     Every key that signed the run's events must be trusted here (``signers trust``);
     ``trust`` trusts one more key in the same batch (``import run --trust``), after
-    every check held.
+    every check held. The append expects the tree size the ledger was checked at;
+    when another writer moved the log meanwhile, the ledger checks are made again at
+    the new size and the append retried, up to IMPORT_TRIES times in all.
+    ``before_append(try)`` is called between the checks and each append (tests move
+    the log there).
 
     Raises:
         UsageError (exit 2): not a bundle; the bank is not published in this ledger;
@@ -500,12 +517,42 @@ def import_run(
         VerificationError / SignatureError (exit 1): a changed, partial or forked bundle,
             a run id this ledger already holds with other events, a key not trusted
             here, an origin its key did not attest; nothing is appended.
+        StoreConflictError (exit 1): the log moved before every one of the tries.
     """
     if signer.role != "operator":
         raise UsageError(f"importing a run needs an operator key, {signer.name} is {signer.role}")
     bundle = read_bundle(data, name)
     _, checked = check_bundle(bundle, name)
     origin = attested_origin(bundle, name)
+    for attempt in range(1, IMPORT_TRIES + 1):
+        try:
+            return _import_checked(
+                ledger, signer, bundle, checked, origin, name, trust, trust_origin,
+                before_append, attempt,
+            )  # fmt: skip
+        except StoreConflictError as exc:
+            moved = exc
+    raise StoreConflictError(
+        f"{name}: the ledger moved under each of {IMPORT_TRIES} tries to import run "
+        f"{bundle.run} (last: {moved}); nothing was imported",
+        hint="other writers keep appending: run `caseledger import run` again when they pause",
+    )
+
+
+def _import_checked(
+    ledger: Ledger,
+    signer: Signer,
+    bundle: Bundle,
+    checked: list[_Checked],
+    origin: str,
+    name: str,
+    trust: TrustKey | None,
+    trust_origin: str | None,
+    before_append: Callable[[int], None] | None,
+    attempt: int,
+) -> ImportResult:
+    """Check a checked bundle against the ledger as it is now, then append it expecting
+    the size it was checked at (StoreConflictError when the log moved meanwhile)."""
     run = bundle.run
     size = ledger.size()
     banks: set[str] = set()
@@ -591,6 +638,8 @@ def import_run(
         )
         for c in checked
     ]
+    if before_append is not None:
+        before_append(attempt)
     seqs = ledger.append([*drafts, *wrappers], signer, expect_size=size)
     since = tuple(
         (f"{t.name} ({t.key_id})", seqs[0] if t.trusted_seq < 0 else t.trusted_seq)
