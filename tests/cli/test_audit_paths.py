@@ -325,10 +325,26 @@ def test_report_options_name_scorer_runs_and_gold() -> None:
     assert spec.options() == [
         "--at-size", "5", "--scorer", "2", "--run", "a", "--run", "b c", "--with-gold",
     ]  # fmt: skip
+    # Issue 32: a report published under caseledger-report/1 (detail full, the default of
+    # a spec) or /2 is rebuilt with the --detail naming its contract in every format (their
+    # Markdown and HTML carry no statistics); a /3 report with the default.
     assert audit_commands(9, spec) == [
         VERIFY,
         "caseledger --ledger ledger.db report --at-size 5 --scorer 2 --run a --run 'b c' "
-        "--with-gold --format md | cmp - reports/report.md",
+        "--with-gold --detail full --format md | cmp - reports/report.md",
+    ]
+    compact = ReportSpec(at_size=5, scorer=None, runs=None, with_gold=False,
+                         formats=("json", "html"), detail="compact")  # fmt: skip
+    assert audit_commands(9, compact)[1:] == [
+        "caseledger --ledger ledger.db report --at-size 5 --detail compact --format json "
+        "| cmp - reports/report.json",
+        "caseledger --ledger ledger.db report --at-size 5 --detail compact --format html "
+        "| cmp - reports/report.html",
+    ]
+    stats = ReportSpec(at_size=5, scorer=None, runs=None, with_gold=False, formats=("md",),
+                       detail="stats")  # fmt: skip
+    assert audit_commands(9, stats)[1:] == [
+        "caseledger --ledger ledger.db report --at-size 5 --format md | cmp - reports/report.md"
     ]
 
 
