@@ -1,4 +1,4 @@
-"""The throughput benchmark's workload (benchmarks/throughput_bench.py, issue 21).
+"""The throughput benchmark's workload (benchmarks/throughput_bench.py, issues 21 and 34).
 
 The wrong answers must be the ones the benchmark says they are: each mutation is
 checked here against SQL written out by hand, and each variant's rows on DuckDB
@@ -7,14 +7,19 @@ against rows worked out by hand (a small table, no bank needed).
 
 from __future__ import annotations
 
+import json
+import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
 
 import duckdb
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-from throughput_bench import variant
+from throughput_bench import prepare, variant
+
+BENCH = Path(__file__).resolve().parents[1] / "benchmarks" / "throughput_bench.py"
 
 REF = """
 SELECT region, count(*) AS n
@@ -81,3 +86,64 @@ def test_the_variants_give_the_rows_worked_out_by_hand(kind: str, rows: list[tup
     )
     _, sql = variant(kind, REF, ["region", "n"])
     assert sorted(con.execute(sql).fetchall()) == sorted(rows)
+
+
+def test_the_peer_workload_has_a_quarter_distinct_texts(tmp_path: Path) -> None:
+    """1,000 predictions over retail's first 10 cases: 250 distinct texts, each 4 times."""
+    template, replay, predictions = prepare(tmp_path, 56, 21, "peer", 1000)
+    assert len(predictions) == 1000
+    texts = Counter(p["sql"] for p in predictions)
+    assert len(texts) == 250
+    assert set(texts.values()) == {4}
+    per_case = Counter(p["case"] for p in predictions)
+    assert sorted(per_case) == sorted(
+        ["basic-01", "basic-02", "basic-03", "joins-01", "joins-02", "joins-03",
+         "agg-01", "agg-02", "agg-03", "time-01"]
+    )  # fmt: skip
+    assert set(per_case.values()) == {100}
+    for case in per_case:  # every attempt 1..100 of a case answered once
+        attempts = sorted(p["attempt"] for p in predictions if p["case"] == case)
+        assert attempts == list(range(1, 101))
+        # a text is one case's: its 25 texts are that case's 100 answers
+        assert len({p["sql"] for p in predictions if p["case"] == case}) == 25
+    assert len(replay.read_text().splitlines()) == 1000
+    assert (tmp_path / "retail-peer" / "cases.yaml").is_file()
+    assert not (tmp_path / "retail-peer" / "calibration.yaml").exists()
+    assert len(list((template / ".caseledger" / "banks").glob("*.duckdb"))) == 1
+
+
+def test_json_prints_one_object_per_row_and_mode(tmp_path: Path) -> None:
+    """--json on a tiny workload (1 round; 18 and 40 predictions): the shape, not a time."""
+    done = subprocess.run(
+        [sys.executable, str(BENCH), "--json", "--mode", "both", "--rounds", "1",
+         "--attempts", "1", "--peer-predictions", "40", "--keep", str(tmp_path / "k")],
+        capture_output=True, text=True, check=False, timeout=600,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    rows = [json.loads(line) for line in done.stdout.splitlines()]
+    assert [(r["mode"], r["row"]) for r in rows] == [
+        ("distinct", "DuckDB execute-only"),
+        ("distinct", "caseledger run"),
+        ("peer", "DuckDB execute-only"),
+        ("peer", "caseledger run"),
+    ]
+    for r in rows:
+        assert list(r) == [
+            "mode", "row", "bank", "predictions", "distinct_texts", "rounds", "verdicts",
+            "predictions_per_s", "cpu_ms_per_prediction", "cpu_ratio",
+        ]  # fmt: skip
+        assert r["rounds"] == 1
+        for key in ("predictions_per_s", "cpu_ms_per_prediction", "cpu_ratio"):
+            spread = r[key]
+            assert list(spread) == ["median", "min", "max"]
+            # one round: the median is the range
+            assert spread["min"] == spread["median"] == spread["max"]
+            assert spread["median"] > 0
+    # 18 cases x 1 attempt, every text new; 10 cases x 4 answers, one text each
+    assert [(r["bank"], r["predictions"], r["distinct_texts"]) for r in rows] == [
+        ("retail", 18, 18), ("retail", 18, 18), ("retail-peer", 40, 10), ("retail-peer", 40, 10),
+    ]  # fmt: skip
+    # the execute-only row is the ratio's base in its own round
+    assert rows[0]["cpu_ratio"]["median"] == rows[2]["cpu_ratio"]["median"] == 1.0
+    # workloads of another size than the recorded verdicts' are not compared
+    assert [r["verdicts"] for r in rows] == ["n/a", "not checked", "n/a", "not checked"]
