@@ -203,3 +203,21 @@ def test_significance_without_per_case_results_could_not_judge(
     done = CliRunner().invoke(main, [*args, "--json", "--significance"])
     assert done.exit_code == 0, done.output
     assert json.loads(done.stdout)["significance"]["p_value"] == "1.0000"
+
+
+@pytest.mark.parametrize("detail", ["stats", "compact", "full"])
+def test_report_files_of_every_contract_give_the_same_verdict(
+    ledger_path: Path, tmp_path: Path, detail: str
+) -> None:
+    # A report file carries each run's per-case results (/1, /2 and /3 alike).
+    report = tmp_path / "report.json"
+    args = ["--ledger", str(ledger_path), "report", "--detail", detail, "-o", str(report)]
+    done = CliRunner().invoke(main, args)
+    assert done.exit_code == 0, done.output
+    sides = ["--baseline", f"{report}:base", "--current", f"{report}:small"]
+    done = CliRunner().invoke(main, ["gate", *sides, "--json", "--significance"])
+    assert done.exit_code == 0, done.output
+    from_file = json.loads(done.stdout)
+    _, from_ledger = _gate(ledger_path, "small", "--significance")
+    assert from_file["significance"] == from_ledger["significance"]
+    assert from_file["metrics"] == from_ledger["metrics"]
