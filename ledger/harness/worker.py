@@ -94,6 +94,8 @@ class ExecResult(msgspec.Struct, frozen=True, kw_only=True):
     ``truncated`` says that more existed.  ``sql_us`` is measured inside the
     worker around execute + fetch (for a kill or crash: the parent's wait).
     ``cells_truncated`` counts cells cut to the cell cap (unset when none).
+    ``texts_cut`` and ``scrubbed`` are set by the judge, never by a worker
+    (``ledger.harness.pipeline.stored_result``: the error text cut, secrets scrubbed).
     """
 
     ok: bool
@@ -105,6 +107,8 @@ class ExecResult(msgspec.Struct, frozen=True, kw_only=True):
     truncated: bool
     sql_us: int
     cells_truncated: int | UnsetType = UNSET
+    texts_cut: tuple[events.TextCut, ...] | UnsetType = UNSET
+    scrubbed: int | UnsetType = UNSET
 
 
 class Request(msgspec.Struct, frozen=True, tag="execute"):
