@@ -27,7 +27,7 @@ from ledger.bank.describe import (
 from ledger.bank.registry import label
 from ledger.cli.common import Context, exit_with, pass_ctx
 from ledger.errors import LedgerError
-from ledger.events import ENGINES
+from ledger.events import ENGINES, BuildSettings
 from ledger.keys import load_default_signer
 from ledger.store import Ledger
 
@@ -44,6 +44,12 @@ def _open_readonly(ctx: Context) -> Ledger | None:
 def _progress(line: str) -> None:
     """A step of bank validation, on stderr (stdout keeps only the result)."""
     click.echo(line, err=True)
+
+
+def _echo_differences(build: BuildSettings) -> None:
+    """The accepted differences of gold between the engines (``--accept-engine-differences``)."""
+    for d in build.engine_differences:
+        click.echo(f"  gold differs from {build.transpiled_from}: {d.case_id}: {d.detail}")
 
 
 @click.group("bank")
@@ -83,7 +89,7 @@ def list_cmd(ctx: Context) -> None:
 @click.option(
     "--accept-engine-differences",
     is_flag=True,
-    help="With --engine: publish even where gold differs between the engines (listed).",
+    help="With --engine: valid even where gold differs between the engines (listed).",
 )
 @pass_ctx
 def validate_cmd(
@@ -103,6 +109,7 @@ def validate_cmd(
         f"ok: {checked.bank.ref} {checked.bank.content_sha256} "
         f"({len(checked.bank.cases)} cases, {gold_rows} gold rows)"
     )
+    _echo_differences(checked.fields["build"])
 
 
 @bank_group.command("publish")
@@ -158,8 +165,7 @@ def publish_cmd(
     verb = "published" if result.created else "already published"
     on = "" if pb.event.build.engine == "duckdb" else f" on {pb.event.build.engine}"
     click.echo(f"{verb}: {pb.ref}{on} {pb.event.content_sha256} at seq {pb.seq}")
-    for d in pb.event.build.engine_differences:
-        click.echo(f"  gold differs from {pb.event.build.transpiled_from}: {d.case_id}: {d.detail}")
+    _echo_differences(pb.event.build)
 
 
 @bank_group.command("show")

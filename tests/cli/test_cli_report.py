@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -11,6 +12,7 @@ from click.testing import CliRunner
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "projections"))
 from report_testkit import build_real_ledger
+from support import REPO
 
 from ledger.cli import main
 from ledger.merkle import root_hash
@@ -56,6 +58,19 @@ def test_runs_lines_and_json(ledger: Path):
     assert [r["run"] for r in rows] == ["model-a", "self-test"]
     assert rows[0]["done"] == 21
     assert rows[0]["planned"] == 21
+    # every key docs/cli.md names, and no other; no kill rate outside a calibration run
+    assert [sorted(r) for r in rows] == [sorted(documented_runs_keys())] * 2
+    assert [r["kill_rate"] for r in rows] == [None, None]
+
+
+def documented_runs_keys() -> set[str]:
+    """The keys docs/cli.md's ``runs`` section says ``runs --json`` prints."""
+    text = (REPO / "docs" / "cli.md").read_text("utf-8")
+    section = text[text.index("### `caseledger runs [") :]
+    start = section.index("`--json` prints a JSON array of objects with the keys")
+    keys = set(re.findall(r"`(\w+)`", section[start : section.index("Withdrawn runs", start)]))
+    assert len(keys) == 15, keys  # the sentence was found whole
+    return keys
 
 
 def test_report_prints_the_tree_size_and_writes_the_file(ledger: Path, tmp_path: Path):

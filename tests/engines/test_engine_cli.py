@@ -111,3 +111,31 @@ def test_gate_refuses_two_engines(bank: Path, tmp_path: Path) -> None:
     gate = _cli(ledger, "gate", "--baseline", f"{ledger}:on-duck", "--current", f"{ledger}:on-lite")
     assert gate.exit_code == 2
     assert "could not judge: engine differs: baseline duckdb, current sqlite" in gate.output
+
+
+def test_validate_for_sqlite_refuses_then_lists_the_real_width(bank: Path, tmp_path: Path) -> None:
+    # bank validate needs no ledger and writes none (docs/cli.md).
+    ledger = tmp_path / "nowhere" / "ledger.db"
+    difference = (
+        'tiny-real: duckdb: 1 rows [["26.83333396911621"]]; sqlite: 1 rows [["26.833333333333332"]]'
+    )
+    refused = _cli(ledger, "bank", "validate", str(bank), "--engine", "sqlite")
+    assert refused.exit_code == 2
+    assert refused.stdout == ""
+    assert refused.stderr.splitlines()[-3:] == [
+        "error: bank tiny@v1 on sqlite: 1 problem",
+        "  cases.yaml: case tiny-real: field reference_sql: gold on sqlite differs from gold on "
+        f"duckdb: {difference.removeprefix('tiny-real: ')}",
+        "  hint: fix the reference SQL so both engines agree, or pass "
+        "--accept-engine-differences to publish with the differences listed",
+    ]
+
+    done = _cli(
+        ledger, "bank", "validate", str(bank), "--engine", "sqlite", "--accept-engine-differences"
+    )
+    assert done.exit_code == 0, done.output
+    first, *rest = done.stdout.splitlines()
+    assert first.startswith("ok: tiny@v1 sha256:")
+    # the same difference publish lists, and nothing else
+    assert rest == [f"  gold differs from duckdb: {difference}"]
+    assert not ledger.parent.exists()
