@@ -426,9 +426,11 @@ def _worker_main(conn: Connection, db_path: str, memory_limit: str, parent_pid: 
         watchdog = Watchdog(parent_pid)
         watchdog.start()
         sandbox = _Sandbox(con)
-        # After the database, the watchdog and the sandbox's own connection exist:
-        # what a query allocates beyond them is bounded by the engine's memory limit.
-        limit_address_space(parse_memory_limit(memory_limit))
+        # No address-space cap here (the SQLite and PostgreSQL workers have one): DuckDB
+        # reserves virtual memory far beyond its memory_limit (the demo's ordinary
+        # answers reach 3 GB of address space from 115 MB), so a cap at the size once
+        # ready plus the limit made plain joins fail as "Out of Memory" and changed
+        # scores with the machine. DuckDB's memory_limit and the deadline bound a query.
         return sandbox, watchdog
 
     serve(
