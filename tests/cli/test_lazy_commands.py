@@ -133,10 +133,13 @@ def test_an_unknown_name_loads_every_area_and_suggests() -> None:
     )
 
 
-def test_the_usage_hint_names_a_lazily_loaded_command() -> None:
+@pytest.mark.parametrize("globals_", [[], ["--debug"], ["--ledger", "x.db", "--debug"]])
+def test_the_usage_hint_names_a_lazily_loaded_command(globals_: list[str]) -> None:
     # Click raises "requires an argument" without a context: the hint path is read from
-    # the arguments, through the lazy lookup.
-    done = subprocess.run([CLI, "run", "--attempts"], capture_output=True, text=True, check=False)
+    # the arguments (global options skipped), through the lazy lookup.
+    done = subprocess.run(
+        [CLI, *globals_, "run", "--attempts"], capture_output=True, text=True, check=False
+    )
     assert done.returncode == 2
     assert done.stderr == (
         "error: Option '--attempts' requires an argument.\n  hint: see `caseledger run --help`\n"
