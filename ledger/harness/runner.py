@@ -15,7 +15,8 @@ The stages overlap (issue 21): the model calls run on ``concurrency`` daemon
 threads (so an interrupted run never waits for a slow model); each answer is
 judged (parsed, guarded, executed, scored: ``AttemptWriter.prepare``) on one of
 ``workers`` judge threads, each statement on an idle one of ``workers`` SQL worker
-processes (one per core by default, started while the plan is prepared); the
+processes (one per core by default, started while the plan is prepared; the calls
+do not wait for them, only the judging of SQL does: issue 34); the
 calling thread, the single ledger writer, turns the judgements into events in the
 order the answers arrived and appends them in group commits: several attempts in
 one durable transaction, so a crash leaves whole attempts only. For a live model
@@ -184,7 +185,8 @@ class RunPlan:
 @dataclass
 class Progress:
     """Counters the CLI shows while a run goes. ``phase``: ``starting`` (the SQL
-    workers start, no call yet) or ``running``."""
+    workers start, the run's start is recorded, no call yet) or ``running`` (the
+    calls are under way; the SQL workers may still be starting: ``workers_ready``)."""
 
     planned: int
     done: int = 0
@@ -194,6 +196,9 @@ class Progress:
     #: Attempts whose SQL ran and whose result differs from gold (``result_correct`` is
     #: False, the report's "wrong"): neither correct nor failed (issue 35).
     wrong: int = 0
+    #: Every SQL worker has started (set by the last one to start; issue 34): the
+    #: calls do not wait for them, only the judging of an answer's SQL does.
+    workers_ready: bool = True
 
 
 @dataclass(frozen=True)
@@ -872,19 +877,24 @@ def _run_planned(
             session.one(events.RunStarted, **fresh)
         _stop_for_leaks(session, plan.run_id, todo, leaks)
     progress = _progress(summarise(existing, planned))
+    progress.workers_ready = False
+    workers.when_ready(lambda: setattr(progress, "workers_ready", True))
     if on_progress is not None:
         on_progress(dataclasses.replace(progress, phase="starting"))
-    pool = workers.ready()
     if started is None:
         session.one(events.RunStarted, **fresh)
     _store_prompts(session, existing, [prompts[cid] for cid, _ in todo])
     invocation = adapter.invocation(bank.prompt_contract_digest, plan.retries)
-    writer = AttemptWriter(bank, pool, invocation, score.SCORER_VERSION, limits, secrets=secrets)
+    # The calls start now, once RunStarted and the prompts are recorded, while the SQL
+    # workers may still be starting: only the judging of an answer's SQL waits for them
+    # (the pool's execute and read), so an unreachable server is found and recorded (and
+    # an early stop made) without waiting for them (issue 34).
+    writer = AttemptWriter(bank, workers, invocation, score.SCORER_VERSION, limits, secrets=secrets)
     requests = [Request(cid, n, prompts[cid]) for cid, n in todo]
-    if on_progress is not None:
-        on_progress(progress)
     policy = RetryPolicy(retries=plan.retries, base_s=plan.backoff_s)
     calls = _Calls(adapter, policy, plan.concurrency, requests, clock)
+    if on_progress is not None:
+        on_progress(progress)
     size = workers.size
     if adapter.identity.adapter_kind in _FREE_ANSWERS:
         depth, window = 2 * size + 2, 2 * size + 2 + GROUP_ATTEMPTS
@@ -925,6 +935,8 @@ class _Workers:
         self._made: list[Executor] = []
         self._errors: list[BaseException] = []
         self._idle: queue.Queue[Executor] = queue.Queue()
+        self._on_ready: list[Callable[[], None]] = []
+        self._started = 0  # workers that have started, or failed to
         self._threads = [
             threading.Thread(target=self._start, name=f"caseledger-sql-start-{n}", daemon=True)
             for n in range(self.size)
@@ -939,10 +951,27 @@ class _Workers:
         except BaseException as exc:  # not hidden: ready() raises it on the run's thread
             with self._lock:
                 self._errors.append(exc)
+                self._started += 1
             return
         with self._lock:
             self._made.append(made)
+            self._started += 1
+            done = self._started == self.size and not self._errors
+            callbacks = list(self._on_ready) if done else []
         self._idle.put(made)
+        for callback in callbacks:
+            callback()
+
+    def when_ready(self, callback: Callable[[], None]) -> None:
+        """Call ``callback`` once every worker has started (now, if they have; never when
+        one failed to start), on the thread of the last one to start."""
+        with self._lock:
+            if self._started < self.size:
+                self._on_ready.append(callback)
+                return
+            ok = not self._errors
+        if ok:
+            callback()
 
     def ready(self) -> _Workers:
         """Wait until every worker has started.
@@ -959,7 +988,9 @@ class _Workers:
     def execute(
         self, sql: str, *, max_rows: int, max_result_bytes: int, max_cell_bytes: int
     ) -> ExecResult:
-        """Run one statement on an idle worker (waiting for one)."""
+        """Run one statement on an idle worker (waiting for every worker to start, then
+        for an idle one; SandboxError when one could not start)."""
+        self.ready()
         executor = self._idle.get()
         try:
             return executor.execute(
@@ -973,7 +1004,9 @@ class _Workers:
 
     def read(self, request: ReadRequest) -> Reading | None:
         """Read one SQL text on an idle worker (``ledger.harness.reading``); None when
-        its engine's executor cannot, or the worker could not (the caller reads it)."""
+        its engine's executor cannot, or the worker could not (the caller reads it).
+        Waits for the workers to start, as :meth:`execute` does."""
+        self.ready()
         executor = self._idle.get()
         try:
             read = getattr(executor, "read", None)
