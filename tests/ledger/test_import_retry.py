@@ -15,13 +15,14 @@ import os
 import sqlite3
 import subprocess
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from ledger.app.exchange import IMPORT_TRIES, import_run
+from ledger.app.exchange import IMPORT_TRIES, ImportResult, import_run
 from ledger.errors import StoreConflictError
 from ledger.keys import load_default_signer
 from ledger.store import Ledger
@@ -78,6 +79,18 @@ def machine_b(tmp_path: Path, machine_a: Home) -> Path:
     return tmp_path
 
 
+def _import(machine_a: Home, machine_b: Path, hook: Callable[[int], None]) -> ImportResult:
+    """B imports A's bundle in this process, ``hook`` called before each append."""
+    with Ledger.open(machine_b / DB) as ledger:
+        return import_run(
+            ledger,
+            load_default_signer(machine_b / DB.parent),
+            machine_a.bundle.read_bytes(),
+            "a.json",
+            before_append=hook,
+        )
+
+
 def test_a_checkpoint_between_check_and_append_is_retried(machine_a: Home, machine_b: Path) -> None:
     start = rows(machine_b)
     tries: list[int] = []
@@ -87,14 +100,7 @@ def test_a_checkpoint_between_check_and_append_is_retried(machine_a: Home, machi
         if attempt == 1:  # a second writer appends one event (checkpoint.issued.v1)
             caseledger(machine_b, "checkpoint", "-o", "note.txt")
 
-    with Ledger.open(machine_b / DB) as ledger:
-        done = import_run(
-            ledger,
-            load_default_signer(machine_b / DB.parent),
-            machine_a.bundle.read_bytes(),
-            "a.json",
-            before_append=other_writer,
-        )
+    done = _import(machine_a, machine_b, other_writer)
     assert tries == [1, 2]
     assert not done.already
     assert done.events == machine_a.events
@@ -112,14 +118,7 @@ def test_the_same_run_imported_meanwhile_is_found_on_the_retry(
         if attempt == 1:
             caseledger(machine_b, "import", "run", str(machine_a.bundle))
 
-    with Ledger.open(machine_b / DB) as ledger:
-        done = import_run(
-            ledger,
-            load_default_signer(machine_b / DB.parent),
-            machine_a.bundle.read_bytes(),
-            "a.json",
-            before_append=other_importer,
-        )
+    done = _import(machine_a, machine_b, other_importer)
     assert done.already
     assert rows(machine_b, "stream = ?", RUN) == machine_a.events  # imported once
     caseledger(machine_b, "verify")
@@ -131,14 +130,8 @@ def test_a_log_that_moves_before_every_try_is_refused(machine_a: Home, machine_b
     def busy_writer(attempt: int) -> None:
         caseledger(machine_b, "checkpoint", "-o", "note.txt")
 
-    with Ledger.open(machine_b / DB) as ledger, pytest.raises(StoreConflictError) as caught:
-        import_run(
-            ledger,
-            load_default_signer(machine_b / DB.parent),
-            machine_a.bundle.read_bytes(),
-            "a.json",
-            before_append=busy_writer,
-        )
+    with pytest.raises(StoreConflictError) as caught:
+        _import(machine_a, machine_b, busy_writer)
     assert IMPORT_TRIES == 5
     # the fifth try checked at start + 4 events; the fifth checkpoint made it start + 5
     assert str(caught.value) == (
