@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -41,9 +43,48 @@ def _open_readonly(ctx: Context) -> Ledger | None:
     return Ledger.open(ctx.ledger, readonly=True)
 
 
+_COUNTER = re.compile(r"^(?P<what>.+) (?P<k>\d+)/(?P<n>\d+)$")
+
+
+class _Steps:
+    """The steps of building a bank, on stderr (stdout keeps only the result).
+
+    A counted step (``freezing gold k/N``) is redrawn in place on a terminal; in a
+    log (stderr not a terminal) it is written at most about ten times: its first, at
+    each further tenth of N, and its last (issue 35: a 500-case import wrote 500 lines).
+    Every other step is one line.
+    """
+
+    def __init__(self) -> None:
+        self.open = False  # a counted line is drawn on the terminal and not ended
+
+    def __call__(self, line: str) -> None:
+        found = _COUNTER.match(line)
+        if found is None:
+            self._end()
+            click.echo(line, err=True)
+            return
+        k, n = int(found["k"]), int(found["n"])
+        if sys.stderr.isatty():
+            click.echo("\r" + line, err=True, nl=False)
+            self.open = True
+            if k >= n:
+                self._end()
+        elif k in (1, n) or k * 10 // max(n, 1) != (k - 1) * 10 // max(n, 1):
+            click.echo(line, err=True)
+
+    def _end(self) -> None:
+        if self.open:
+            click.echo("", err=True)
+            self.open = False
+
+
+_STEPS = _Steps()
+
+
 def _progress(line: str) -> None:
-    """A step of bank validation, on stderr (stdout keeps only the result)."""
-    click.echo(line, err=True)
+    """A step of bank validation, on stderr (see :class:`_Steps`)."""
+    _STEPS(line)
 
 
 def _echo_differences(build: BuildSettings) -> None:
@@ -280,7 +321,7 @@ def import_bird_cmd(
     output_folder(out)
     results = import_benchmark(
         "bird", questions, databases, out, db_ids=db_ids, engine=engine, version=version,
-        progress=lambda line: click.echo(line, err=True),
+        progress=_progress,
     )  # fmt: skip
     _report_import(results)
 
@@ -311,7 +352,7 @@ def import_spider_cmd(
     output_folder(out)
     results = import_benchmark(
         "spider", questions, databases, out, db_ids=db_ids, tables_json=tables_json,
-        engine=engine, version=version, progress=lambda line: click.echo(line, err=True),
+        engine=engine, version=version, progress=_progress,
     )  # fmt: skip
     _report_import(results)
 

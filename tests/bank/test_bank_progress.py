@@ -78,3 +78,50 @@ def test_data_files_report_each_table_loaded(tmp_path: Path) -> None:
     assert validate_bank(folder).fields["gold"] == checked.fields["gold"]
     gold = {g.case_id: g.rows for g in checked.fields["gold"]}
     assert gold["tiny-02"] == (("80.50",),)
+
+
+def test_a_log_gets_about_ten_lines_of_a_counted_step(tmp_path: Path) -> None:
+    """Issue 35: stderr that is not a terminal (a log) gets a counted step at its first
+    case, at each further tenth, and at its last, not once per case. retail has 18 cases:
+    k * 10 // 18 rises at k = 2, 4, 6, 8, 9, 11, 13, 15, 17 and 18 (worked out by hand)."""
+    ledger = tmp_path / "home" / "ledger.db"
+    assert _cli(ledger, "init").exit_code == 0
+    result = _cli(ledger, "bank", "publish", "retail")
+    assert result.exit_code == 0, result.output
+    counted = [ln for ln in result.stderr.splitlines() if ln.startswith("freezing gold ")]
+    shown = [1, 2, 4, 6, 8, 9, 11, 13, 15, 17, 18]
+    assert counted == [f"freezing gold {k}/18" for k in shown]
+    assert "leak check" in result.stderr.splitlines()
+
+
+def test_a_terminal_sees_a_counted_step_redrawn_in_place(tmp_path: Path) -> None:
+    """On a terminal (a pseudo-terminal here, a real caseledger process) the counted step
+    is one line redrawn with a carriage return, ended once at its last case."""
+    import os
+    import subprocess
+    import sys
+
+    caseledger = Path(sys.executable).parent / "caseledger"
+    main_fd, term_fd = os.openpty()
+    try:
+        done = subprocess.run(
+            [str(caseledger), "bank", "validate", "retail"],
+            stdout=subprocess.PIPE, stderr=term_fd, cwd=tmp_path, timeout=300, check=False,
+        )  # fmt: skip
+        os.close(term_fd)
+        seen = b""
+        while True:
+            try:
+                chunk = os.read(main_fd, 65536)
+            except OSError:  # the terminal's other side is closed: everything was read
+                break
+            if not chunk:
+                break
+            seen += chunk
+    finally:
+        os.close(main_fd)
+    assert done.returncode == 0, seen
+    text = seen.decode().replace("\r\n", "\n")
+    assert "\rfreezing gold 1/18\rfreezing gold 2/18\r" in text
+    assert "\rfreezing gold 18/18\nleak check\n" in text
+    assert "freezing gold 2/18\n" not in text
