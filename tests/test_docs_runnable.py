@@ -13,6 +13,12 @@ installed ``caseledger`` on PATH (an activated venv), in a fresh folder:
 Every block must exit 0. The demo itself is started as the README starts it
 (``.venv/bin/caseledger demo`` with nothing on PATH), and the commands it prints
 must run, as printed, in that fresh shell.
+
+A runnable block may be followed by the output it prints: the line
+``<!-- output -->`` right before a ```` ``` ```` fence after it (issue 35). The
+block's stdout must then be those lines, one for one; ``…`` in a line stands for
+any text within that line (a hash, a time). So a page cannot show output the
+program no longer prints.
 """
 
 from __future__ import annotations
@@ -32,6 +38,7 @@ from ledger.harness.score import SCORERS
 
 DOCS = REPO / "docs"
 MARKER = "<!-- runnable -->"
+OUTPUT = "<!-- output -->"
 VENV_BIN = Path(sys.executable).parent
 # Clean of anything that would point a command at another ledger or server.
 UNSET = ("CASELEDGER_LEDGER", "CASELEDGER_HOME", "CASELEDGER_PG_DSN", "CASELEDGER_PI")
@@ -44,6 +51,8 @@ class Block:
     doc: str
     line: int
     text: str
+    #: The output the page shows after it (``<!-- output -->``), or None.
+    expected: str | None = None
 
 
 def runnable_blocks(path: Path) -> list[Block]:
@@ -57,8 +66,44 @@ def runnable_blocks(path: Path) -> list[Block]:
         following = lines[fence] if fence < len(lines) else ""
         assert following == "```sh", f"{path.name}:{i + 1}: {MARKER} must precede a ```sh fence"
         end = lines.index("```", fence + 1)
-        blocks.append(Block(path.name, fence + 1, "\n".join(lines[fence + 1 : end]) + "\n"))
+        blocks.append(
+            Block(
+                path.name,
+                fence + 1,
+                "\n".join(lines[fence + 1 : end]) + "\n",
+                _shown_output(path, lines, end + 1),
+            )
+        )
     return blocks
+
+
+def _shown_output(path: Path, lines: list[str], start: int) -> str | None:
+    """The ``<!-- output -->`` block after line ``start`` (blank lines between), or None."""
+    at = start
+    while at < len(lines) and not lines[at].strip():
+        at += 1
+    if at >= len(lines) or lines[at].strip() != OUTPUT:
+        return None
+    assert lines[at + 1].startswith("```"), f"{path.name}:{at + 1}: {OUTPUT} must precede a fence"
+    end = lines.index("```", at + 2)
+    return "\n".join(lines[at + 2 : end]) + "\n"
+
+
+def output_matches(shown: str, printed: str) -> bool:
+    """Whether ``printed`` is the ``shown`` output, line for line, ``…`` matching any text
+    within its line.
+
+    >>> output_matches("a …\nb\n", "a sha256:ff\nb\n"), output_matches("a\n", "a\nb\n")
+    (True, False)
+    """
+    want, got = shown.splitlines(), printed.splitlines()
+    if len(want) != len(got):
+        return False
+    for w, g in zip(want, got, strict=True):
+        pattern = ".*?".join(re.escape(part) for part in w.split("…"))
+        if re.fullmatch(pattern, g) is None:
+            return False
+    return True
 
 
 PAGES = {p.name: runnable_blocks(p) for p in sorted(DOCS.glob("*.md"))}
@@ -104,6 +149,16 @@ def test_scorer_examples_name_a_shipped_version() -> None:
     for path in sorted(DOCS.glob("*.md")):
         for version in re.findall(r"--scorer (\d+\.\d+\.\d+)\b", path.read_text("utf-8")):
             assert version in SCORERS, f"{path.name}: --scorer {version} is not a scorer version"
+
+
+def test_shown_outputs_are_read_and_matched() -> None:
+    # The slices page shows what `caseledger slices` prints, checked by the run below.
+    (block,) = [b for b in PAGES["slices.md"] if b.expected is not None]
+    assert block.text.startswith("caseledger --ledger caseledger-demo/ledger.db slices")
+    assert block.expected.startswith("run demo-harbor-coder-14b (retail@v4, scorer ")
+    assert output_matches("x …, y\n", "x 1, 2, y\n")
+    assert not output_matches("x …, y\n", "x 1, 2, z\n")
+    assert not output_matches("x\n", "x\ny\n")
 
 
 def test_no_variants_is_documented() -> None:
@@ -165,4 +220,9 @@ def test_runnable_doc_commands_exit_0(readme_demo: tuple[Path, str], tmp_path: P
                     f"{done.stderr[-2000:]}"
                 )
                 break  # the page's later blocks build on this one
+            if block.expected is not None and not output_matches(block.expected, done.stdout):
+                failures.append(
+                    f"docs/{page}:{block.line}: the page shows\n{block.expected}"
+                    f"the program printed\n{done.stdout}"
+                )
     assert failures == [], "\n\n".join(failures)
