@@ -67,20 +67,24 @@ def import_benchmark(
     *,
     db_ids: tuple[str, ...] = (),
     tables_json: Path | None = None,
+    gold: Path | None = None,
     engine: str = "sqlite",
     version: str = "v1",
     progress: Callable[[str], None] = lambda _: None,
 ) -> list[ImportResult]:
     """Import every (or each named) database of a BIRD or Spider question file.
 
-    Banks go to ``out/<db_id>/``. Raises UsageError for a file that is not in the
-    benchmark's layout (naming the file and question) and BankError when a bank
-    does not validate (the folder is kept so the user can look at it).
+    Banks go to ``out/<db_id>/``. ``gold`` (Spider only): Spider's gold file, whose SQL
+    becomes the reference SQL (what Spider's evaluator scores against). Raises UsageError
+    for a file that is not in the benchmark's layout (naming the file and question) and
+    BankError when a bank does not validate (the folder is kept so the user can look at it).
     """
     if benchmark == "bird":
+        if gold is not None:
+            raise UsageError("--gold is for Spider (BIRD's gold SQL is in its question file)")
         questions = read_bird(questions_file)
     else:
-        questions = read_spider(questions_file)
+        questions = read_spider(questions_file, gold)
         if tables_json is None:
             raise UsageError("spider import needs --tables TABLES.json (Spider's tables.json)")
     if engine not in ("sqlite", "duckdb"):

@@ -18,6 +18,7 @@ compares the two golds (``ledger.app.importing``).
 from __future__ import annotations
 
 import csv
+import dataclasses
 import json
 import re
 import shutil
@@ -155,8 +156,41 @@ def read_bird(path: Path) -> list[Question]:
     return out
 
 
-def read_spider(path: Path) -> list[Question]:
-    """Spider's question file (dev.json): objects with ``db_id``, ``question``, ``query``."""
+def read_spider(path: Path, gold: Path | None = None) -> list[Question]:
+    """Spider's question file (dev.json): objects with ``db_id``, ``question``, ``query``.
+
+    ``gold``: Spider's gold file (``gold_example.txt``'s layout: one ``SQL<TAB>db_id``
+    line per question, in the question file's order), the file Spider's evaluator scores
+    against (issue 31). Each question's reference SQL is then its line's SQL instead of
+    ``query``; a line count or a ``db_id`` that does not match is refused.
+    """
+    questions = _read_spider_questions(path)
+    if gold is None:
+        return questions
+    try:
+        lines = [ln for ln in gold.read_text(encoding="utf-8").split("\n") if ln.strip()]
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"cannot read Spider gold file {gold}: {exc}") from None
+    if len(lines) != len(questions):
+        raise UsageError(
+            f"{gold}: {len(lines)} gold lines for the {len(questions)} questions of {path}",
+            hint="give the gold file that goes with this question file, one line per question",
+        )
+    out = []
+    for number, (line, q) in enumerate(zip(lines, questions, strict=True), start=1):
+        sql, tab, db_id = line.rstrip("\r").rpartition("\t")
+        if not tab or not sql.strip():
+            raise UsageError(f"{gold}:{number}: not 'SQL<TAB>db_id'")
+        if db_id.strip() != q.db_id:
+            raise UsageError(
+                f"{gold}:{number}: db_id {db_id.strip()!r}, but question #{q.index} of "
+                f"{path} is on {q.db_id!r}"
+            )
+        out.append(dataclasses.replace(q, sql=sql.strip()))
+    return out
+
+
+def _read_spider_questions(path: Path) -> list[Question]:
     doc = _load_json(path)
     if not isinstance(doc, list):
         raise UsageError(f"{path}: must be a JSON list of questions (Spider's dev.json layout)")

@@ -335,10 +335,18 @@ def import_bird_cmd(
     type=click.Path(dir_okay=False, path_type=Path),
     help="Spider's tables.json (its natural column names go to the semantic layer).",
 )
+@click.option(
+    "--gold",
+    "gold",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Spider's gold file (SQL<TAB>db_id per question, as gold_example.txt): the "
+    "reference SQL, as Spider's evaluator reads it (default: dev.json's query).",
+)
 @_import_options
 def import_spider_cmd(
     questions: Path,
     tables_json: Path,
+    gold: Path | None,
     databases: Path,
     db_ids: tuple[str, ...],
     out: Path,
@@ -352,7 +360,7 @@ def import_spider_cmd(
     output_folder(out)
     results = import_benchmark(
         "spider", questions, databases, out, db_ids=db_ids, tables_json=tables_json,
-        engine=engine, version=version, progress=_progress,
+        gold=gold, engine=engine, version=version, progress=_progress,
     )  # fmt: skip
     _report_import(results)
 

@@ -52,7 +52,6 @@ def _block(doc: dict[str, Any], run_id: str) -> dict[str, Any]:
     return block
 
 
-@pytest.mark.benchmark_data
 @pytest.mark.slow
 @pytest.mark.benchmark_data
 def test_spider_ex_equals_spiders_own_evaluator_on_concert_singer(tmp_path: Path) -> None:
@@ -137,3 +136,65 @@ def test_spider_ex_equals_spiders_own_evaluator_on_concert_singer(tmp_path: Path
         differ = {v["case"] for v in block["verdicts"] if v["ex"] != (v["caseledger"] is True)}
         assert {d["case"] for d in block["disagreements"]} == differ
         assert all(d["reason"] for d in block["disagreements"])
+
+
+@pytest.mark.slow
+@pytest.mark.benchmark_data
+def test_each_file_against_the_gold_its_verdicts_were_made_with(tmp_path: Path) -> None:
+    """Spider's evaluator scores a prediction file against a gold file. The shipped verdicts
+    were made against two golds: pred_example.json against dev.json's queries (the test
+    above: 45 of 45), gold.json against gold_example.txt itself. `bank import spider --gold
+    gold_example.txt` takes the reference SQL from Spider's gold file; replaying
+    gold_example.txt on that bank equals gold.json on 45 of 45. pred_example.txt on it
+    differs from pred_example.json only at q16, where gold_example.txt's gold
+    (avg(capacity), max(capacity)) is not dev.json's (max(capacity), average)."""
+    home = tmp_path / "led"
+    home.mkdir()
+    assert cli(home, "init").returncode == 0
+    out = tmp_path / "banks"
+    done = cli(home, "bank", "import", "spider", str(SPIDER / "dev.json"), "--tables",
+               str(SPIDER / "tables.json"), "--gold", str(SPIDER / "gold_example.txt"),
+               "--databases", str(SPIDER / "database"), "--db-id", "concert_singer",
+               "-o", str(out))  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert cli(home, "bank", "publish", str(out / "concert_singer")).returncode == 0
+    for run_id, name in (("g-gold", "gold_example.txt"), ("g-pred", "pred_example.txt")):
+        done = cli(home, "run", "--bank", "concert_singer", "--adapter", "replay",
+                   "--replay-format", "spider", "--replay-file", str(SPIDER / name),
+                   "--run-id", run_id)  # fmt: skip
+        assert done.returncode == 0, done.stderr
+    report = tmp_path / "report.json"
+    assert cli(home, "report", "-o", str(report)).returncode == 0
+    doc = json.loads(report.read_text(encoding="utf-8"))
+    gold = {v["case"]: v["ex"] for v in _block(doc, "g-gold")["verdicts"]}
+    want = _verdicts("gold.json")
+    assert [c for c in CASES if gold[c] is None or int(gold[c]) != want[c]] == []  # 45 of 45
+    pred = {v["case"]: v["ex"] for v in _block(doc, "g-pred")["verdicts"]}
+    want = _verdicts("pred_example.json")
+    assert [c for c in CASES if pred[c] is None or int(pred[c]) != want[c]] == ["q16"]
+
+
+def test_a_gold_file_that_does_not_fit_is_refused(tmp_path: Path) -> None:
+    """One gold line per question, on the question's database: else exit 2 naming the line."""
+    questions = tmp_path / "dev.json"
+    questions.write_text(json.dumps([
+        {"db_id": "a", "question": "how many?", "query": "SELECT 1"},
+        {"db_id": "b", "question": "how many more?", "query": "SELECT 2"},
+    ]))  # fmt: skip
+    tables = tmp_path / "tables.json"
+    tables.write_text("[]")
+    home = tmp_path / "led"
+    home.mkdir()
+    for text, message in (
+        ("SELECT 1\ta\n", "1 gold lines for the 2 questions of"),
+        ("SELECT 1\ta\nSELECT 2\tc\n", ":2: db_id 'c', but question #1 of"),
+        ("SELECT 1\ta\nSELECT 2\n", ":2: not 'SQL<TAB>db_id'"),
+    ):
+        gold = tmp_path / "gold.txt"
+        gold.write_text(text)
+        done = cli(home, "bank", "import", "spider", str(questions), "--tables", str(tables),
+                   "--gold", str(gold), "--databases", str(tmp_path), "-o",
+                   str(tmp_path / "out"))  # fmt: skip
+        assert done.returncode == 2, done.stderr
+        assert message in done.stderr
+        assert "Traceback" not in done.stderr
