@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import os
 import shutil
+import sqlite3
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -250,36 +252,33 @@ def test_an_empty_dimension_says_it_has_no_value(tmp_path: Path) -> None:
     assert "None" not in done.stderr
 
 
-def _other_run(ledger: Path, run_id: str) -> None:
-    """A second real ``caseledger run --run-id RUN_ID`` that starts and finishes the run."""
-    other = subprocess.run(
+def _other_run(ledger: Path, run_id: str) -> subprocess.CompletedProcess[str]:
+    """A second real ``caseledger run --run-id RUN_ID``."""
+    return subprocess.run(
         [CLI, "--ledger", str(ledger), "run", "--bank", "sales-fixture", "--adapter",
          "reference", "--run-id", run_id, "--no-variants"],
         capture_output=True, text=True, check=False,
     )  # fmt: skip
-    assert other.returncode == 0, other.stderr
 
 
-# Where the other process wins the race: right after this one checked that the run id
-# is free, or after it read the stream head and while its SQL workers start.
-RACE_POINTS = ("_existing_run", "executor_for")
-
-
-@pytest.mark.parametrize("point", RACE_POINTS)
 def test_two_runs_started_with_one_run_id_at_once(
-    ledger: Path, monkeypatch: pytest.MonkeyPatch, point: str
+    ledger: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    run_id = f"twin-{point.strip('_')}"
-    original = getattr(runner_module, point)
-    once = threading.Lock()  # each SQL worker's start passes executor_for: race once
+    """The other process wins the race right after this one checked that the run id is
+    free (the run's own check, after the CLI's pre-flight one: issue 35)."""
+    run_id = "twin-existing_run"
+    original = runner_module._existing_run
+    calls = [0]
 
     def lose_the_race(*args: Any, **kwargs: Any) -> Any:
         found = original(*args, **kwargs)
-        if once.acquire(blocking=False):
-            _other_run(ledger, run_id)
+        calls[0] += 1
+        if calls[0] == 2:
+            other = _other_run(ledger, run_id)
+            assert other.returncode == 0, other.stderr
         return found
 
-    monkeypatch.setattr(runner_module, point, lose_the_race)
+    monkeypatch.setattr(runner_module, "_existing_run", lose_the_race)
     done = cli(ledger, "run", "--bank", "sales-fixture", "--adapter", "reference",
                "--run-id", run_id, "--no-variants")  # fmt: skip
     assert done.exit_code == 2, done.output
@@ -295,6 +294,48 @@ def test_two_runs_started_with_one_run_id_at_once(
     assert len(listed) == 51
     assert sum("run.started" in line for line in listed) == 1
     assert sum("prompt.stored" in line for line in listed) == 7
+    assert cli(ledger, "verify").exit_code == 0
+
+
+def _stream_rows(ledger: Path, run_id: str) -> int:
+    with sqlite3.connect(f"file:{ledger}?mode=ro", uri=True) as con:
+        query = "SELECT count(*) FROM events WHERE stream = ?"
+        return int(con.execute(query, (run_id,)).fetchone()[0])
+
+
+def test_a_second_run_while_the_first_starts_its_workers_is_refused(
+    ledger: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """While this run's SQL workers start, its RunStarted is recorded already (the model
+    calls do not wait for the workers, issue 34): another process starting the same run
+    id then is refused (exit 2, 'already exists') and this run completes."""
+    run_id = "twin-executor_for"
+    original = runner_module.executor_for
+    once = threading.Lock()  # each SQL worker's start passes executor_for: once
+    others: list[subprocess.CompletedProcess[str]] = []
+
+    def start_another(*args: Any, **kwargs: Any) -> Any:
+        found = original(*args, **kwargs)
+        if once.acquire(blocking=False):
+            # the workers start on their own threads while the run records RunStarted:
+            # wait until it is stored (read from the file), then start the other process
+            deadline = time.monotonic() + 120
+            while not _stream_rows(ledger, run_id):
+                assert time.monotonic() < deadline, "RunStarted was never stored"
+                time.sleep(0.05)
+            others.append(_other_run(ledger, run_id))
+        return found
+
+    monkeypatch.setattr(runner_module, "executor_for", start_another)
+    done = cli(ledger, "run", "--bank", "sales-fixture", "--adapter", "reference",
+               "--run-id", run_id, "--no-variants")  # fmt: skip
+    assert done.exit_code == 0, done.output
+    (other,) = others
+    assert other.returncode == 2
+    assert f"error: run {run_id} already exists in" in other.stderr
+    listed = cli(ledger, "log", "--run", run_id).stdout.splitlines()
+    assert len(listed) == 51
+    assert sum("run.started" in line for line in listed) == 1
     assert cli(ledger, "verify").exit_code == 0
 
 
