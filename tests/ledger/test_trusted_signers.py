@@ -106,15 +106,21 @@ def home(tmp_path_factory: pytest.TempPathFactory) -> Home:
 @pytest.fixture
 def central(tmp_path: Path, home: Home) -> Path:
     """A ledger with retail published and home-op trusted (through a .pub file)."""
-    root = tmp_path / "central"
-    root.mkdir()
-    db = root / "ledger.db"
-    ok(cli(db, "init", "--name", "central-op", home=root))
-    ok(cli(db, "bank", "publish", "retail", home=root))
+    db = new_ledger(tmp_path / "central")
+    root = db.parent
     pub = root / "home-op.pub"
     pub.write_text(home.pub + "\n")
     out = ok(cli(db, "signers", "trust", str(pub), "--name", "home-op", home=root))
     assert f"trusted home-op ({key_id('home-op', home.public)})" in out
+    return db
+
+
+def new_ledger(root: Path) -> Path:
+    """A new ledger in ``root`` (operator key central-op) with retail published."""
+    root.mkdir()
+    db = root / "ledger.db"
+    ok(cli(db, "init", "--name", "central-op", home=root))
+    ok(cli(db, "bank", "publish", "retail", home=root))
     return db
 
 
@@ -246,11 +252,8 @@ def test_a_bundle_forged_with_a_fresh_key_is_refused(
 
 def test_a_fresh_key_is_refused_on_a_ledger_that_trusts_nobody(home: Home, tmp_path: Path) -> None:
     """No trust on first use: the honest bundle itself needs its key trusted first."""
-    root = tmp_path / "c"
-    root.mkdir()
-    db = root / "ledger.db"
-    ok(cli(db, "init", "--name", "central-op", home=root))
-    ok(cli(db, "bank", "publish", "retail", home=root))
+    db = new_ledger(tmp_path / "c")
+    root = db.parent
     before = size_of(db)
     path = write(tmp_path, home.bundle)
     done = cli(db, "import", "run", str(path), home=root)
@@ -296,11 +299,8 @@ def test_an_origin_without_attestation_is_dropped(
 
 
 def test_a_key_trusted_for_one_origin_only(home: Home, tmp_path: Path) -> None:
-    root = tmp_path / "c"
-    root.mkdir()
-    db = root / "ledger.db"
-    ok(cli(db, "init", "--name", "central-op", home=root))
-    ok(cli(db, "bank", "publish", "retail", home=root))
+    db = new_ledger(tmp_path / "c")
+    root = db.parent
     pub = root / "k.pub"
     pub.write_text(home.pub)
     other = "caseledger/00000000000000aa"
@@ -427,11 +427,8 @@ def test_a_ledger_that_imported_before_trust_existed(home: Home, tmp_path: Path)
     from ledger.keys import Signer
     from ledger.store import Draft, Ledger
 
-    root = tmp_path / "old"
-    root.mkdir()
-    db = root / "ledger.db"
-    ok(cli(db, "init", "--name", "central-op", home=root))
-    ok(cli(db, "bank", "publish", "retail", home=root))
+    db = new_ledger(tmp_path / "old")
+    root = db.parent
     operator = Signer.load(root / "keys" / "operator.key")
     (who,) = home.bundle["signers"]
     fields = {k: who[k] for k in ("key_id", "name", "public_key")}
