@@ -937,6 +937,7 @@ class _Workers:
         self._idle: queue.Queue[Executor] = queue.Queue()
         self._on_ready: list[Callable[[], None]] = []
         self._started = 0  # workers that have started, or failed to
+        self._closed = False  # a worker that starts after close() stops itself
         self._threads = [
             threading.Thread(target=self._start, name=f"caseledger-sql-start-{n}", daemon=True)
             for n in range(self.size)
@@ -954,11 +955,16 @@ class _Workers:
                 self._started += 1
             return
         with self._lock:
-            self._made.append(made)
+            late = self._closed
+            if not late:
+                self._made.append(made)
             self._started += 1
             done = self._started == self.size and not self._errors
             callbacks = list(self._on_ready) if done else []
-        self._idle.put(made)
+        if late:  # the run ended while this worker started: nothing will use it
+            made.close()
+        else:
+            self._idle.put(made)
         for callback in callbacks:
             callback()
 
@@ -1015,10 +1021,12 @@ class _Workers:
             self._idle.put(executor)
 
     def close(self) -> None:
-        """Stop every worker (waiting for those still starting)."""
-        for thread in self._threads:
-            thread.join()
+        """Stop every worker that has started. One still starting is not waited for (a
+        run that stopped before needing its SQL workers ends at once, issue 34): its
+        own thread stops it once it is up, and a process that exits first ends it
+        (the workers are daemon processes and watch their parent)."""
         with self._lock:
+            self._closed = True
             made, self._made = self._made, []
         # Each on its own thread: a worker takes a moment to end, and they end together.
         errors: list[BaseException] = []

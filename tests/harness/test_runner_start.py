@@ -4,13 +4,16 @@ Real parts: a real ledger and bank, real SQL worker processes, the openai adapte
 calling a closed port on 127.0.0.1 (nothing listens: connection refused). The run
 reports each progress step through ``on_progress``; the test keeps a copy of each
 and reads from them whether the SQL workers had all started (``workers_ready``)
-when the calls began and when the failed call was recorded. No time is asserted.
+when the calls began, when the failed call was recorded and when ``run`` returned.
+No time is asserted.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import multiprocessing
 import socket
+import time
 from pathlib import Path
 
 import pytest
@@ -44,6 +47,12 @@ def test_an_unreachable_server_is_called_and_stops_the_run_before_the_workers_ar
 ) -> None:
     url = f"http://127.0.0.1:{_closed_port()}/v1"
     seen: list[Progress] = []
+    live: list[Progress] = []  # the run's own Progress object, which it keeps updating
+
+    def progress(p: Progress) -> None:
+        seen.append(dataclasses.replace(p))
+        live.append(p)
+
     with Ledger.open(home / "ledger.db") as ledger:
         ctx = bank_context(find_published(ledger, home, "sales-fixture"), ledger.path, home)
         adapter = build_adapter("openai", {"base_url": url, "model": "m", "timeout_s": 10})
@@ -51,8 +60,21 @@ def test_an_unreachable_server_is_called_and_stops_the_run_before_the_workers_ar
         # start than a refused connection on 127.0.0.1.
         plan = RunPlan(run_id="dead", profile="t", max_consecutive_failures=1, workers=4)
         summary = run(ledger, load_default_signer(home), ctx, adapter, plan, clock=lambda: AT,
-                      on_progress=lambda p: seen.append(dataclasses.replace(p)))  # fmt: skip
+                      on_progress=progress)  # fmt: skip
+        # run() returned, the run recorded as stopped, before the workers were all up:
+        # it did not wait for them to start in order to stop them either.
+        returned_before_ready = not live[-1].workers_ready
         stored = [s.event() for s in ledger.stream_events("dead")]
+    assert returned_before_ready
+    # Each worker then stops itself once it is up: none is left behind (polled, with a
+    # deadline; no time is asserted).
+    deadline = time.monotonic() + 300
+    while (multiprocessing.active_children() or not live[-1].workers_ready) and (
+        time.monotonic() < deadline
+    ):
+        time.sleep(0.05)
+    assert live[-1].workers_ready
+    assert multiprocessing.active_children() == []
     assert summary.status == "failed"
     steps = [(p.phase, p.done, p.workers_ready) for p in seen]
     # starting (nothing called), the calls under way (the workers still starting), then
