@@ -16,6 +16,7 @@ from __future__ import annotations
 import http.client
 import json
 import logging
+import socket
 import time
 import urllib.parse
 from collections.abc import Iterable
@@ -28,7 +29,7 @@ from ledger import events
 from ledger.adapters import base, pricing
 from ledger.adapters.base import Failure, Identity, Reply, Request
 from ledger.codec import sha256_hex
-from ledger.errors import UsageError
+from ledger.errors import AdapterError, UsageError
 from ledger.secrets import SecretSet, env_secret
 
 __all__ = ["ADAPTER_VERSION", "OpenAIAdapter", "build", "status_kind"]
@@ -151,6 +152,7 @@ class OpenAIAdapter:
         snapshot: pricing.PriceSnapshot | None,
     ) -> None:
         split = urllib.parse.urlsplit(base_url)
+        self._where = f"{split.scheme}://{split.netloc}"  # no path, no credentials asked
         self._https = split.scheme == "https"
         self._host = split.hostname or ""
         self._port = split.port
@@ -216,6 +218,26 @@ class OpenAIAdapter:
     def _scrub(self, text: str) -> str:
         # A provider may echo the key back anywhere; never pass it on.
         return self.secrets.scrub(text)
+
+    def preflight(self) -> None:
+        """Before a run prepares anything: the server's host and port accept a connection
+        (issue 35). Nothing is sent. A server that cannot be reached at all is said at once
+        (exit 2, nothing recorded) instead of after the run started and failed N calls.
+
+        Raises:
+            AdapterError: no connection within min(--timeout, 5 s).
+        """
+        port = self._port or (443 if self._https else 80)
+        try:
+            socket.create_connection(
+                (self._host, port), timeout=min(float(self._timeout_s), 5.0)
+            ).close()
+        except OSError as exc:
+            raise AdapterError(
+                f"cannot reach the model server {self._where}: {exc.strerror or exc}; "
+                "nothing was prepared or recorded",
+                hint="start the server, or check --base-url",
+            ) from None
 
     def call(self, request: Request) -> Reply | Failure:
         """POST the prompt; map the answer or the error (docs/adapters.md, "Failure kinds")."""

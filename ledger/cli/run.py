@@ -477,6 +477,11 @@ def _run(obj: Any, bank_ref: str, kind: str, reporter: Reporter, options: dict[s
             # A taken run id (or nothing to resume) is said now, before the variant
             # databases are built and the SQL workers start (issue 35).
             preflight(ledger, plan)
+            # one pre-flight call where the adapter can make one (openai: the server's
+            # host and port accept a connection)
+            check = getattr(adapter, "preflight", None)
+            if callable(check):
+                check()
             signer = load_default_signer(obj.home)
             if not no_variants:
                 ctx = with_variants(ctx, published, stack)

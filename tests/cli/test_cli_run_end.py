@@ -158,6 +158,53 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
+@pytest.fixture
+def hangup() -> Iterator[str]:
+    """The URL of a server on 127.0.0.1 that accepts each connection and closes it at once
+    (the run's pre-flight connection succeeds; every call fails as connection_error)."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(16)
+    stop = threading.Event()
+
+    def serve() -> None:
+        listener.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                conn, _ = listener.accept()
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+            conn.close()
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{listener.getsockname()[1]}/v1"
+    finally:
+        stop.set()
+        thread.join(timeout=5)
+        listener.close()
+
+
+def test_an_unreachable_server_is_said_before_anything_is_prepared(home: Path) -> None:
+    """Issue 35 item 3: the openai adapter's pre-flight connection to a port nothing
+    listens on fails at once: exit 2, one error line, nothing recorded."""
+    port = _free_port()
+    done = cli(home, "run", "--bank", "sales-fixture", "--adapter", "openai", "--base-url",
+               f"http://127.0.0.1:{port}/v1", "--model", "m", "--run-id", "nowhere")  # fmt: skip
+    assert done.returncode == 2, done.stderr
+    assert (
+        f"error: cannot reach the model server http://127.0.0.1:{port}: Connection refused; "
+        "nothing was prepared or recorded"
+    ) in done.stderr
+    assert "  hint: start the server, or check --base-url" in done.stderr
+    assert "starting the SQL workers" not in done.stderr
+    assert "Traceback" not in done.stderr
+    assert stream(home, "nowhere") == []
+
+
 # ------------------------------------------------------------------ retries
 
 
@@ -269,8 +316,8 @@ def test_streak_is_broken_by_an_answer(home: Path, chat: Chat) -> None:
     assert summary.failures == {"provider": 4}
 
 
-def test_wrong_port_stops_after_five_and_exits_1(home: Path) -> None:
-    url = f"http://127.0.0.1:{_free_port()}/v1"
+def test_a_server_that_hangs_up_stops_after_five_and_exits_1(home: Path, hangup: str) -> None:
+    url = hangup
     done = cli(home, "run", "--bank", "sales-fixture", "--adapter", "openai", "--base-url", url,
                "--model", "m", "--run-id", "dead")  # fmt: skip
     assert done.returncode == 1, done.stderr
@@ -291,8 +338,8 @@ def test_wrong_port_stops_after_five_and_exits_1(home: Path) -> None:
     assert f"  stopped: {reason}" in done.stdout
 
 
-def test_zero_never_stops(home: Path) -> None:
-    url = f"http://127.0.0.1:{_free_port()}/v1"
+def test_zero_never_stops(home: Path, hangup: str) -> None:
+    url = hangup
     done = cli(home, "run", "--bank", "sales-fixture", "--adapter", "openai", "--base-url", url,
                "--model", "m", "--run-id", "all", "--max-consecutive-failures", "0")  # fmt: skip
     assert done.returncode == 0, done.stderr
