@@ -280,6 +280,11 @@ ALTER TABLE caseledger.events ENABLE TRIGGER events_refuse_change;
 """
 
 # The append lock: needs UPDATE on append_lock (writers have it, readers do not).
+#: Seconds a writer's batch may sit idle between two statements before the server ends
+#: its session (``idle_in_transaction_session_timeout``, set for each batch). A batch's
+#: own gaps (signing the next chunk) last well under a second.
+IDLE_IN_TRANSACTION_S = 60.0
+
 _LOCK = f"SELECT 1 FROM {SCHEMA}.append_lock WHERE id = 1 FOR UPDATE"  # noqa: S608 (a constant schema name)
 # Whoever holds it: the lock row's xmax is the locking transaction, whose own id lock
 # pg_locks shows with the holder's pid.
@@ -312,6 +317,10 @@ class PostgresBackend:
         self.conn = conn
         self.busy_timeout_s = busy_timeout_s
         self.schema_version = schema_version
+        #: A batch idle this long between two statements is ended by the server (issue
+        #: 34): a writer stopped inside its transaction (SIGSTOP, a hung client) loses its
+        #: session and the append lock with it, and the other writers go on.
+        self.idle_timeout_s = IDLE_IN_TRANSACTION_S
         self._in_batch = False
 
     # ------------------------------------------------------------ open / create
@@ -584,9 +593,11 @@ class PostgresBackend:
             self.conn.execute("BEGIN")
         self._in_batch = True
         timeout_ms = max(1, round(self.busy_timeout_s * 1000))
+        idle_ms = max(1, round(self.idle_timeout_s * 1000))
         try:
             with self._errors():
                 self.conn.execute(f"SET LOCAL lock_timeout = {timeout_ms}")
+                self.conn.execute(f"SET LOCAL idle_in_transaction_session_timeout = {idle_ms}")
                 try:
                     self.conn.execute(_LOCK)
                 except pg_errors.LockNotAvailable:
