@@ -30,6 +30,7 @@ from ledger.cli import main
 from ledger.errors import VerificationError
 from ledger.events import PromptSent, PromptStored
 from ledger.harness import runner
+from ledger.harness.session import Session
 from ledger.store import Draft, Ledger
 from ledger.verify import verify_ledger
 from projections import caseruns
@@ -178,7 +179,7 @@ def test_store_prompts_appends_only_the_missing_ones(tmp_path: Path) -> None:
     """What --resume relies on: the texts already in the run's stream are not stored again."""
     signer = operator()
     with Ledger.create(tmp_path / "l.db", signer, clock=fixed_clock) as ledger:
-        session = runner._Session(ledger, signer, "r", fixed_clock)
+        session = Session(ledger, signer, "r", fixed_clock)
         runner._store_prompts(session, [], ["a", "b", "a"])
         runner._store_prompts(session, ledger.stream_events("r"), ["b", "c", "a", "c"])
         runner._store_prompts(session, ledger.stream_events("r"), ["c", "b", "a"])
