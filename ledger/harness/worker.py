@@ -50,6 +50,8 @@ from ledger.harness.reading import read as read_sql
 
 __all__ = [
     "ERROR_KINDS",
+    "MEMORY_EXIT_CODE",
+    "RSS_MARGIN_BYTES",
     "ExecResult",
     "ProcessWorker",
     "Reply",
@@ -84,6 +86,22 @@ READ_GRACE_S = 5.0
 STARTUP_TIMEOUT_S = 60.0
 # How often an idle worker checks that its parent is still alive.
 _PARENT_CHECK_S = 0.25
+# How often a DuckDB worker reads its resident memory while a query runs.
+_RSS_CHECK_S = 0.005
+# What a DuckDB worker may hold beyond its size at its first query and its memory_limit
+# before it stops itself (Watchdog.bound_memory): DuckDB's memory_limit leaves out some
+# allocations (a single huge printf value, a recursive CTE's working set).
+RSS_MARGIN_BYTES = 128 * 2**20
+# The exit code of a worker that stopped itself over its memory bound: the parent
+# records the query as ``memory`` and replaces the worker.
+MEMORY_EXIT_CODE = 86
+# How long the parent waits for a worker whose pipe closed to be gone (to read its code).
+_EXIT_WAIT_S = 10.0
+MEMORY_MESSAGE = (
+    "out of memory: the query took the SQL worker's resident memory past its bound (its "
+    f"size at its first query + memory_limit + {RSS_MARGIN_BYTES // 2**20} MiB); the worker "
+    "was stopped and replaced"
+)
 
 
 class ExecResult(msgspec.Struct, frozen=True, kw_only=True):
@@ -243,6 +261,11 @@ class Watchdog(threading.Thread):
     ``arm`` gives the call that stops the query (DuckDB's ``cursor.interrupt``,
     psycopg's ``connection.cancel``) and the time it may run. A call that fails
     because the query finished meanwhile is fine.
+
+    With :meth:`bound_memory` (the DuckDB worker) it also reads the process's resident
+    memory every few milliseconds while a query runs and, past the bound, ends the
+    process at once with :data:`MEMORY_EXIT_CODE`: DuckDB cannot interrupt a value it is
+    building (a 1.5 GB ``printf`` grows to 2.9 GB resident before the interrupt is seen).
     """
 
     def __init__(self, parent_pid: int, name: str = "caseledger-watchdog") -> None:
@@ -252,10 +275,34 @@ class Watchdog(threading.Thread):
         self._interrupt: Callable[[], object] | None = None
         self._deadline: float | None = None
         self._fired = False
+        self._extra_bytes: int | None = None
+        self._bound: int | None = None
+        self._statm: int | None = None
+        self._page = 4096
+
+    def bound_memory(self, extra_bytes: int) -> None:
+        """Bound the resident memory of this process while a query runs: its size when
+        the first query is armed (the database open, the guard's modules loaded) plus
+        ``extra_bytes``. Linux only (``/proc/self/statm``); elsewhere nothing is bounded."""
+        try:
+            self._statm = os.open("/proc/self/statm", os.O_RDONLY)
+            self._page = os.sysconf("SC_PAGE_SIZE")
+        except (OSError, ValueError, AttributeError):
+            self._statm = None
+            return
+        self._extra_bytes = extra_bytes
+
+    def _resident(self) -> int:
+        """Bytes resident now (0 without ``/proc/self/statm``)."""
+        if self._statm is None:
+            return 0
+        return int(os.pread(self._statm, 256, 0).split()[1]) * self._page
 
     def arm(self, interrupt: Callable[[], object], timeout_s: float) -> None:
         """Watch the query ``interrupt`` stops, for ``timeout_s`` seconds from now."""
         with self._cond:
+            if self._extra_bytes is not None and self._bound is None:
+                self._bound = self._resident() + self._extra_bytes
             self._interrupt, self._deadline = interrupt, time.monotonic() + timeout_s
             self._fired = False
             self._cond.notify()
@@ -273,7 +320,16 @@ class Watchdog(threading.Thread):
                 wait = _PARENT_CHECK_S
                 if self._deadline is not None and not self._fired:
                     wait = min(wait, max(0.0, self._deadline - time.monotonic()))
+                if self._bound is not None and self._interrupt is not None:
+                    wait = min(wait, _RSS_CHECK_S)
                 self._cond.wait(wait)
+                if (
+                    self._bound is not None
+                    and self._interrupt is not None
+                    and self._resident() > self._bound
+                ):
+                    # Under the lock: the query's thread cannot disarm and answer meanwhile.
+                    os._exit(MEMORY_EXIT_CODE)
                 due = self._deadline is not None and time.monotonic() >= self._deadline
                 if due and not self._fired and self._interrupt is not None:
                     self._fired = True
@@ -424,13 +480,16 @@ def _worker_main(conn: Connection, db_path: str, memory_limit: str, parent_pid: 
     def open_session() -> tuple[_Sandbox, Watchdog]:
         con = connect_sandboxed(db_path, memory_limit=memory_limit)
         watchdog = Watchdog(parent_pid)
-        watchdog.start()
-        sandbox = _Sandbox(con)
         # No address-space cap here (the SQLite and PostgreSQL workers have one): DuckDB
         # reserves virtual memory far beyond its memory_limit (the demo's ordinary
         # answers reach 3 GB of address space from 115 MB), so a cap at the size once
         # ready plus the limit made plain joins fail as "Out of Memory" and changed
-        # scores with the machine. DuckDB's memory_limit and the deadline bound a query.
+        # scores with the machine. What is bounded is resident memory: DuckDB's
+        # memory_limit does not cover every allocation (a 1.5 GB printf value, a
+        # recursive CTE's working set), the watchdog's bound does.
+        watchdog.bound_memory(parse_memory_limit(memory_limit) + RSS_MARGIN_BYTES)
+        watchdog.start()
+        sandbox = _Sandbox(con)
         return sandbox, watchdog
 
     serve(
@@ -776,6 +835,11 @@ class ProcessWorker:
             reply = _DECODER.decode(self.conn.recv_bytes())
         except (EOFError, OSError):
             us = (time.perf_counter_ns() - start) // 1000
+            # A worker that stopped itself over its memory bound has closed its pipe on
+            # the way out: wait for its exit code, which says so.
+            self.process.join(_EXIT_WAIT_S)
+            if self.process.exitcode == MEMORY_EXIT_CODE:
+                return failure("memory", MEMORY_MESSAGE, us), False
             message = f"worker process died while running the query ({self._exit_text()})"
             return failure("worker_crash", message, us), False
         if reply.kind == "fault":

@@ -658,6 +658,24 @@ def test_import_of_a_file_that_is_not_a_bundle_exits_2(
     assert invoke(["--ledger", ledger, "log"]).output == before
 
 
+def _replay_run(home: Path, replay: Path, run_id: str) -> list[dict[str, Any]]:
+    """Run the sales-fixture bank on the replay file ``replay`` as ``run_id`` (exit 0, no
+    traceback); the run's events, in order."""
+    ledger = str(home / "ledger.db")
+    result = invoke(
+        [
+            *("--ledger", ledger, "run", "--bank", "sales-fixture", "--adapter", "replay"),
+            *("--replay-file", str(replay), "--no-variants", "--run-id", run_id),
+        ]
+    )
+    assert_clean(result, {0})
+    found = [
+        json.loads(line)["event"]
+        for line in invoke(["--ledger", ledger, "log", "--json"]).stdout.splitlines()
+    ]
+    return [e for e in found if e["stream"] == run_id]
+
+
 def test_a_lone_surrogate_in_a_replay_answer_is_a_provider_failure_not_a_crash(
     home: Path, tmp_path: Path
 ) -> None:
@@ -674,22 +692,11 @@ def test_a_lone_surrogate_in_a_replay_answer_is_a_provider_failure_not_a_crash(
     ]
     replay = tmp_path / "surrogates.jsonl"
     replay.write_text("\n".join(lines) + "\n", "ascii")
-    ledger = str(home / "ledger.db")
-    result = invoke(
-        [
-            *("--ledger", ledger, "run", "--bank", "sales-fixture", "--adapter", "replay"),
-            *("--replay-file", str(replay), "--no-variants", "--run-id", "surrogates"),
-        ]
-    )
-    assert_clean(result, {0})
-    events = [
-        json.loads(line)["event"]
-        for line in invoke(["--ledger", ledger, "log", "--json"]).stdout.splitlines()
-    ]
+    events = _replay_run(home, replay, "surrogates")
     failed = {
         e["case_id"]: (e["kind"], e["message"], e["raw_output"])
         for e in events
-        if e["stream"] == "surrogates" and e["type"] == "provider.failed.v1"
+        if e["type"] == "provider.failed.v1"
     }
     lone = (
         "malformed_response: the answer is not valid Unicode text: {} holds a lone surrogate ({})"
@@ -700,11 +707,7 @@ def test_a_lone_surrogate_in_a_replay_answer_is_a_provider_failure_not_a_crash(
         "sf-03": (lone.format("recorded_model", "\\ud800 at character 1"), None),
         "sf-04": (lone.format("provider_request_id", "\\udbff at character 0"), None),
     }
-    answered = [
-        e["case_id"]
-        for e in events
-        if e["stream"] == "surrogates" and e["type"] == "model.responded.v1"
-    ]
+    answered = [e["case_id"] for e in events if e["type"] == "model.responded.v1"]
     assert answered == ["sf-05"]
 
 
@@ -817,3 +820,33 @@ def test_a_disk_too_full_to_open_the_ledger_says_so(small_disk: Path, command: l
     ]
     filler.unlink()
     assert_clean(invoke(["--ledger", ledger, "verify"]), {0})
+
+
+def test_one_huge_value_is_a_memory_failure_and_the_run_completes(
+    home: Path, tmp_path: Path
+) -> None:
+    """A 1.5 GB printf value (issue 30: the worker grew to 1.69 GB): the SQL worker stops
+    itself over its resident-memory bound, the attempt is executed as ``memory`` and
+    scored (not retried as a crash), and the run completes."""
+    plan = {k: [] for k in ("sources", "joins", "filters", "metrics", "steps", "risks")}
+    answer = {
+        "plan": {"grain": "one row", **plan},
+        "sql": "SELECT printf('%1500000000d', 1) AS x",
+        "summary": "s",
+        "assumptions": [],
+    }
+    replay = tmp_path / "huge.jsonl"
+    line = {"case": "sf-01", "attempt": 1, "output": json.dumps(answer)}
+    replay.write_text(json.dumps(line) + "\n", "utf-8")
+    ours = _replay_run(home, replay, "huge-value")
+    executed = [
+        (e["case_id"], e["ok"], e["error_kind"], e["worker_try"])
+        for e in ours
+        if e["type"] == "sql.executed.v1"
+    ]
+    assert executed == [("sf-01", False, "memory", 1)]
+    # scored as a failed execution (a crash would be retried, then cancelled unscored)
+    scored = [(e["case_id"], e["failure_kind"]) for e in ours if e["type"] == "score.computed.v1"]
+    assert scored == [("sf-01", "execution")]
+    (finished,) = [e for e in ours if e["type"] == "run.finished.v1"]
+    assert finished["status"] == "completed"
