@@ -10,6 +10,8 @@ read-only database) is the second, independent line of defence.
 Rules, in the order reported (docs/protocol-and-guard.md explains each one):
 
 - ``table_allowlist``: an empty set of published tables rejects everything;
+- ``too_complex``: brackets, prefix operators or ``::`` casts nested deeper than
+  ``ledger.harness.depth.LIMITS``, read from the tokens before any parser runs;
 - ``parse``: the SQL must parse; the parser's reason is kept (``nesting`` when
   sqlglot parses a tree too deep for the checks to walk back out of);
 - ``single_statement``: exactly one statement (empty statements such as a
@@ -53,7 +55,7 @@ from sqlglot.tokenizer_core import TokenType
 from ledger.codec import sha256_hex
 from ledger.errors import broken
 from ledger.events import Violation
-from ledger.harness import determinism, functions, sqlparse
+from ledger.harness import depth, determinism, functions, sqlparse
 
 __all__ = [
     "ALLOWED_TABLE_FUNCTIONS",
@@ -653,6 +655,12 @@ def _judge(sql: str, allowed: frozenset[str], engine: str = "duckdb") -> Verdict
         violation = Violation(
             check="table_allowlist", message="no published tables given: every query is rejected"
         )
+        return Verdict(passed=False, violations=(violation,), ast_digest=None)
+    # Decided on the text's tokens before any parser runs, so the verdict on a deep text
+    # is the same whatever sqlglot build or recursion limit is installed (issue 34).
+    too_deep = depth.refusal(sql)
+    if too_deep is not None:
+        violation = Violation(check="too_complex", message=too_deep)
         return Verdict(passed=False, violations=(violation,), ast_digest=None)
     dialect, catalog = functions.engine_rules(engine)
     statements, failure = _parse(sql, dialect)

@@ -28,7 +28,8 @@ or more characters; or an error message of at most 8 KiB) and ScoreComputed
 event; ``stored_result`` does the same for an execution before it is scored.
 
 The SQL checks run before sqlglot sees the text: a size check, then a linear
-scan of its nesting depth, so a hostile text is refused in milliseconds.
+scan of its nesting depth (``ledger.harness.depth``, whose prefix-operator and cast
+chains the guard limits too), so a hostile text is refused in milliseconds.
 What remains (parse, guard, AST rules and the structural match, all done
 before the SQL runs) is bounded by those two caps; its CPU time is measured
 and a judge that went over the budget rejects the SQL as ``too_complex``.
@@ -39,7 +40,6 @@ Result caps are enforced inside the SQL worker (``ledger.harness.cells``).
 from __future__ import annotations
 
 import hashlib
-import re
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -52,6 +52,7 @@ from ledger.harness import cells, functions
 from ledger.harness import guard as guard_mod
 from ledger.harness.ast_rules import check_rules, structural_match
 from ledger.harness.cells import prefix_within, stored_size
+from ledger.harness.depth import nesting_depth
 from ledger.secrets import SecretSet
 
 __all__ = [
@@ -238,48 +239,6 @@ class TextPolicy:
         return value
 
 
-# Strings, quoted identifiers, comments and dollar-quoted strings are skipped whole;
-# brackets and the words CASE / END are what nest.
-_NESTING_TOKENS = re.compile(
-    r"""'(?:[^']|'')*'?"""
-    r"""|"(?:[^"]|"")*"?"""
-    r"""|--[^\n]*"""
-    r"""|/\*.*?(?:\*/|\Z)"""
-    r"""|\$(?P<tag>[A-Za-z_][A-Za-z0-9_]*)?\$.*?(?:\$(?P=tag)\$|\Z)"""
-    r"""|[(\[{]|[)\]}]"""
-    r"""|\b(?:case|end)\b""",
-    re.DOTALL | re.IGNORECASE,
-)
-_OPEN = frozenset("([{")
-_CLOSE = frozenset(")]}")
-
-
-def nesting_depth(sql: str) -> int:
-    """The deepest nesting of brackets ``( [ {`` and ``CASE ... END`` in ``sql``, outside
-    strings, quoted identifiers and comments (linear; no parser involved).
-
-    >>> nesting_depth("SELECT ((1))"), nesting_depth("SELECT CASE WHEN (a) THEN 1 END")
-    (2, 2)
-    >>> nesting_depth("SELECT '((((' AS s -- ((((")
-    0
-    """
-    depth = brackets = cases = 0
-    for match in _NESTING_TOKENS.finditer(sql):
-        token = match.group()
-        if token in _OPEN:
-            brackets += 1
-        elif token in _CLOSE:
-            brackets = max(0, brackets - 1)
-        elif token[0] in "'\"-/$":
-            continue
-        elif token.lower() == "case":
-            cases += 1
-        else:  # END closes a CASE (a stray END is harmless here: the guard judges it)
-            cases = max(0, cases - 1)
-        depth = max(depth, brackets + cases)
-    return depth
-
-
 @dataclass(frozen=True)
 class Judged:
     """The guard stage of one attempt: the guard's verdict, or a cap's rejection.
@@ -337,6 +296,8 @@ def judge_sql(
     try:
         verdict = guard_mod.guard(sql, tables, engine)
         dialect = functions.engine_rules(engine)[0]
+        if verdict.violations and verdict.violations[0].check == "too_complex":
+            return Judged(False, verdict.violations, None)  # the guard's depth rule
         if _too_deep(verdict.violations):
             return _rejected("too_complex", "nested too deeply for the SQL parser")
         # The scorer reads the rules of SQL that passed, and the structural match of any.

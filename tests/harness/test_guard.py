@@ -437,13 +437,20 @@ def test_quoted_identifiers_are_not_string_literals() -> None:
 
 
 def test_too_deep_to_check_is_rejected_not_raised() -> None:
+    # Refused by the depth rule before sqlglot reads it (issue 34; tests/harness/test_depth.py).
     verdict = guard("SELECT " + "- " * 400 + "1", TABLES)
     assert verdict == Verdict(
         passed=False,
-        violations=(Violation(check="nesting", message="nested too deeply to check"),),
+        violations=(
+            Violation(
+                check="too_complex",
+                message="nested too deeply: 400 prefix operators (-, +, ~, NOT) in a row, "
+                "over the limit of 24",
+            ),
+        ),
         ast_digest=None,
     )
-    assert checks_of(guard("SELECT " + "(" * 5000 + "1" + ")" * 5000, TABLES)) == ("parse",)
+    assert checks_of(guard("SELECT " + "(" * 5000 + "1" + ")" * 5000, TABLES)) == ("too_complex",)
 
 
 def test_long_cte_chains_and_wide_filters_pass() -> None:

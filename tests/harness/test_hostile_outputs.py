@@ -125,10 +125,15 @@ def test_judge_sql_caps_in_order() -> None:
     assert [(v.check, v.message) for v in deep.violations] == [
         ("too_complex", "nesting depth 4 is over the cap of 3")
     ]
-    # unary minus nests without brackets: sqlglot's own recursion limit is the cap
+    # unary minus nests without brackets: the guard's depth rule (issue 34) refuses it
+    # before any parser runs
     minus = _judge("SELECT " + "- " * 5000 + "1")
     assert [(v.check, v.message) for v in minus.violations] == [
-        ("too_complex", "nested too deeply for the SQL parser")
+        (
+            "too_complex",
+            "nested too deeply: 5000 prefix operators (-, +, ~, NOT) in a row, "
+            "over the limit of 24",
+        )
     ]
     # over the CPU budget (a fake CPU clock: 5001 ms spent of 5000)
     slow = _judge("SELECT store_id FROM sales", spent_ms=5001)
