@@ -19,8 +19,11 @@ String literals (``'...'``, ``E'...'`` with backslash escapes), quoted identifie
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import NamedTuple
+
+from ledger.harness import sqlparse
 
 __all__ = ["LIMITS", "Depth", "measure", "nesting_depth", "refusal"]
 
@@ -64,18 +67,8 @@ _EXPECT_OPERAND = frozenset(
 _TYPE_WORDS = frozenset({"with", "without", "time", "zone", "precision", "varying"})
 
 
-def measure(sql: str) -> Depth:
-    """The nesting, prefix-operator and cast depths of ``sql`` (linear; no parser).
-
-    >>> measure("SELECT ((1))"), measure("SELECT CASE WHEN (a) THEN 1 END")
-    (Depth(nesting=2, prefix=0, casts=0), Depth(nesting=2, prefix=0, casts=0))
-    >>> measure("SELECT - - 1, NOT (NOT x) FROM t WHERE a::int::text = '1'")
-    Depth(nesting=1, prefix=2, casts=2)
-    >>> measure("SELECT NOT (a AND NOT (b)), (x::decimal(9, 2) + 1)::text")
-    Depth(nesting=2, prefix=2, casts=2)
-    >>> measure("SELECT '((((' AS s, \\"NOT NOT\\" -- - - (((( ")
-    Depth(nesting=0, prefix=0, casts=0)
-    """
+def _scan(sql: str) -> Depth:
+    """:func:`measure` without its cache (the scan itself)."""
     depth = brackets = cases = 0
     # Prefix operators waiting for their operand: those of the enclosing brackets
     # (``base``) and those of the current one; an operand ends only the current ones.
@@ -141,6 +134,26 @@ def measure(sql: str) -> Depth:
         elif word == "end":  # a stray END is harmless here: the guard judges it
             cases = max(0, cases - 1)
     return Depth(depth, prefix, casts)
+
+
+_scan_cached = functools.lru_cache(maxsize=256)(_scan)
+
+
+def measure(sql: str) -> Depth:
+    """The nesting, prefix-operator and cast depths of ``sql`` (linear; no parser).
+
+    A run's caps and the guard both ask: a text of up to 64 KiB is scanned once.
+
+    >>> measure("SELECT ((1))"), measure("SELECT CASE WHEN (a) THEN 1 END")
+    (Depth(nesting=2, prefix=0, casts=0), Depth(nesting=2, prefix=0, casts=0))
+    >>> measure("SELECT - - 1, NOT (NOT x) FROM t WHERE a::int::text = '1'")
+    Depth(nesting=1, prefix=2, casts=2)
+    >>> measure("SELECT NOT (a AND NOT (b)), (x::decimal(9, 2) + 1)::text")
+    Depth(nesting=2, prefix=2, casts=2)
+    >>> measure("SELECT '((((' AS s, \\"NOT NOT\\" -- - - (((( ")
+    Depth(nesting=0, prefix=0, casts=0)
+    """
+    return _scan_cached(sql) if len(sql) <= sqlparse.CACHED_CHARS else _scan(sql)
 
 
 def nesting_depth(sql: str) -> int:
