@@ -4,7 +4,10 @@
 it. SQLite's parts: ``sqlite_sandbox`` (the locked-down connection, text checks,
 typing rule), ``sqlite_worker`` (its executor process), ``sqlite_catalog`` (its
 function catalog judged) and ``sqlite_integrity`` (foreign keys a file's data
-breaks, for importers). ``transpile`` rewrites a bank written for one engine into another's dialect.
+breaks, for importers). PostgreSQL's parts: ``postgres_bankfile`` (the bank file a
+build writes and an executor reads), ``postgres_catalog`` (its function catalog
+judged), ``postgres_worker`` (the SQL worker process) and ``postgres_executor`` (its
+parent side). ``transpile`` rewrites a bank written for one engine into another's dialect.
 :func:`get_engine` is the one place an engine name becomes an engine, and
 :func:`executor_for` the one place a published bank gets its sandboxed executor.
 """
