@@ -169,8 +169,9 @@ def nesting_depth(sql: str) -> int:
 #: The guard's limits (issue 34), one per depth. The guard corpora and every built-in
 #: bank's SQL reach 4, 1 and 1; sqlglot (pure Python, recursion limit 1000) first fails
 #: near 50 brackets, 100 ``NOT`` and 330 ``-`` or ``::``, and sooner when they mix
-#: (``NOT (`` 30 deep): these leave it a margin whatever the mix.
-LIMITS = Depth(nesting=24, prefix=24, casts=24)
+#: (``NOT (`` 30 deep). At these limits the deepest mix known, ``NOT (`` 20 deep, needs
+#: about 675 of Python's 1000 frames, which leaves room for the caller's own.
+LIMITS = Depth(nesting=20, prefix=20, casts=20)
 
 _WHAT = {
     "nesting": "levels of brackets and CASE",
@@ -183,8 +184,8 @@ def refusal(sql: str, limits: Depth = LIMITS) -> str | None:
     """Why ``sql`` nests too deeply to be read (one line: what, how deep, the limit), or
     None when every depth is within its limit.
 
-    >>> refusal("SELECT " + "NOT " * 25 + "true")
-    'nested too deeply: 25 prefix operators (-, +, ~, NOT) in a row, over the limit of 24'
+    >>> refusal("SELECT " + "NOT " * 21 + "true")
+    'nested too deeply: 21 prefix operators (-, +, ~, NOT) in a row, over the limit of 20'
     >>> refusal("SELECT -(-1)::int") is None
     True
     """

@@ -29,7 +29,7 @@ from ledger.harness.depth import Depth, measure, refusal
 from ledger.harness.guard import Verdict, guard
 from ledger.harness.limits import DEFAULT_LIMITS, Judged, judge_sql
 
-LIMIT = 24  # the documented limit of each depth (docs/protocol-and-guard.md)
+LIMIT = 20  # the documented limit of each depth (docs/protocol-and-guard.md)
 
 WHAT = {
     "nesting": "levels of brackets and CASE",

@@ -445,7 +445,7 @@ def test_too_deep_to_check_is_rejected_not_raised() -> None:
             Violation(
                 check="too_complex",
                 message="nested too deeply: 400 prefix operators (-, +, ~, NOT) in a row, "
-                "over the limit of 24",
+                "over the limit of 20",
             ),
         ),
         ast_digest=None,

@@ -132,7 +132,7 @@ def test_judge_sql_caps_in_order() -> None:
         (
             "too_complex",
             "nested too deeply: 5000 prefix operators (-, +, ~, NOT) in a row, "
-            "over the limit of 24",
+            "over the limit of 20",
         )
     ]
     # over the CPU budget (a fake CPU clock: 5001 ms spent of 5000)
