@@ -2,7 +2,9 @@
 
 ``schema`` (the one report schema), ``build`` (the report from the fold state at a
 tree size), ``significance`` (a section's statistics, ``caseledger-report/3``),
-``tables`` (what both views show), ``markdown`` and ``html`` (the views).
+``tables`` (what both views show; ``diagnostic_tables``: the tables beside the
+score, ``legend``: the column definitions and how-to-read notes), ``markdown`` and
+``html`` (the views).
 """
 
 from __future__ import annotations

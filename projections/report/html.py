@@ -35,6 +35,13 @@ import msgspec
 from ledger.events import Column
 from ledger.harness.score import SCORERS
 from projections.aggregates import DIMENSIONS
+from projections.report.diagnostic_tables import (
+    benchmark_tables,
+    caserun_diagnostics_table,
+    claim_tables,
+    slice_tables,
+)
+from projections.report.legend import column_definitions, how_to_read
 from projections.report.schema import (
     CONTRACT_V3,
     CaseRun,
@@ -51,23 +58,17 @@ from projections.report.tables import (
     INTRO,
     VARIANT_NOTE,
     Table,
-    benchmark_tables,
     calibration_tables,
-    caserun_diagnostics_table,
     caserun_row,
     cases_table,
-    claim_tables,
-    column_definitions,
     diagnostics_table,
     dimensions_table,
     efficiency_table,
     failure_rows,
     fairness_rows,
     fairness_sentences,
-    how_to_read,
     model_runs,
     runs_table,
-    slice_tables,
     sql_ran,
     statistics_tables,
     withdrawn_lines,
@@ -262,7 +263,7 @@ def _table(
     v3: bool = False,
 ) -> str:
     """A table in its own horizontally scrolling box. ``defined``: the column definitions
-    (``tables.column_definitions``), shown on hover of each head and listed under the
+    (``legend.column_definitions``), shown on hover of each head and listed under the
     table. ``first``: raw HTML of an extra leading cell per row (the evidence buttons).
     ``v3``: the ``/3`` view, whose number columns align right whatever ``numeric`` says."""
     align = numeric_columns(rows) if v3 else None

@@ -6,6 +6,13 @@ from collections.abc import Iterable, Iterator, Sequence
 from itertools import islice
 from typing import Any
 
+from projections.report.diagnostic_tables import (
+    benchmark_tables,
+    caserun_diagnostics_table,
+    claim_tables,
+    slice_tables,
+)
+from projections.report.legend import how_to_read
 from projections.report.schema import CONTRACT_V3, Report, Section, SectionStatistics
 from projections.report.tables import (
     CASERUNS_HEAD,
@@ -14,21 +21,16 @@ from projections.report.tables import (
     INTRO,
     VARIANT_NOTE,
     Table,
-    benchmark_tables,
     calibration_tables,
-    caserun_diagnostics_table,
     caserun_row,
     cases_table,
-    claim_tables,
     diagnostics_table,
     dimensions_table,
     efficiency_table,
     failure_rows,
     fairness_rows,
     fairness_sentences,
-    how_to_read,
     runs_table,
-    slice_tables,
     statistics_tables,
     withdrawn_lines,
 )
