@@ -14,7 +14,6 @@ given explicitly.
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from types import TracebackType
@@ -22,12 +21,12 @@ from typing import Any
 
 from ledger.adapters.base import Adapter, Failure, Identity, Reply, Request
 from ledger.adapters.base import build_adapter as _build_adapter
-from ledger.app.evaluate import bank_context, default_run_id, now, with_variants
+from ledger.app.evaluate import evaluate, now
 from ledger.app.reporting import report_bytes
 from ledger.bank.publish import publish
 from ledger.bank.registry import PublishedBank, find_published, resolve_source
 from ledger.errors import UsageError
-from ledger.harness.runner import Progress, RunPlan, RunSummary, run
+from ledger.harness.runner import Progress, RunPlan, RunSummary
 from ledger.keys import Signer, load_default_signer
 from ledger.store import Ledger
 from ledger.stores import Location, is_url, parse_location
@@ -119,27 +118,22 @@ class Workspace:
         """Run ``plan`` (default: a new run named after the adapter kind) and append it.
 
         Every attempt becomes signed events in the ledger, exactly as with
-        ``caseledger run``. ``variants``: also run each answer on the bank's
+        ``caseledger run``: the same checks first, in the same order
+        (``ledger.app.evaluate``). ``variants``: also run each answer on the bank's
         calibration variants (the CLI's default; ``--no-variants`` is False). The
         adapter is not closed: it is yours.
         """
-        if not isinstance(adapter, Adapter) or not isinstance(
-            getattr(adapter, "identity", None), Identity
-        ):
-            raise UsageError(
-                f"{type(adapter).__name__} is not an adapter",
-                hint="it needs identity (an Identity), invocation, validate_cases, call, close",
-            )
-        if plan is None:
-            kind = adapter.identity.adapter_kind
-            plan = RunPlan(run_id=default_run_id(self.ledger, kind), profile=kind)
-        ctx = bank_context(bank, self._local_path, Path.cwd())
-        with contextlib.ExitStack() as stack:
-            if variants:
-                ctx = with_variants(ctx, bank, stack)
-            return run(
-                self.ledger, self.signer(), ctx, adapter, plan, clock=clock, on_progress=on_progress
-            )
+        return evaluate(
+            self.ledger,
+            self.home,
+            bank,
+            adapter,
+            plan,
+            local_path=self._local_path,
+            variants=variants,
+            clock=clock,
+            on_progress=on_progress,
+        )
 
     def report(self, fmt: str = "json", *, runs: list[str] | None = None) -> bytes:
         """The report of this ledger (``json``, ``md`` or ``html``), as ``caseledger report``."""

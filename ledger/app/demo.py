@@ -10,18 +10,16 @@ reports. Everything goes through the same library calls as the CLI commands.
 from __future__ import annotations
 
 import contextlib
-import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from ledger.adapters.base import build_adapter
-from ledger.app.evaluate import bank_context, now, with_variants
+from ledger.app.evaluate import Evaluator, now
 from ledger.app.reporting import report_bytes
 from ledger.bank.publish import publish
 from ledger.bank.registry import builtin_banks
 from ledger.errors import UsageError
-from ledger.harness.runner import RunPlan, RunSummary, run
+from ledger.harness.runner import RunPlan, RunSummary
 from ledger.keys import Signer
 from ledger.proofs import issue_checkpoint
 from ledger.store import Ledger
@@ -90,6 +88,9 @@ def run_demo(
     summaries: list[RunSummary] = []
     with contextlib.ExitStack() as stack:
         ledger = stack.enter_context(Ledger.create(ledger_path, signer, clock=now))
+        # Each bank's variant diagnostics start once and serve every run on it.
+        evaluator = Evaluator(ledger, out_dir, local_path=ledger_path, signer=signer)
+        stack.callback(evaluator.close)
         banks = {}
         # The banks the demo runs (not every built-in bank: a new one, such as
         # sales-fixture-v2, must not move the demo's log).
@@ -97,8 +98,7 @@ def run_demo(
             if name not in DEMO_BANKS:
                 continue
             result = publish(ledger, signer, folder, out_dir, cwd=Path.cwd())
-            ctx = bank_context(result.published, ledger_path, Path.cwd())
-            banks[name] = with_variants(ctx, result.published, stack)
+            banks[name] = result.published
             echo(f"published bank {result.published.ref}")
         plans: list[tuple[str, str, dict[str, object]]] = [
             ("sales-fixture", "reference", {}),
@@ -110,20 +110,8 @@ def run_demo(
         ]
         for bank_name, kind, options in plans:
             profile = str(options.pop("profile", f"self-test-{bank_name}"))
-            ctx = banks[bank_name]
-            refs = ctx.reference_sql if kind == "reference" else None
-            adapter = build_adapter(
-                kind, options, cases=refs, environ=os.environ, hidden_paths=(ledger_path,)
-            )
-            try:
-                plan = RunPlan(
-                    run_id=f"demo-{profile}",
-                    profile=profile,
-                    attempts=adapter.identity.default_attempts or 1,
-                )
-                summary = run(ledger, signer, ctx, adapter, plan, clock=now)
-            finally:
-                adapter.close()
+            plan = RunPlan(run_id=f"demo-{profile}", profile=profile)
+            summary = evaluator.evaluate(banks[bank_name], kind, plan, options=options)
             summaries.append(summary)
             echo(f"ran {plan.run_id}: {summary.correct}/{summary.planned} attempts result-correct")
         verified = verify_ledger(ledger)

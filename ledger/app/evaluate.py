@@ -1,7 +1,9 @@
 """The evaluation service: a published bank and an adapter wired into the runner.
 
-``caseledger run`` and the demo both start runs through these functions, so what
-the demo does and what the commands it prints do cannot drift apart.
+``evaluate`` is the one sequence that starts a run: ``caseledger run``, the demo and
+the Python API (``ledger.api``) all call it, so what the demo does, what the commands
+it prints do and what a program does through the API cannot drift apart. The CLI
+only parses options into a plan and prints.
 """
 
 from __future__ import annotations
@@ -10,25 +12,215 @@ import contextlib
 import dataclasses
 import datetime as dt
 import re
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from ledger import codec
+from ledger.adapters.base import Adapter, Identity, build_adapter
+from ledger.adapters.command import CommandAdapter, sweep_stale_children
+from ledger.adapters.pi import PiAdapter
 from ledger.bank.leak import leak_findings
+from ledger.bank.registry import PublishedBank, find_published
+from ledger.errors import UsageError
 from ledger.harness import prompt as prompt_mod
 from ledger.harness.attempt import BankContext
-from ledger.harness.runner import RunSummary
+from ledger.harness.runner import Progress, RunPlan, RunSummary, preflight, run
+from ledger.keys import Signer, load_default_signer
 from ledger.store import Ledger
 from projections.runsummary import RetryFigures
 
 __all__ = [
+    "Evaluator",
     "bank_context",
     "default_profile",
     "default_run_id",
+    "evaluate",
     "now",
     "summary_text",
     "with_variants",
 ]
+
+
+def evaluate(
+    ledger: Ledger,
+    home: Path,
+    bank: str | PublishedBank,
+    adapter: str | Adapter,
+    plan: RunPlan | None = None,
+    *,
+    local_path: Path,
+    options: Mapping[str, Any] | None = None,
+    engine: str | None = None,
+    variants: bool = True,
+    signer: Signer | None = None,
+    environ: Mapping[str, str] | None = None,
+    clock: Callable[[], str] | None = None,
+    on_bank: Callable[[PublishedBank], None] | None = None,
+    on_progress: Callable[[Progress], None] | None = None,
+    around_run: Callable[[], contextlib.AbstractContextManager[Any]] | None = None,
+) -> RunSummary:
+    """Run ``plan`` of ``adapter`` on ``bank`` and append it to ``ledger``: one run of
+    :class:`Evaluator` (see :meth:`Evaluator.evaluate`), whose variant diagnostics
+    stop before this returns."""
+    evaluator = Evaluator(
+        ledger, home, local_path=local_path, signer=signer, environ=environ, clock=clock
+    )
+    try:
+        return evaluator.evaluate(
+            bank,
+            adapter,
+            plan,
+            options=options,
+            engine=engine,
+            variants=variants,
+            on_bank=on_bank,
+            on_progress=on_progress,
+            around_run=around_run,
+        )
+    finally:
+        evaluator.close()
+
+
+class Evaluator:
+    """Runs on one open ledger, each through the same steps (:meth:`evaluate`).
+
+    ``home``: the local folder of the operator key (``keys/operator.key``, unless
+    ``signer`` is given), the built banks and the records of model processes
+    (``children/``). ``local_path``: the ledger file, or ``home`` for a ledger on a
+    server; kept out of prompts (leak check) and out of a model program's
+    environment. ``clock``: the event clock (default :func:`now`).
+
+    A bank's variant diagnostics (their SQL workers) start at its first run and
+    serve every later run on it until :meth:`close` (the demo runs four times on
+    retail).
+    """
+
+    def __init__(
+        self,
+        ledger: Ledger,
+        home: Path,
+        *,
+        local_path: Path,
+        signer: Signer | None = None,
+        environ: Mapping[str, str] | None = None,
+        clock: Callable[[], str] | None = None,
+    ) -> None:
+        self.ledger, self.home, self.local_path = ledger, home, local_path
+        self._signer, self._environ = signer, environ
+        self._clock = now if clock is None else clock
+        # The variant check of each bank run so far (None: it has no variants), by the
+        # seq of its publication.
+        self._variants: dict[int, Callable[..., dict[str, Any]] | None] = {}
+        self._stack = contextlib.ExitStack()
+
+    def evaluate(
+        self,
+        bank: str | PublishedBank,
+        adapter: str | Adapter,
+        plan: RunPlan | None = None,
+        *,
+        options: Mapping[str, Any] | None = None,
+        engine: str | None = None,
+        variants: bool = True,
+        on_bank: Callable[[PublishedBank], None] | None = None,
+        on_progress: Callable[[Progress], None] | None = None,
+        around_run: Callable[[], contextlib.AbstractContextManager[Any]] | None = None,
+    ) -> RunSummary:
+        """Run ``plan`` and append it as signed events; the summary of the whole run.
+
+        In this order (each check before anything more expensive is prepared):
+
+        1. ``bank``: a published bank, or ``NAME[@VERSION][:ENGINE]`` resolved as
+           ``run --bank`` does (with ``engine``; a bank on several engines and no
+           engine named is an error); ``on_bank`` hears it.
+        2. ``adapter``: an adapter object (yours: it is not closed), or a kind built
+           here from ``options`` (``build_adapter``; closed when the run ends).
+        3. Model programs a killed caseledger left running die (``home/children``);
+           a command or pi adapter records its own there.
+        4. ``plan``: None is a new run named after the adapter kind
+           (``<kind>-<n>``). Its run id is checked (taken, or nothing to resume)
+           before the variant databases are built and the SQL workers start.
+        5. The adapter's own pre-flight check, when it has one (openai: the
+           server's host and port accept a connection).
+        6. The operator key; the bank's variant diagnostics unless ``variants`` is
+           False (``--no-variants``).
+        7. The run (``ledger.harness.runner.run``) inside ``around_run()`` when
+           given: the CLI's words for an interrupt, a full disk, a second writer.
+
+        Raises:
+            UsageError: ``adapter`` is not an adapter; a plan the ledger refuses.
+            LedgerError: whatever resolving, building, checking or running raises.
+        """
+        if not isinstance(adapter, str) and (
+            not isinstance(adapter, Adapter)
+            or not isinstance(getattr(adapter, "identity", None), Identity)
+        ):
+            raise UsageError(
+                f"{type(adapter).__name__} is not an adapter",
+                hint="it needs identity (an Identity), invocation, validate_cases, call, close",
+            )
+        ledger = self.ledger
+        published = (
+            find_published(ledger, self.home, bank, engine=engine, one_engine=True)
+            if isinstance(bank, str)
+            else bank
+        )
+        if on_bank is not None:
+            on_bank(published)
+        ctx = bank_context(published, self.local_path, Path.cwd())
+        model = (
+            build_adapter(
+                adapter,
+                dict(options or {}),
+                cases=ctx.reference_sql if adapter == "reference" else None,
+                environ=self._environ,
+                hidden_paths=(self.local_path, self.home),
+                bank=ctx.event,
+            )
+            if isinstance(adapter, str)
+            else adapter
+        )
+        try:
+            # Model programs a killed caseledger left running die now (docs/adapters.md).
+            children = self.home / "children"
+            sweep_stale_children(children)
+            if isinstance(model, CommandAdapter | PiAdapter):
+                model.track_children(children)
+            if plan is None:
+                kind = model.identity.adapter_kind
+                plan = RunPlan(run_id=default_run_id(ledger, kind), profile=kind)
+            # A taken run id (or nothing to resume) is said now, before the variant
+            # databases are built and the SQL workers start (issue 35).
+            preflight(ledger, plan)
+            # one pre-flight call where the adapter can make one (openai: the server's
+            # host and port accept a connection)
+            check = getattr(model, "preflight", None)
+            if callable(check):
+                check()
+            signer = load_default_signer(self.home) if self._signer is None else self._signer
+            if variants:
+                ctx = self._with_variants(ctx, published)
+            with around_run() if around_run is not None else contextlib.nullcontext():
+                summary = run(
+                    ledger, signer, ctx, model, plan, clock=self._clock, on_progress=on_progress
+                )
+        finally:
+            if model is not adapter:  # built here from a kind: ours to close
+                model.close()
+        return summary
+
+    def _with_variants(self, ctx: BankContext, published: PublishedBank) -> BankContext:
+        """``ctx`` with the bank's variant check, started once per bank (see the class doc)."""
+        if published.seq not in self._variants:
+            held = with_variants(ctx, published, self._stack)
+            self._variants[published.seq] = held.variant_check
+        return dataclasses.replace(ctx, variant_check=self._variants[published.seq])
+
+    def close(self) -> None:
+        """Stop the variant diagnostics' SQL workers."""
+        self._variants.clear()
+        self._stack.close()
 
 
 def bank_context(published: Any, ledger_path: Path, cwd: Path) -> BankContext:

@@ -10,37 +10,19 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 
 import click
 import msgspec
 
-from ledger.adapters.base import build_adapter
-from ledger.adapters.command import CommandAdapter, sweep_stale_children
-from ledger.adapters.pi import PiAdapter
-from ledger.app.evaluate import (
-    bank_context,
-    default_profile,
-    default_run_id,
-    now,
-    summary_text,
-    with_variants,
-)
-from ledger.bank.registry import find_published
+from ledger.app.evaluate import default_profile, default_run_id, evaluate, summary_text
+from ledger.bank.registry import PublishedBank
 from ledger.bounds import MAX_ATTEMPTS, MAX_CONCURRENCY, MAX_RETRIES
 from ledger.cli.common import exit_with
 from ledger.errors import DiskFullError, LedgerError, StoreConflictError, UsageError
 from ledger.events import ENGINES
 from ledger.harness.limits import BOUNDS, DEFAULT_LIMITS, validate
-from ledger.harness.runner import (
-    DEFAULT_MAX_CONSECUTIVE_FAILURES,
-    Progress,
-    RunPlan,
-    preflight,
-    run,
-)
-from ledger.keys import load_default_signer
+from ledger.harness.runner import DEFAULT_MAX_CONSECUTIVE_FAILURES, Progress, RunPlan, RunSummary
 from ledger.store import Ledger
 
 __all__ = ["Reporter", "duration_text", "progress_line", "progress_text", "register"]
@@ -406,7 +388,45 @@ def _sigterm_as_interrupt() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
-def _run(obj: Any, bank_ref: str, kind: str, reporter: Reporter, options: dict[str, Any]) -> Any:
+@contextlib.contextmanager
+def _run_errors(run_id: str, reporter: Reporter) -> Iterator[None]:
+    """What an interrupt, a full disk or a second writer of the same run says while
+    the run goes (``evaluate``'s ``around_run``)."""
+    try:
+        yield
+    except KeyboardInterrupt:
+        reporter.end()
+        click.echo(
+            f"\ninterrupted: run {run_id} cancelled, its unfinished attempts "
+            f"recorded as interrupted; finish it with the same command plus "
+            f"--resume {run_id}",
+            err=True,
+        )
+        exit_with(2)
+    except DiskFullError as exc:
+        # What was appended stays (each batch is one transaction): the run is
+        # finished later, once there is space, like an interrupted one.
+        raise DiskFullError(
+            exc.folder,
+            exc.doing,
+            hint="free space on that disk, then finish the run with the same command "
+            f"plus --resume {run_id} (`caseledger runs` lists it)",
+        ) from None
+    except StoreConflictError:
+        # Two processes appended to one run at once (the same --run-id started
+        # twice, or two --resume): the store's own words name stream heads.
+        raise UsageError(
+            f"run {run_id}: another process appended to this run at the same "
+            "time; this process stopped and its last batch was not appended",
+            hint="one process per run id: pick another --run-id, or wait for the "
+            f"other one and check `caseledger runs`; --resume {run_id} "
+            "finishes a run that is not completed",
+        ) from None
+
+
+def _run(
+    obj: Any, bank_ref: str, kind: str, reporter: Reporter, options: dict[str, Any]
+) -> RunSummary:
     if not Ledger.exists(obj.ledger):
         raise UsageError(
             f"no ledger at {obj.ledger_name}", hint="run `caseledger init` first (or pass --ledger)"
@@ -444,88 +464,36 @@ def _run(obj: Any, bank_ref: str, kind: str, reporter: Reporter, options: dict[s
     # None: the defaults, or on --resume the original run's caps.
     limits = validate(msgspec.structs.replace(DEFAULT_LIMITS, **given)) if given else None
     with Ledger.open(obj.ledger) as ledger:
-        published = find_published(ledger, obj.home, bank_ref, engine=engine, one_engine=True)
-        reporter.engine = published.event.build.engine
-        reporter.bank = f"{published.ref} on {reporter.engine}"
-        ctx = bank_context(published, obj.local_path, Path.cwd())
-        refs = ctx.reference_sql if kind == "reference" else None
-        adapter = build_adapter(
-            kind,
-            options,
-            cases=refs,
-            environ=os.environ,
-            hidden_paths=(obj.local_path, obj.home),
-            bank=ctx.event,
+        plan = RunPlan(
+            run_id=resume or run_id or default_run_id(ledger, profile),
+            profile=profile,
+            attempts=attempts,
+            concurrency=concurrency,
+            retries=retries,
+            resume=resume is not None,
+            limits=limits,
+            max_consecutive_failures=max_failures,
         )
-        # Model programs a killed caseledger left running die now (docs/adapters.md).
-        children = obj.home / "children"
-        sweep_stale_children(children)
-        if isinstance(adapter, CommandAdapter | PiAdapter):
-            adapter.track_children(children)
-        stack = contextlib.ExitStack()
-        try:
-            plan = RunPlan(
-                run_id=resume or run_id or default_run_id(ledger, profile),
-                profile=profile,
-                attempts=attempts,
-                concurrency=concurrency,
-                retries=retries,
-                resume=resume is not None,
-                limits=limits,
-                max_consecutive_failures=max_failures,
-            )
-            # A taken run id (or nothing to resume) is said now, before the variant
-            # databases are built and the SQL workers start (issue 35).
-            preflight(ledger, plan)
-            # one pre-flight call where the adapter can make one (openai: the server's
-            # host and port accept a connection)
-            check = getattr(adapter, "preflight", None)
-            if callable(check):
-                check()
-            signer = load_default_signer(obj.home)
-            if not no_variants:
-                ctx = with_variants(ctx, published, stack)
-            try:
-                summary = run(
-                    ledger,
-                    signer,
-                    ctx,
-                    adapter,
-                    plan,
-                    clock=now,
-                    on_progress=reporter,
-                )
-            except KeyboardInterrupt:
-                reporter.end()
-                click.echo(
-                    f"\ninterrupted: run {plan.run_id} cancelled, its unfinished attempts "
-                    f"recorded as interrupted; finish it with the same command plus "
-                    f"--resume {plan.run_id}",
-                    err=True,
-                )
-                exit_with(2)
-            except DiskFullError as exc:
-                # What was appended stays (each batch is one transaction): the run is
-                # finished later, once there is space, like an interrupted one.
-                raise DiskFullError(
-                    exc.folder,
-                    exc.doing,
-                    hint="free space on that disk, then finish the run with the same command "
-                    f"plus --resume {plan.run_id} (`caseledger runs` lists it)",
-                ) from None
-            except StoreConflictError:
-                # Two processes appended to one run at once (the same --run-id started
-                # twice, or two --resume): the store's own words name stream heads.
-                raise UsageError(
-                    f"run {plan.run_id}: another process appended to this run at the same "
-                    "time; this process stopped and its last batch was not appended",
-                    hint="one process per run id: pick another --run-id, or wait for the "
-                    f"other one and check `caseledger runs`; --resume {plan.run_id} "
-                    "finishes a run that is not completed",
-                ) from None
-        finally:
-            stack.close()
-            adapter.close()
+
+        def on_bank(published: PublishedBank) -> None:
+            reporter.engine = published.event.build.engine
+            reporter.bank = f"{published.ref} on {reporter.engine}"
+
+        summary = evaluate(
+            ledger,
+            obj.home,
+            bank_ref,
+            kind,
+            plan,
+            local_path=obj.local_path,
+            options=options,
+            engine=engine,
+            variants=not no_variants,
+            environ=os.environ,
+            on_bank=on_bank,
+            on_progress=reporter,
+            around_run=lambda: _run_errors(plan.run_id, reporter),
+        )
     return summary
 
 

@@ -311,10 +311,10 @@ def test_missing_recordings_are_cancelled_and_stay_planned(home: Path, tmp_path:
 def test_prompt_leak_through_the_cli_exits_2(
     home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from ledger.cli import run as cli_run
+    from ledger.app import evaluate as app_evaluate
     from ledger.harness.attempt import BankContext
 
-    real = cli_run.bank_context
+    real = app_evaluate.bank_context
 
     def leaking(published: Any, ledger_path: Path, cwd: Path) -> BankContext:
         ctx = real(published, ledger_path, cwd)
@@ -325,7 +325,7 @@ def test_prompt_leak_through_the_cli_exits_2(
             prompt_contract_digest=ctx.prompt_contract_digest,
         )  # fmt: skip
 
-    monkeypatch.setattr(cli_run, "bank_context", leaking)
+    monkeypatch.setattr(app_evaluate, "bank_context", leaking)
     monkeypatch.chdir(tmp_path)
     from ledger.cli import main
 
@@ -451,17 +451,17 @@ def test_a_taken_run_id_is_refused_before_the_variant_databases_are_built(
     """Issue 35 item 3: the run id is checked before anything expensive is prepared (the
     variant databases of sales-fixture, the SQL workers): the refusal comes first and
     nothing was built for it."""
+    from ledger.app import evaluate as app_evaluate
     from ledger.cli import main
-    from ledger.cli import run as cli_run
 
     built: list[str] = []
-    real = cli_run.with_variants
+    real = app_evaluate.with_variants
 
     def counting(ctx: Any, published: Any, stack: Any) -> Any:
         built.append(published.ref)
         return real(ctx, published, stack)
 
-    monkeypatch.setattr(cli_run, "with_variants", counting)
+    monkeypatch.setattr(app_evaluate, "with_variants", counting)
     monkeypatch.chdir(tmp_path)
     args = ["--ledger", str(home / "ledger.db"), "run", "--bank", "sales-fixture",
             "--adapter", "reference", "--run-id", "taken"]  # fmt: skip

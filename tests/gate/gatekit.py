@@ -73,9 +73,9 @@ def replay_lines(refs: dict[str, str], attempts: int, skip: set[tuple[str, int]]
 def build_gate_ledger(folder: Path) -> Path:
     """Build the ledger described in the module doc under ``folder``; returns its path."""
     from ledger.adapters.base import build_adapter
+    from ledger.app.evaluate import bank_context
     from ledger.bank.publish import publish
     from ledger.bank.registry import BUILTIN_DIR
-    from ledger.cli.run import bank_context
     from ledger.harness.runner import RunPlan, run
 
     folder.mkdir(parents=True, exist_ok=True)

@@ -51,9 +51,9 @@ def _replay(refs: dict[str, str], wrong: set[str]) -> str:
 @pytest.fixture(scope="module")
 def ledger_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from ledger.adapters.base import build_adapter
+    from ledger.app.evaluate import bank_context
     from ledger.bank.publish import publish
     from ledger.bank.registry import BUILTIN_DIR
-    from ledger.cli.run import bank_context
     from ledger.harness.runner import RunPlan, run
 
     folder = tmp_path_factory.mktemp("significance")

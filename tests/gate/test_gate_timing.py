@@ -36,9 +36,9 @@ DEMO = Path(__file__).resolve().parents[2] / "tests" / "baselines" / "demo"
 def reference_report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """The report of two reference runs (ref-a, ref-b) of sales-fixture on one ledger."""
     from ledger.adapters.base import build_adapter
+    from ledger.app.evaluate import bank_context
     from ledger.bank.publish import publish
     from ledger.bank.registry import BUILTIN_DIR
-    from ledger.cli.run import bank_context
     from ledger.harness.runner import RunPlan, run
 
     folder = tmp_path_factory.mktemp("timing")

@@ -17,9 +17,9 @@ from runkit import answer, bank_json, check_attempts, fenced, fresh_home, head
 from ledger import events
 from ledger.adapters import build_adapter
 from ledger.adapters.base import Reply, Request
+from ledger.app.evaluate import bank_context
 from ledger.bank.leak import leak_findings
 from ledger.bank.registry import PublishedBank, find_published
-from ledger.cli.run import bank_context
 from ledger.errors import AdapterError, BankError, UsageError
 from ledger.harness import pipeline, protocol
 from ledger.harness.attempt import BankContext

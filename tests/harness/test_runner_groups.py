@@ -16,8 +16,8 @@ from runkit import answer, bank_json, fresh_home
 
 from ledger import events
 from ledger.adapters import build_adapter
+from ledger.app.evaluate import bank_context
 from ledger.bank.registry import find_published
-from ledger.cli.run import bank_context
 from ledger.errors import SecretLeakError
 from ledger.harness import runner as runner_mod
 from ledger.harness.runner import RunPlan, run

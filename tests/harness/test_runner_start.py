@@ -21,8 +21,8 @@ from runkit import fresh_home
 
 from ledger import events
 from ledger.adapters import build_adapter
+from ledger.app.evaluate import bank_context
 from ledger.bank.registry import find_published
-from ledger.cli.run import bank_context
 from ledger.harness.runner import Progress, RunPlan, run
 from ledger.keys import load_default_signer
 from ledger.store import Ledger

@@ -28,10 +28,10 @@ from test_runner import go, published, reference, write_replay
 
 from ledger import codec, events
 from ledger.adapters import build_adapter
+from ledger.app.evaluate import bank_context
 from ledger.app.rescore import recompute_hook
 from ledger.app.snapshot import RecordedRun, run_listing
 from ledger.cli import main
-from ledger.cli.run import bank_context
 from ledger.errors import BankError, VerificationError
 from ledger.harness import score as score_mod
 from ledger.store import Ledger
