@@ -682,6 +682,12 @@ def _judge(sql: str, allowed: frozenset[str], engine: str = "duckdb") -> Verdict
                 if violation not in found:
                     found.append(violation)
         digest = _digest(tree, dialect)
+    except SqlglotError as error:
+        # sqlglot read the text but cannot write it back (DuckDB's `date()` without its
+        # argument): no digest can be made, so the SQL is refused as not parsed, never
+        # raised (a model's answer must not stop a run).
+        violation = Violation(check="parse", message=f"cannot be normalised by sqlglot: {error}")
+        return Verdict(passed=False, violations=(*found, violation), ast_digest=None)
     except RecursionError:
         # sqlglot parses some chains (`- - - 1`) deeper than it can regenerate.
         violation = Violation(check="nesting", message="nested too deeply to check")

@@ -850,3 +850,34 @@ def test_one_huge_value_is_a_memory_failure_and_the_run_completes(
     assert scored == [("sf-01", "execution")]
     (finished,) = [e for e in ours if e["type"] == "run.finished.v1"]
     assert finished["status"] == "completed"
+
+
+def test_sql_sqlglot_reads_but_cannot_write_is_refused_not_a_crash(
+    home: Path, tmp_path: Path
+) -> None:
+    """DuckDB's `date()` and `time()` without their argument parse, but sqlglot cannot write
+    them back (its DuckDB generator raises 'SQL cannot be None'). The guard refuses them as
+    not parsed and the structural match says no match; the run goes on (exit 0), each attempt
+    recorded as a guard refusal; before, the run ended as an internal error."""
+    from ledger.harness.ast_rules import structural_match
+    from ledger.harness.guard import guard
+
+    for sql in ("SELECT date()", "SELECT time()"):
+        verdict = guard(sql, ["orders"])
+        assert not verdict.passed
+        assert ("parse", "cannot be normalised by sqlglot: SQL cannot be None") in [
+            (v.check, v.message) for v in verdict.violations
+        ]
+        assert structural_match(sql, "SELECT 1") is False
+    plan = {k: [] for k in ("sources", "joins", "filters", "metrics", "steps", "risks")}
+    lines = [
+        {"case": case, "attempt": 1, "output": json.dumps(
+            {"plan": {"grain": "g", **plan}, "sql": sql, "summary": "s", "assumptions": []})}
+        for case, sql in (("sf-01", "SELECT date()"), ("sf-02", "SELECT time()"))
+    ]  # fmt: skip
+    replay = tmp_path / "unwritable.jsonl"
+    replay.write_text("".join(json.dumps(x) + "\n" for x in lines), "utf-8")
+    stored = _replay_run(home, replay, "unwritable")
+    guarded = [(e["case_id"], e["passed"]) for e in stored if e["type"] == "sql.guarded.v1"]
+    assert guarded == [("sf-01", False), ("sf-02", False)]
+    assert [e["status"] for e in stored if e["type"] == "run.finished.v1"] == ["completed"]
