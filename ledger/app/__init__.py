@@ -1,6 +1,7 @@
 """Application services: the library calls one command makes, between ``cli`` and the rest.
 
-- ``evaluate``: a published bank and an adapter wired into the runner (``run``, demo).
+- ``evaluate``: the one run sequence, a published bank and an adapter wired into the
+  runner (``run``, the demo and ``ledger.api`` call it).
 - ``snapshot``: read the log into a projection state, every byte checked on the way;
   ``tree_index``: verified leaf-hash blocks and stream heads beside a ledger file.
 - ``reporting``: report bytes from a ledger at a tree size.
