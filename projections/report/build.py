@@ -11,29 +11,19 @@ docs/reports.md describes every field; docs/report.schema.json is generated.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal
 
 import msgspec
 
-from ledger.codec import canonical_json
-from ledger.errors import InternalError, UsageError
-from ledger.events import (
-    BankPublished,
-    CaseSpec,
-    Event,
-    PromptSent,
-    RunFinished,
-    RunStarted,
-    RunTotals,
-)
+from ledger.errors import UsageError
+from ledger.events import BankPublished, CaseSpec, RunStarted
 from projections import (
     aggregates,
     benchmark,
     calibration,
-    caseruns,
     claims,
     efficiency,
     fairness,
@@ -41,18 +31,30 @@ from projections import (
     slices,
     variants,
 )
-from projections.caseruns import (
-    Attempt,
-    BankInfo,
-    RunInfo,
-    State,
-    Step,
-    attempts_of_run,
-    type_name,
-)
+from projections.caseruns import Attempt, BankInfo, RunInfo, State, attempts_of_run
 from projections.report import schema as S
+from projections.report.caserun_entry import caserun_entry, compact_caserun
+from projections.report.jsonio import (
+    caserun_json,
+    from_json,
+    from_json_v2,
+    from_json_v3,
+    from_plain,
+    plain,
+    splice_caseruns,
+    to_json,
+    to_plain,
+    typed,
+)
 from projections.report.schema import CONTRACT, CONTRACT_V2, CONTRACT_V3
 from projections.report.significance import section_statistics
+from projections.report.totals import (
+    bank_cases,
+    recorded_overview,
+    run_overview,
+    run_totals,
+    stream_totals,
+)
 
 __all__ = [
     "CONTRACT",
@@ -94,7 +96,6 @@ SectionKind = Literal["models", "self_test", "calibration"]
 #: event's evidence verbatim). Markdown and HTML show the statistics only with ``stats``,
 #: so reports published under ``/1`` and ``/2`` rebuild byte for byte in every format.
 Detail = Literal["stats", "compact", "full"]
-T = TypeVar("T")
 #: Section kinds in the order they appear; only ``models`` is ranked.
 KIND_ORDER: tuple[SectionKind, ...] = ("models", "self_test", "calibration")
 _KIND_LABEL = {
@@ -128,22 +129,6 @@ def scorer_major(version: str) -> str:
     '2'
     """
     return version.split(".", 1)[0]
-
-
-def _plain(value: Any) -> Any:
-    return msgspec.to_builtins(value, order="sorted", builtin_types=())
-
-
-def _bank_cases(state: State, started: RunStarted) -> tuple[CaseSpec, ...]:
-    bank = state.banks.get(started.bank_hash)
-    if bank is None:
-        raise UsageError(
-            f"run {started.run_id} names bank {started.bank_hash}, which is not published "
-            f"in the first {state.size} events",
-            hint="build the report at a tree size that includes the BankPublished event",
-        )
-    by_id = {c.id: c for c in bank.event.cases}
-    return tuple(by_id[c] for c in started.case_ids if c in by_id)
 
 
 # ----------------------------------------------------------------- one run
@@ -187,14 +172,6 @@ def _configured(started: RunStarted) -> S.Configured:
     )
 
 
-def _typed(value: Any, kind: type[T]) -> T:
-    """A summary dict of a projection module as its report struct (its fields are checked)."""
-    try:
-        return msgspec.convert(value, kind)
-    except msgspec.ValidationError as exc:
-        raise InternalError(exc, where=f"a report block does not match {kind.__name__}") from None
-
-
 def _run_entry(
     info: RunInfo,
     version: str,
@@ -209,11 +186,11 @@ def _run_entry(
     imported = None if bank is None else benchmark.summarize(bank, cases, attempts)
     extra: dict[str, Any] = {}
     if imported is not None:  # absent otherwise: other reports keep their bytes
-        extra["benchmark"] = _typed(imported, S.BenchmarkBlock)
+        extra["benchmark"] = typed(imported, S.BenchmarkBlock)
     if slices.has_slices(attempts):  # likewise: runs without slice events keep their bytes
-        extra["slices"] = _typed(slices.summarize(attempts, {c.id: c for c in cases}), S.SliceBlock)
+        extra["slices"] = typed(slices.summarize(attempts, {c.id: c for c in cases}), S.SliceBlock)
     if claims.has_claims(attempts):  # likewise for claims.checked.v1 events
-        extra["claims"] = _typed(claims.summarize(attempts), S.ClaimBlock)
+        extra["claims"] = typed(claims.summarize(attempts), S.ClaimBlock)
     extra.update(_signer(trusted or {}, info))
     return kind(
         **extra,
@@ -229,16 +206,16 @@ def _run_entry(
         versions=started.versions,
         price_snapshot_digest=started.price_snapshot_digest,
         replay_file_sha256=started.replay_file_sha256,
-        quality=_typed(quality.summarize(attempts), S.Quality),
+        quality=typed(quality.summarize(attempts), S.Quality),
         scores=S.Scores(
             auxiliary=True,
             model_score=scores["model_score"],
             dimensions=scores["dimensions"],
             difficulties=scores["difficulties"],
         ),
-        cases=[_typed(c, S.CaseScores) for c in scores["cases"]],
-        efficiency=_typed(efficiency.summarize(attempts), S.Efficiency),
-        variant_diagnostics=_typed(variants.summarize(attempts), S.VariantDiagnostics),
+        cases=[typed(c, S.CaseScores) for c in scores["cases"]],
+        efficiency=typed(efficiency.summarize(attempts), S.Efficiency),
+        variant_diagnostics=typed(variants.summarize(attempts), S.VariantDiagnostics),
         rank=None,
         withdrawn=_withdrawal(info),
     )
@@ -288,227 +265,9 @@ def _calibration_entry(state: State, info: RunInfo) -> S.CalibrationRunEntry:
         status=info.finished.status if info.finished is not None else "unfinished",
         scorer_version=started.versions.scorer,
         versions=started.versions,
-        calibration=_typed(summary, S.Calibration),
+        calibration=typed(summary, S.Calibration),
         rank=None,
         withdrawn=_withdrawal(info),
-    )
-
-
-# ----------------------------------------------------------------- one CaseRun
-
-
-def _response(a: Attempt) -> S.Response | None:
-    r = a.response
-    if r is not None:
-        return S.Response(
-            kind="model_responded",
-            raw_output=r.raw_output,
-            resolved_model=r.resolved_model,
-            recorded_model=r.recorded_model,
-            provider_request_id=r.provider_request_id,
-            invocation=r.invocation,
-            usage=r.usage,
-            cost=None if r.cost is None else str(r.cost),
-            estimated_cost=None if r.estimated_cost is None else str(r.estimated_cost),
-            generation_us=r.generation_us,
-            failure=None,
-        )
-    f = a.failure
-    if f is None:
-        return None
-    return S.Response(
-        kind="provider_failed",
-        raw_output=f.raw_output,
-        resolved_model=None,
-        recorded_model=None,
-        provider_request_id=f.provider_request_id,
-        invocation=f.invocation,
-        usage=f.usage,
-        cost=None,
-        estimated_cost=None,
-        generation_us=f.generation_us,
-        failure=S.ProviderFailure(kind=f.kind, message=f.message, http_status=f.http_status),
-    )
-
-
-def _variants(a: Attempt) -> S.CaseRunVariants | None:
-    found = variants.caserun_variants(a)
-    return None if found is None else _typed(found, S.CaseRunVariants)
-
-
-def _diagnostics(a: Attempt) -> dict[str, Any]:
-    """The slice and claims of an attempt's answer, only when recorded (issue 19): a
-    CaseRun without them keeps its bytes."""
-    extra: dict[str, Any] = {}
-    if a.slice is not None:
-        extra["slice"] = S.CaseRunSlice(
-            component=a.slice.component,
-            detail=a.slice.detail,
-            slicer_version=a.slice.slicer_version,
-        )
-    found = claims.attempt_claims(a)
-    if found is not None:
-        extra["claims"] = [_typed(c, S.CaseRunClaim) for c in found]
-    return extra
-
-
-def _caserun(a: Attempt) -> S.CaseRun:
-    p, g, e, s = a.parsed, a.guarded, a.execution, a.score
-    return S.CaseRun(
-        **_diagnostics(a),
-        run=a.run_id,
-        case=a.case_id,
-        attempt=a.attempt,
-        outcome=a.outcome,
-        # the fold fills in a PromptSent's text from its run's PromptStored (issue 22)
-        prompt=a.prompt.prompt if a.prompt and isinstance(a.prompt.prompt, str) else None,
-        prompt_sha256=a.prompt.prompt_sha256 if a.prompt else None,
-        response=_response(a),
-        parsed=None
-        if p is None
-        else S.Parsed(
-            protocol_strict=p.protocol_strict,
-            recovered_from_fence=p.recovered_from_fence,
-            plan=p.plan,
-            sql=p.sql,
-            summary=p.summary,
-            assumptions=None if p.assumptions is None else list(p.assumptions),
-            error=p.error,
-            imported=p.imported,
-        ),
-        guard=None
-        if g is None
-        else S.Guard(passed=g.passed, violations=list(g.violations), ast_digest=g.ast_digest),
-        execution=None
-        if e is None
-        else S.Execution(
-            ok=e.ok,
-            error_kind=e.error_kind,
-            error_message=e.error_message,
-            columns=list(e.columns),
-            rows=_plain(e.rows),
-            row_count=e.row_count,
-            truncated=e.truncated,
-            sql_us=e.sql_us,
-            tries=len(a.executions),
-        ),
-        diff=None
-        if s is None
-        else S.Diff(
-            alignment=s.alignment,
-            expected_rows=s.expected_rows,
-            actual_rows=s.actual_rows,
-            matched=s.matched,
-            missing_rows=s.expected_rows - s.matched,
-            extra_rows=s.actual_rows - s.matched,
-            precision=str(s.precision),
-            recall=str(s.recall),
-            f1=str(s.f1),
-            order_ok=s.order_ok,
-            non_finite=s.non_finite,
-        ),
-        score=None
-        if s is None
-        else S.Score(
-            scorer_version=s.scorer_version,
-            total=str(s.total),
-            items=s.items,
-            ast_rules=list(s.ast_rules),
-            result_correct=s.result_correct,
-            format_ok=s.format_ok,
-            failure_kind=s.failure_kind,
-            sql_structural_match=s.sql_structural_match,
-        ),
-        cancel=None
-        if a.cancel is None
-        else S.Cancel(reason=a.cancel.reason, message=a.cancel.message),
-        variants=_variants(a),
-        events=[
-            S.EventRef(seq=step.seq, type=type_name(step.event), leaf_hash=step.link)
-            for step in a.steps
-        ],
-    )
-
-
-def _evidence_steps(a: Attempt) -> list[Step]:
-    """The events a CaseRun's outcome rests on, in log order: a score's evidence and the
-    score; a cancellation's batch (from its last PromptSent) and the cancellation; an
-    unscored attempt's last batch; and the VariantChecked whose flags the CaseRun shows."""
-    steps = a.steps
-    end = a.score if a.score is not None else a.cancel
-    term = None if end is None else next((s for s in steps if s.event is end), None)
-    if term is not None and a.score is not None:
-        named = set(a.score.evidence)
-        found = [s for s in steps if s.link in named and s.seq < term.seq]
-    else:
-        before = [s for s in steps if term is None or s.seq < term.seq]
-        starts = [i for i, s in enumerate(before) if isinstance(s.event, PromptSent)]
-        found = before[starts[-1] :] if starts else []
-    if term is not None:
-        found.append(term)
-    if a.variant is not None:
-        found += [s for s in steps if s.event is a.variant and s not in found]
-    return sorted(found, key=lambda s: s.seq)
-
-
-def compact_caserun(a: Attempt, full: S.CaseRun) -> S.CompactCaseRun:
-    """The ``caseledger-report/2`` CaseRun of attempt ``a`` (``full`` is its
-    ``caseledger-report/1`` CaseRun): what says why it scored what it scored, and the
-    leaf hashes of the events that say so; the prompt is named by its SHA-256 only
-    (the report's ``prompts`` table holds its text once). docs/reports.md "Versions"."""
-    r, p, g, e = full.response, full.parsed, full.guard, full.execution
-    extra: dict[str, Any] = {}
-    if not isinstance(full.slice, msgspec.UnsetType):
-        extra["slice"] = full.slice
-    if not isinstance(full.claims, msgspec.UnsetType):
-        extra["claims"] = full.claims
-    return S.CompactCaseRun(
-        **extra,
-        run=full.run,
-        case=full.case,
-        attempt=full.attempt,
-        outcome=full.outcome,
-        prompt_sha256=full.prompt_sha256,
-        response=None
-        if r is None
-        else S.CompactResponse(
-            kind=r.kind,
-            invocation=r.invocation,
-            usage=r.usage,
-            cost=r.cost,
-            estimated_cost=r.estimated_cost,
-            generation_us=r.generation_us,
-            failure=r.failure,
-        ),
-        parsed=None
-        if p is None
-        else S.CompactParsed(
-            protocol_strict=p.protocol_strict,
-            recovered_from_fence=p.recovered_from_fence,
-            sql=p.sql,
-            error=p.error,
-            imported=p.imported,
-        ),
-        guard=None if g is None else S.CompactGuard(passed=g.passed, violations=g.violations),
-        execution=None
-        if e is None
-        else S.CompactExecution(
-            ok=e.ok,
-            error_kind=e.error_kind,
-            error_message=e.error_message,
-            row_count=e.row_count,
-            truncated=e.truncated,
-            sql_us=e.sql_us,
-            tries=e.tries,
-        ),
-        diff=full.diff,
-        score=full.score,
-        cancel=full.cancel,
-        variant_flags=None if full.variants is None else full.variants.flags,
-        evidence=[
-            S.EventRef(seq=step.seq, type=type_name(step.event), leaf_hash=step.link)
-            for step in _evidence_steps(a)
-        ],
     )
 
 
@@ -572,7 +331,7 @@ def run_part(state: State, run_id: str, scorer: str | None, detail: Detail = "fu
     version = started.versions.scorer if kind == "calibration" else None
     version = version or scorer or started.versions.scorer
     key = (kind, started.bank_hash, scorer_major(version))
-    cases = _bank_cases(state, started)  # raises when the bank is unknown
+    cases = bank_cases(state, started)  # raises when the bank is unknown
     if kind == "calibration":
         # No attempts and no score: the oracle's verdicts on mutants and controls.
         return RunPart(run_id, key, version, _calibration_entry(state, info), [], None)
@@ -583,7 +342,7 @@ def run_part(state: State, run_id: str, scorer: str | None, detail: Detail = "fu
         key=key,
         version=version,
         entry=_run_entry(info, version, cases, attempts, bank, state.trusted),
-        caseruns=[_caserun(a) for a in attempts],
+        caseruns=[caserun_entry(a) for a in attempts],
         fair=fairness.run_invocations(attempts) if kind == "models" else None,
     )
     if detail != "full":
@@ -626,7 +385,7 @@ def _section(
         ),
         scorer_major=major,
         scorer_versions=sorted({p.version for p in parts}),
-        fairness=_typed(fairness.classify(fair_input), S.Fairness) if ranked else None,
+        fairness=typed(fairness.classify(fair_input), S.Fairness) if ranked else None,
         cases=[
             S.SectionCase(
                 case=c.id,
@@ -642,7 +401,7 @@ def _section(
         runs=entries,
         caseruns=details,
         gold=[
-            S.Gold(case=g.case_id, columns=list(g.columns), rows=_plain(g.rows), digest=g.digest)
+            S.Gold(case=g.case_id, columns=list(g.columns), rows=plain(g.rows), digest=g.digest)
             for g in bank.gold
         ]
         if with_gold
@@ -933,220 +692,3 @@ def with_statistics(report: S.ReportV2) -> S.ReportV3:
     ]
     fields = {f: getattr(report, f) for f in report.__struct_fields__}
     return S.ReportV3(**{**fields, "contract": CONTRACT_V3, "sections": sections})
-
-
-def caserun_json(caserun: S.CaseRun | S.CompactCaseRun) -> bytes:
-    """The canonical bytes of one CaseRun as it appears in a report's ``caseruns`` list."""
-    return canonical_json(caserun)
-
-
-_EMPTY_CASERUNS = b'"caseruns":[]'
-
-
-_EMPTY_PROMPTS = b'"prompts":{}'
-
-
-def splice_caseruns(
-    skeleton: S.Report | S.ReportV2 | S.ReportV3,
-    caseruns: Sequence[Iterable[bytes]],
-    prompts: Iterable[bytes] = (),
-) -> Iterator[bytes]:
-    """The canonical bytes of ``skeleton`` (every section's ``caseruns`` empty) with
-    section i's CaseRuns taken from ``caseruns[i]`` (chunks of canonical CaseRun bytes
-    already joined by commas): the same bytes :func:`to_json` gives for the whole report.
-    For a ``caseledger-report/2`` skeleton (its ``prompts`` table empty), ``prompts``
-    gives the table's entries (``"sha256:...":"text"`` pieces in key order, joined by
-    commas).
-
-    Keys are sorted and strings escape every quote, so ``"caseruns":[]`` occurs in the
-    skeleton's bytes exactly once per section, in section order, and nowhere else. The
-    first ``"prompts":{}`` is the table's: only the checkpoint, the contract, the
-    reading notes and the notice come before it, and none of them holds a map.
-    """
-    data = to_json(skeleton)
-    if len(caseruns) != len(skeleton.sections):
-        raise InternalError(ValueError("one CaseRun source per section"), where="splice")
-    start = 0
-    if isinstance(skeleton, S.ReportV2 | S.ReportV3):
-        at = data.index(_EMPTY_PROMPTS) + len(_EMPTY_PROMPTS) - 1
-        yield data[:at]
-        yield from prompts
-        start = at
-    for chunks in caseruns:
-        at = data.index(_EMPTY_CASERUNS, start)
-        yield data[start : at + len(_EMPTY_CASERUNS) - 1]
-        yield from chunks
-        start = at + len(_EMPTY_CASERUNS) - 1
-    if data.find(_EMPTY_CASERUNS, start) >= 0:
-        raise InternalError(ValueError("more sections than CaseRun sources"), where="splice")
-    yield data[start:]
-
-
-def to_json(report: S.Report | S.ReportV2 | S.ReportV3) -> bytes:
-    """Canonical JSON bytes of a report (sorted keys, no floats), with a final newline."""
-    return canonical_json(report) + b"\n"
-
-
-def from_json(data: bytes | str) -> S.Report:
-    """Decode report JSON into the schema (the inverse of :func:`to_json`).
-
-    Raises:
-        UsageError: the bytes are not a ``caseledger-report/1`` report; names the JSON path.
-    """
-    return _decode(data, S.Report, CONTRACT, "docs/report.schema.json")
-
-
-def from_json_v2(data: bytes | str) -> S.ReportV2:
-    """Decode ``caseledger-report/2`` JSON into its schema (the inverse of :func:`to_json`).
-
-    Raises:
-        UsageError: the bytes are not a ``caseledger-report/2`` report; names the JSON path.
-    """
-    return _decode(data, S.ReportV2, CONTRACT_V2, "docs/report-v2.schema.json")
-
-
-def from_json_v3(data: bytes | str) -> S.ReportV3:
-    """Decode ``caseledger-report/3`` JSON into its schema (the inverse of :func:`to_json`).
-
-    Raises:
-        UsageError: the bytes are not a ``caseledger-report/3`` report; names the JSON path.
-    """
-    return _decode(data, S.ReportV3, CONTRACT_V3, "docs/report-v3.schema.json")
-
-
-def _decode(data: bytes | str, kind: type[T], contract: str, schema: str) -> T:
-    try:
-        return msgspec.json.decode(data, type=kind)
-    except (msgspec.ValidationError, msgspec.DecodeError) as exc:
-        raise UsageError(
-            f"not a {contract} report: {exc}",
-            hint=f"build one with `caseledger report --format json` ({schema})",
-        ) from None
-
-
-def to_plain(report: S.Report) -> dict[str, Any]:
-    """The report as the JSON document it encodes to (dicts, lists, str, int, bool, None)."""
-    plain: dict[str, Any] = msgspec.json.decode(to_json(report))
-    return plain
-
-
-def from_plain(document: Mapping[str, Any]) -> S.Report:
-    """A report JSON document (as :func:`to_plain` gives) read back into the schema.
-
-    Raises:
-        UsageError: the document does not match ``caseledger-report/1``; names the path.
-    """
-    try:
-        return msgspec.convert(document, S.Report)
-    except msgspec.ValidationError as exc:
-        raise UsageError(
-            f"not a {CONTRACT} report: {exc}",
-            hint="build one with `caseledger report --format json` (docs/report.schema.json)",
-        ) from None
-
-
-def _on(state: State, started: RunStarted) -> str:
-    """``:<engine>`` for a run on a bank that is not on DuckDB (as ``--bank`` spells it)."""
-    bank = state.banks.get(started.bank_hash)
-    engine = "duckdb" if bank is None else bank.event.build.engine
-    return "" if engine == "duckdb" else f":{engine}"
-
-
-def run_totals(state: State, run_id: str) -> RunTotals:
-    """The figures of a run's ``runs`` row that depend on its attempts, under its own scorer.
-
-    The one definition: ``caseledger runs`` computes them so when it folds a run, the
-    runner when it records them in the run's RunFinished (``RunFinished.totals``),
-    ``verify --recompute`` when it re-derives them. ``first_event`` is the earliest
-    date the run's events folded so far claim.
-    """
-    info = state.runs[run_id]
-    started = info.started
-    attempts = attempts_of_run(state, run_id, started.versions.scorer)
-    cases = _bank_cases(state, started)
-    return RunTotals(
-        done=sum(1 for a in attempts if a.outcome != "unscored"),
-        planned=len(attempts),
-        result_correct_rate=quality.summarize(attempts)["result_correct_rate"],
-        score=aggregates.summarize(cases, attempts)["model_score"],
-        first_event=info.first_at,
-    )
-
-
-def stream_totals(bank: BankInfo, items: Iterable[tuple[int, bytes, Event]]) -> RunTotals | None:
-    """:func:`run_totals` of the run whose stream ``items`` are (seq, leaf hash, event), in
-    log order (a run's events, up to and not including the RunFinished to carry them),
-    on ``bank`` (the BankPublished its RunStarted names). None when the stream holds no
-    RunStarted, is a calibration run's (its row is not made of attempts), or holds a
-    RunWithdrawn (such a run is folded by ``runs``, which then marks it withdrawn).
-    Model and self-test runs (``run_kind`` ``model``, ``self_test``) get totals: their
-    rows are made alike.
-    """
-    state = caseruns.initial()
-    state.banks[bank.event.content_sha256] = bank
-    for item in items:
-        state = caseruns.apply(state, item)
-    if len(state.runs) != 1:
-        return None
-    ((run_id, info),) = state.runs.items()
-    if info.started.run_kind == "calibration" or info.withdrawn is not None:
-        return None
-    return run_totals(state, run_id)
-
-
-def _overview_row(state: State, info: RunInfo, totals: RunTotals) -> dict[str, Any]:
-    """A ``runs`` row from a run's RunStarted, last RunFinished, withdrawal and totals."""
-    started = info.started
-    row: dict[str, Any] = {
-        "run": started.run_id,
-        "run_kind": started.run_kind,
-        "bank": f"{started.bank_id}@{started.bank_version}{_on(state, started)}",
-        "bank_hash": started.bank_hash,
-        "adapter": started.adapter_kind,
-        "profile": started.profile,
-        "requested_model": started.requested_model,
-        "status": info.finished.status if info.finished is not None else "unfinished",
-        "done": totals.done,
-        "planned": totals.planned,
-        "result_correct_rate": totals.result_correct_rate,
-        "score": totals.score,
-        "scorer_version": started.versions.scorer,
-        "first_event": totals.first_event,
-        "kill_rate": None,
-    }
-    if info.withdrawn is not None:  # only then: listings without withdrawals keep their shape
-        row["withdrawn"] = info.withdrawn.reason
-    return row
-
-
-def recorded_overview(state: State, started: RunStarted, finished: RunFinished) -> dict[str, Any]:
-    """The ``runs`` row of a model run whose last event is ``finished``, a RunFinished
-    carrying ``totals``: the same row :func:`run_overview` gives when it folds the run.
-
-    ``state`` holds the published banks (for the bank's engine; a bank not published
-    fails as in the fold). The fold's first date also counts the RunFinished's own.
-    """
-    totals = finished.totals
-    if isinstance(totals, msgspec.UnsetType):
-        raise InternalError(ValueError("a RunFinished without totals"), where="runs")
-    _bank_cases(state, started)  # a run on a bank that is not published fails as folded
-    info = RunInfo(started, -1, started.at, started.at, finished=finished)
-    first = min(totals.first_event, finished.at)
-    return _overview_row(state, info, msgspec.structs.replace(totals, first_event=first))
-
-
-def run_overview(state: State) -> list[dict[str, Any]]:
-    """One row per run (in run id order) for ``caseledger runs``, under each run's own scorer."""
-    rows = []
-    for run_id in sorted(state.runs):
-        info = state.runs[run_id]
-        started = info.started
-        row = _overview_row(state, info, run_totals(state, run_id))
-        if started.run_kind == "calibration":
-            # No attempts and no score: done when its totals are recorded.
-            cal = calibration.summarize(state.calibrations.get(run_id))
-            row["done"] = row["planned"] if cal["finished"] else 0
-            row["result_correct_rate"] = row["score"] = None
-            row["kill_rate"] = cal["kill_rate"]
-        rows.append(row)
-    return rows
