@@ -8,7 +8,8 @@
   deterministic check refuses, per engine; ``ast_rules``: capability rules over
   the AST; ``guard``: the static decision whether the SQL may run at all;
   ``reading``: that reading done in the SQL worker about to execute it.
-- ``worker``: the sandboxed, read-only DuckDB process that executes it;
+- ``worker``: the sandboxed, read-only DuckDB process that executes it (``worker_sandbox``:
+  its locked-down connection, DuckDB's own parse check, the shadowed functions);
   ``cells``: typed result cells.
 - ``align``, ``matching``, ``compare``: the result against the frozen gold
   (column alignment, multiset rows by bipartite matching, order, tolerances);
