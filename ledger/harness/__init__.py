@@ -16,8 +16,10 @@
   ``benchmark_sql``: what Spider's evaluator rewrites in SQL text first.
 - ``score``: the 100-point score of one attempt under a named scorer version.
 - ``claims``, ``slices``: diagnostics beside the score (is the summary true of its
-  result; where the SQL first departs from the reference; ``slice_signature`` reads a
-  query's components, ``slice_text`` the canonical text they are compared by).
+  result; where the SQL first departs from the reference). Their parts:
+  ``claim_words`` (the words and numbers claims are read by), ``slice_signature``
+  (a query's components read) and ``slice_text`` (the canonical text they are
+  compared by).
 - ``pipeline``: the one judge wiring guard -> execute (crash retried once) -> score.
 - ``attempt``: one adapter answer turned into the attempt's linked events.
 - ``runner``: plan cases x attempts, drive an adapter, append every step.
