@@ -2,7 +2,8 @@
 
 - ``prompt``: the blind prompt for one case (the bank's prompt.md filled in).
 - ``protocol``: parse the model's raw answer (query-plan-v1) into plan, SQL, summary.
-- ``limits``: the caps on what one attempt may cost (output, SQL, nesting, results).
+- ``limits``: the caps on what one attempt may cost (output, SQL, nesting, results);
+  ``depth``: the nesting depths of a SQL text read from its tokens, before any parser.
 - ``sqlparse``: one sqlglot parse per SQL text; ``functions``: DuckDB's function
   catalog judged into an allow-list; ``determinism``: what the guard's
   deterministic check refuses, per engine; ``ast_rules``: capability rules over
