@@ -12,6 +12,7 @@ import json
 import os
 import re
 import shutil
+import socket
 import sqlite3
 import subprocess
 import sys
@@ -69,6 +70,13 @@ def fresh_home(tmp_path_factory: pytest.TempPathFactory, tmp_path: Path) -> Path
     dest = tmp_path / "led"
     shutil.copytree(_TEMPLATE[0], dest)
     return dest
+
+
+def closed_port() -> int:
+    """A port on 127.0.0.1 nothing listens on: bound, read, closed (connection refused)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
 
 
 def bank_json(home: Path, name: str) -> dict[str, Any]:

@@ -9,27 +9,17 @@ count how often a bank's variant workers are started.
 
 from __future__ import annotations
 
-import socket
 from pathlib import Path
 from typing import Any
 
 import pytest
-from runkit import fresh_home
+from runkit import closed_port, fresh_home
 
 from ledger import events
 from ledger.api import RunPlan, open_ledger
 from ledger.app import evaluate as app_evaluate
 from ledger.errors import AdapterError, UsageError
 from ledger.store import Ledger
-
-AT = "2026-12-06T10:00:00.000000Z"
-
-
-def _closed_port() -> int:
-    """A port nothing listens on: bound, read, closed."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @pytest.fixture
@@ -55,7 +45,7 @@ def test_the_api_makes_the_run_commands_checks_first(home: Path, started: list[s
     # caseledger run's checks, in its order, through the Python API: an unreachable
     # server is said before anything is prepared (issue 35), a taken run id before the
     # adapter is even asked; nothing is appended for either.
-    port = _closed_port()
+    port = closed_port()
     with open_ledger(home / "ledger.db") as ws:
         size = ws.ledger.size()
         bank = ws.resolve_bank("sales-fixture")

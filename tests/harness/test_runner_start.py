@@ -12,12 +12,11 @@ from __future__ import annotations
 
 import dataclasses
 import multiprocessing
-import socket
 import time
 from pathlib import Path
 
 import pytest
-from runkit import fresh_home
+from runkit import closed_port, fresh_home
 
 from ledger import events
 from ledger.adapters import build_adapter
@@ -30,13 +29,6 @@ from ledger.store import Ledger
 AT = "2026-12-06T10:00:00.000000Z"
 
 
-def _closed_port() -> int:
-    """A port nothing listens on: bound, read, closed."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture
 def home(tmp_path_factory: pytest.TempPathFactory, tmp_path: Path) -> Path:
     return fresh_home(tmp_path_factory, tmp_path)
@@ -45,7 +37,7 @@ def home(tmp_path_factory: pytest.TempPathFactory, tmp_path: Path) -> Path:
 def test_an_unreachable_server_is_called_and_stops_the_run_before_the_workers_are_ready(
     home: Path,
 ) -> None:
-    url = f"http://127.0.0.1:{_closed_port()}/v1"
+    url = f"http://127.0.0.1:{closed_port()}/v1"
     seen: list[Progress] = []
     live: list[Progress] = []  # the run's own Progress object, which it keeps updating
 
