@@ -14,7 +14,7 @@ The modules in data-flow order:
 - ``metrics``: the one definition of every gateable metric; ``statistics``: error
   bars, paired comparisons, rank groups.
 - ``report/``: the report schema, its build, Markdown and HTML views.
-- ``gate``: the regression gate.
+- ``gate``: the regression gate; ``gate_text``: its verdict as text.
 
 Nothing here imports ``ledger.store``, appends, or calls a model or the network.
 """
