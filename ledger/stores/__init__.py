@@ -7,7 +7,8 @@ decides whether a row is valid. Two backends exist:
 
 * ``ledger.stores.sqlite`` -- one SQLite file (the default, ``.caseledger/ledger.db``);
 * ``ledger.stores.postgres`` -- a PostgreSQL database named by a
-  ``postgresql://`` URL, shared by many writers on many hosts (docs/stores.md).
+  ``postgresql://`` URL, shared by many writers on many hosts (docs/stores.md);
+  ``ledger.stores.postgres_schema`` holds its schema as SQL text.
 
 A location is therefore a ``Path`` (SQLite) or a URL string (PostgreSQL);
 :func:`parse_location` turns what a user typed into one of them.
