@@ -5,7 +5,8 @@ tree size; its parts ``caserun_entry``: one CaseRun, ``totals``: a run's totals 
 ``runs`` row, ``jsonio``: the canonical JSON out and in), ``significance`` (a
 section's statistics, ``caseledger-report/3``), ``tables`` (what both views show;
 ``diagnostic_tables``: the tables beside the score, ``legend``: the column
-definitions and how-to-read notes), ``markdown`` and ``html`` (the views).
+definitions and how-to-read notes), ``markdown`` and ``html`` (the views;
+``html_parts``: the HTML view's style, scripts, CSP and value helpers).
 """
 
 from __future__ import annotations
