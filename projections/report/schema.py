@@ -321,7 +321,8 @@ class RunSigner(_S, frozen=True, kw_only=True):
     it (``unattested`` when the bundle carried no attestation); ``trusted_since``, the
     seq of the ``signer.trusted.v1`` that trusts the key here; ``revoked_at``, the seq
     of the ``signer.untrusted.v1`` that revoked that trust later (the run stays
-    readable). The last three are absent in reports of ledgers written before issue 29."""
+    readable). ``origin`` is what the run's wrappers record (before issue 29: the origin
+    the bundle claimed); ``trusted_since`` is absent when no trust names the key."""
 
     name: str
     key_id: str
