@@ -32,7 +32,7 @@ from ledger.events import (
     SignerTrusted,
     SignerUntrusted,
 )
-from ledger.keys import KeyEntry, key_id_hex, verify_event_signature
+from ledger.keys import KeyEntry, public_key_problem, verify_event_signature
 
 __all__ = [
     "NOT_IMPORTABLE",
@@ -64,16 +64,8 @@ def link(leaf: bytes) -> str:
 
 def foreign_key_problem(event: ForeignSignerRegistered) -> str | None:
     """Why a ``signer.foreign.v1`` event is malformed (None when it is well formed)."""
-    try:
-        public_key = base64.b64decode(event.public_key, validate=True)
-    except (binascii.Error, ValueError):
-        return f"public key of foreign signer {event.name} is not base64"
-    if len(public_key) != 32:
-        return f"public key of foreign signer {event.name} has {len(public_key)} bytes, not 32"
-    expected = key_id_hex(event.name, public_key)
-    if event.key_id != expected:
-        return f"key id {event.key_id} of foreign signer {event.name} should be {expected}"
-    return None
+    label = f"foreign signer {event.name}"
+    return public_key_problem(event.name, event.key_id, event.public_key, label)
 
 
 def signature_problem(

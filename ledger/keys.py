@@ -66,6 +66,7 @@ __all__ = [
     "event_message",
     "key_id_hex",
     "load_default_signer",
+    "public_key_problem",
     "verify_event_signature",
 ]
 
@@ -257,17 +258,20 @@ class TrustEntry:
         return self.trusted_seq < seq and (self.revoked_seq is None or seq < self.revoked_seq)
 
 
-def _public_key_problem(name: str, key_id: str, encoded: str) -> str | None:
-    """Why a (name, key id, base64 public key) triple of a signer event does not hold."""
+def public_key_problem(name: str, key_id: str, encoded: str, label: str = "") -> str | None:
+    """Why a (name, key id, base64 public key) triple of a signer event does not hold:
+    the key is not 32 bytes of standard base64, or ``key_id`` is not its C2SP key id.
+    Messages name the key as ``label`` (default: its name)."""
+    label = label or name
     try:
         public_key = base64.b64decode(encoded, validate=True)
     except ValueError:
-        return f"public key of {name} is not base64"
+        return f"public key of {label} is not base64"
     if len(public_key) != 32:
-        return f"public key of {name} has {len(public_key)} bytes, expected 32"
+        return f"public key of {label} has {len(public_key)} bytes, expected 32"
     expected = key_id_hex(name, public_key)
     if key_id != expected:
-        return f"key id {key_id} of {name} should be {expected}"
+        return f"key id {key_id} of {label} should be {expected}"
     return None
 
 
@@ -363,7 +367,7 @@ class Keyring:
     def event_problem(self, event: EventBase) -> str | None:
         """Why a signer event may not be applied (None when it may, or is not one)."""
         if isinstance(event, SignerRegistered):
-            problem = _public_key_problem(event.name, event.key_id, event.public_key)
+            problem = public_key_problem(event.name, event.key_id, event.public_key)
             if problem:
                 return problem
             trusted = self._trusted_by_name.get(event.name)
@@ -404,7 +408,7 @@ class Keyring:
         return None
 
     def _trust_problem(self, event: SignerTrusted) -> str | None:
-        problem = _public_key_problem(event.name, event.key_id, event.public_key)
+        problem = public_key_problem(event.name, event.key_id, event.public_key)
         if problem:
             return problem
         if event.key_id in self._by_id:
