@@ -404,7 +404,7 @@ class ImportResult:
     seqs: tuple[int, ...] = ()
     trusted: tuple[str, ...] = ()  # keys trusted now by --trust, "name (key id)"
     #: name (key id) -> the seq of the signer.trusted.v1 its run is accepted under.
-    trusted_since: tuple[tuple[str, int | None], ...] = ()
+    trusted_since: tuple[tuple[str, int], ...] = ()
 
 
 def attested_origin(bundle: Bundle, name: str) -> str:

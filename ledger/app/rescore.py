@@ -329,11 +329,12 @@ def _unwrapped(row: StoredEvent) -> tuple[StoredEvent, str | None]:
     if envelope_of(row.seq, row.body).type != _IMPORTED_TAG:
         return row, None
     wrapper = row.event()
-    inner, problem = inner_of(wrapper) if isinstance(wrapper, EventImported) else (None, "")
+    if not isinstance(wrapper, EventImported):  # its own envelope said it is one
+        raise broken(f"seq {row.seq}: an event.imported.v1 envelope that does not decode as one")
+    inner, problem = inner_of(wrapper)
     if inner is None:
         raise VerificationError(f"seq {row.seq}: {problem}", seq=row.seq)
-    origin = wrapper.origin if isinstance(wrapper, EventImported) else ""
-    return row._replace(body=inner.body, leaf_hash=inner.leaf), origin
+    return row._replace(body=inner.body, leaf_hash=inner.leaf), wrapper.origin
 
 
 #: Evidence events kept in memory while verify --recompute walks a bound ledger.
