@@ -26,6 +26,7 @@ __all__ = [
     "exit_with",
     "pass_ctx",
     "program_name",
+    "read_small_text",
 ]
 
 DEFAULT_HOME = Path(".caseledger")
@@ -107,3 +108,20 @@ def program_name(argv0: str, *, cwd: Path, search_path: str | None) -> str:
     except ValueError:
         return shlex.quote(str(script))
     return shlex.quote(str(shown)) if shown.parent != Path() else shlex.quote(f"./{shown}")
+
+
+def read_small_text(path: Path, what: str, limit: int) -> str:
+    """A small UTF-8 file (a checkpoint note, a key file) read no further than ``limit``
+    bytes, so ``/dev/zero`` or a huge file is refused at once (exit 2) instead of read."""
+    try:
+        with path.open("rb") as f:
+            data = f.read(limit + 1)
+        if len(data) > limit:
+            raise UsageError(
+                f"cannot read {what} {path}: longer than {limit:,} bytes "
+                "(not a checkpoint note or key file)",
+                hint=f"a {what} is a few hundred bytes: pass the file caseledger wrote",
+            )
+        return data.decode("utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"cannot read {what} {path}: {exc}") from None

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import click
 
-from ledger.cli.common import Context, pass_ctx
+from ledger.checkpoint import MAX_NOTE_BYTES
+from ledger.cli.common import Context, pass_ctx, read_small_text
 from ledger.errors import UsageError
 from ledger.keys import load_default_signer
 from ledger.store import Ledger
@@ -24,10 +25,7 @@ def _key_text(value: str) -> tuple[str, str]:
     """(text, label) of a verifier key given as a file or as the string itself."""
     path = Path(value)
     if path.is_file():
-        try:
-            return path.read_text("utf-8"), str(path)
-        except (OSError, UnicodeDecodeError) as exc:
-            raise UsageError(f"cannot read key file {path}: {exc}") from None
+        return read_small_text(path, "key file", MAX_NOTE_BYTES), str(path)
     if "+" in value:
         return value, "the verifier key given"
     raise UsageError(

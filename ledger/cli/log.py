@@ -13,7 +13,7 @@ import msgspec
 from ledger.app.output import is_stdout, write_output
 from ledger.bounds import MAX_WORKERS
 from ledger.checkpoint import MAX_NOTE_BYTES, check_note_format
-from ledger.cli.common import Context, exit_with, pass_ctx
+from ledger.cli.common import Context, exit_with, pass_ctx, read_small_text
 from ledger.errors import UsageError, VerificationError
 from ledger.events import EVENT_TYPES, EventBase, tag_of
 from ledger.keys import KeyEntry, Signer, load_default_signer
@@ -31,18 +31,7 @@ DEFAULT_OPERATOR = "caseledger-operator"
 
 def _read_text(path: Path, what: str) -> str:
     """A checkpoint note or key file, read no further than MAX_NOTE_BYTES (``/dev/zero``)."""
-    try:
-        with path.open("rb") as f:
-            data = f.read(MAX_NOTE_BYTES + 1)
-        if len(data) > MAX_NOTE_BYTES:
-            raise UsageError(
-                f"cannot read {what} {path}: longer than {MAX_NOTE_BYTES:,} bytes "
-                "(not a checkpoint note or key file)",
-                hint=f"a {what} is a few hundred bytes: pass the file caseledger wrote",
-            )
-        return data.decode("utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UsageError(f"cannot read {what} {path}: {exc}") from None
+    return read_small_text(path, what, MAX_NOTE_BYTES)
 
 
 def _read_note(path: Path) -> str:
