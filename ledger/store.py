@@ -602,6 +602,17 @@ class Ledger:
         self._pending_tree = tree
         self._pending_notes.add(size)
 
+    def adopt_tree(self, tree: TreeAccumulator) -> None:
+        """Start this writer's tree head from ``tree``: the tree of the log's first
+        ``tree.size`` leaves, which the caller has verified (``ledger.app.snapshot``
+        takes it from the tree index, whose root equals that of a signed stored
+        checkpoint). The next automatic checkpoint then reads, under the write lock,
+        only the rows after it, their chain checked from the stored chain at
+        ``tree.size - 1``, as for the tree this writer keeps after its own checkpoint
+        (issue 34). A tree no larger than the one held is ignored."""
+        if self._tree is None or self._tree.size < tree.size:
+            self._tree = tree.copy()
+
     def _tree_through(self, size: int) -> TreeAccumulator:
         """The tree of the first ``size`` rows, extending this writer's last one.
 

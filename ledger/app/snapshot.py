@@ -42,12 +42,19 @@ from ledger.events import (
     tag_of,
 )
 from ledger.merkle import TreeAccumulator
-from ledger.store import GENESIS_CHAIN, Ledger, link_of
+from ledger.store import GENESIS_CHAIN, Ledger, StoredEvent, link_of
 from projections import caseruns
 from projections.caseruns import ATTEMPT_EVENTS, State
 from projections.replay import paused_gc
 
-__all__ = ["RecordedRun", "Snapshot", "read_state", "run_listing", "run_snapshots"]
+__all__ = [
+    "RecordedRun",
+    "Snapshot",
+    "read_state",
+    "run_listing",
+    "run_snapshots",
+    "stream_events",
+]
 
 T = TypeVar("T")
 # A run's stored prompts (issue 22) are skipped with its attempt events when it is not asked for.
@@ -525,6 +532,63 @@ def _is_run(ledger: Ledger, index: tree_index.TreeIndex, shared: _Indexed, strea
     else:
         seq, _, body = shared.tail[stream][0]
     return _decoded(seq, _ENV.decode, body).type in _RUN_TAGS
+
+
+def stream_events(ledger: Ledger, stream: str) -> list[StoredEvent]:
+    """Every row of one stream (a run id, or ``ledger``) in order, read through the
+    verified tree index: what a run reads at its start and end (issue 34), without
+    reading the whole log as :meth:`Ledger.stream_events` does.
+
+    Checked as strongly as that read: below the index's size N (a signed stored
+    checkpoint's), the index's stream heads must cover every event (one row read per
+    stream, :func:`_every_stream_listed`, so no stream's rows can be hidden from it),
+    each of the stream's rows found by the store's stream index must hash to the
+    verified leaf at its seq, name the stream and continue its chain to the recorded
+    head; every row from N to the end is read in full (leaf, chain, every stream's
+    chain), as in a report. The index is extended to the newest checkpoint first
+    (:func:`ledger.app.tree_index.open_index`: only the rows since its last size).
+
+    The ledger is also handed the verified tree of the first N leaves
+    (:meth:`Ledger.adopt_tree`), so the checkpoint a writer signs at a run's end reads
+    only the rows after N under the write lock. Without an index (a ledger on a
+    server, no stored checkpoint, or an index that still disagrees after a rebuild)
+    the whole log is read, as before, which names a bad seq.
+    """
+    index = tree_index.open_index(ledger)
+    for again in (False, True):
+        if index is None:
+            break
+        try:
+            rows = _stream_through(ledger, index, stream)
+        except tree_index.IndexMismatch:
+            index = None if again else tree_index.rebuild(ledger)
+            continue
+        ledger.adopt_tree(index.accumulator(index.size))
+        return rows
+    return ledger.stream_events(stream)
+
+
+def _stream_through(ledger: Ledger, index: tree_index.TreeIndex, stream: str) -> list[StoredEvent]:
+    """:func:`stream_events` through ``index``; IndexMismatch where it disagrees."""
+    size = ledger.size()
+    _every_stream_listed(ledger, index)
+    if stream not in index.heads and next(iter(ledger.indexed_stream(stream, index.size)), None):
+        raise tree_index.IndexMismatch(f"stream {stream}: not in the index")
+    found = [row for row, _ in _stream_below(ledger, index, stream, index.size, {})]
+    chains = {s: (n, leaf) for s, (n, _, leaf) in index.heads.items()}
+    for seq, body, leaf in _tail_rows(ledger, index.size, size):
+        head = _decoded(seq, _ENV.decode, body)
+        _check_stream(seq, head, chains)
+        chains[head.stream] = (head.stream_seq, leaf)
+        if head.stream == stream:
+            found.append((seq, leaf, body))
+    out: list[StoredEvent] = []
+    for seq, leaf, body in found:
+        stored = ledger.get(seq)  # the whole row (chain, key id, signature), body hashed
+        if stored is None or stored.leaf_hash != leaf or stored.body != body:
+            raise tree_index.IndexMismatch(f"seq {seq}: row changed while read")
+        out.append(stored)
+    return out
 
 
 def _tail_rows(ledger: Ledger, start: int, stop: int) -> Iterator[tuple[int, bytes, bytes]]:

@@ -6,10 +6,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from ledger.app.snapshot import stream_events
 from ledger.bank.leak import LeakContext, leak_context
 from ledger.bank.model import Bank, load_bank
-from ledger.errors import BankError, broken
-from ledger.events import ENGINES, BankPublished, CaseSpec
+from ledger.errors import BankError
+from ledger.events import ENGINES, LEDGER_STREAM, BankPublished, CaseSpec, tag_of
 from ledger.store import Ledger
 
 __all__ = [
@@ -104,12 +105,19 @@ class PublishedBank:
 
 
 def list_published(ledger: Ledger, home: Path) -> list[PublishedBank]:
-    """Every BankPublished event of a ledger, in log order."""
+    """Every BankPublished event of a ledger, in log order.
+
+    Banks are published on the ``ledger`` stream, which is read through the verified
+    tree index (``ledger.app.snapshot.stream_events``: not the whole log, issue 34).
+    """
     out = []
-    for stored in ledger.events_of_type(BankPublished):
+    tag = tag_of(BankPublished).encode()
+    for stored in stream_events(ledger, LEDGER_STREAM):
+        if tag not in stored.body:
+            continue
         event = stored.event()
         if not isinstance(event, BankPublished):
-            raise broken(f"seq {stored.seq}: events_of_type gave another type")
+            continue
         db_path, files_dir = bank_paths(home, event.content_sha256, event.build.engine)
         out.append(PublishedBank(event, stored.seq, db_path, files_dir))
     return out

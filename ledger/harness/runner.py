@@ -78,6 +78,7 @@ import duckdb
 
 from ledger import __version__, codec, events
 from ledger.adapters.base import Adapter, Answer, Failure, Request, RetryPolicy, adapter_secrets
+from ledger.app import snapshot
 from ledger.engines import executor_for
 from ledger.errors import BankError, InternalError, LedgerError, StoreConflictError, UsageError
 from ledger.harness import score
@@ -272,7 +273,7 @@ def _existing_run(
             f"bad run id {plan.run_id!r}",
             hint="use letters, digits and . _ : - (at most 128, not 'ledger')",
         )
-    existing = ledger.stream_events(plan.run_id)
+    existing = snapshot.stream_events(ledger, plan.run_id)
     if existing and not plan.resume:
         raise UsageError(
             f"run {plan.run_id} already exists in {ledger.path}",
@@ -427,7 +428,7 @@ def _run_planned(
     status, message = stopped or ("completed", "")
     stream = session.finish(status, message)
     if stream is None:
-        stream = ledger.stream_events(plan.run_id)
+        stream = snapshot.stream_events(ledger, plan.run_id)
     return summarise(stream, planned, published)
 
 

@@ -12,6 +12,7 @@ from typing import Any
 
 from ledger import events
 from ledger.adapters.base import MissingRecording, Request
+from ledger.app import snapshot
 from ledger.errors import InternalError, LedgerError, broken
 from ledger.harness.attempt import AttemptKey, AttemptWriter, Stream
 from ledger.harness.calls import Outcome
@@ -57,7 +58,7 @@ class Session:
         again).
         """
         self.group = []
-        self.stored = self.ledger.stream_events(self.run_id) if stored is None else stored
+        self.stored = snapshot.stream_events(self.ledger, self.run_id) if stored is None else stored
         last = self.stored[-1] if self.stored else None
         self.stream = Stream(self.run_id, self.clock, last, self.texts)
 
@@ -143,7 +144,7 @@ class Session:
         fields: dict[str, Any] = {"status": status, "message": message}
         rows: list[StoredEvent] | None = None
         if self.bank is not None:
-            rows = self.ledger.stream_events(self.run_id)
+            rows = snapshot.stream_events(self.ledger, self.run_id)
             totals = stream_totals(
                 BankInfo(-1, self.bank), ((r.seq, r.leaf_hash, r.event()) for r in rows)
             )

@@ -17,6 +17,7 @@ from runkit import answer, bank_json, check_attempts, fenced, fresh_home, head
 from ledger import events
 from ledger.adapters import build_adapter
 from ledger.adapters.base import Reply, Request
+from ledger.app import snapshot
 from ledger.app.evaluate import bank_context
 from ledger.bank.leak import leak_findings
 from ledger.bank.registry import PublishedBank, find_published
@@ -187,23 +188,32 @@ def test_a_run_reads_the_log_once_at_its_start_and_once_at_its_end(
 ) -> None:
     # The run reads its stream back once at the end, for the RunFinished totals, and
     # sums up that stream and the RunFinished it appended: the summary must be the one
-    # a fresh read of the finished stream gives. Each read is a full checked read of
-    # the log (Ledger.stream_events).
+    # a fresh read of the finished stream gives. Each read goes through the verified
+    # tree index (issue 34): the whole log (Ledger.scan_rows, which Ledger.stream_events
+    # reads) is never read, at the start, at the end or for the checkpoint.
     bank = published(ledger, home, "retail")
     reads: list[str] = []
-    whole = Ledger.stream_events
+    whole: list[int | None] = []
+    through_index = snapshot.stream_events
+    scan_rows = Ledger.scan_rows
 
-    def counted(self: Ledger, stream: str) -> list[Any]:
+    def counted(ledger: Ledger, stream: str) -> list[Any]:
         reads.append(stream)
-        return whole(self, stream)
+        return through_index(ledger, stream)
 
-    monkeypatch.setattr(Ledger, "stream_events", counted)
+    def scanned(self: Ledger, stop: int | None = None) -> Any:
+        whole.append(stop)
+        return scan_rows(self, stop)
+
+    monkeypatch.setattr(snapshot, "stream_events", counted)
+    monkeypatch.setattr(Ledger, "scan_rows", scanned)
     summary = go(ledger, home, bank_context(bank, ledger.path, tmp_path), reference(bank),
                  run_id="once", attempts=1)  # fmt: skip
     # One read at the start (the run id checked; the writer starts from what it read),
     # one at the end; before, the writer read the whole log again at the start and the
     # summary a fourth time at the end.
     assert reads == ["once", "once"]
+    assert whole == []
     monkeypatch.undo()
     stored = ledger.stream_events("once")
     finished = stored[-1].event()
