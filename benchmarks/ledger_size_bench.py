@@ -1,7 +1,7 @@
 """An 18-attempt run on ledgers of 10k, 100k and 1M events, with a second writer (issue 34).
 
 Usage: python benchmarks/ledger_size_bench.py [--sizes 10000,100000,1000000] [--rounds 3]
-       [--json] [--cache DIR]
+       [--json] [--cache DIR] [--code CHECKOUT]
 
 What grows with the ledger and what must not: a run's start and end read its own
 stream through the verified tree index, and the checkpoint it signs at its end
@@ -141,9 +141,15 @@ print(json.dumps({"size": None if index is None else index.size,
 """
 
 
+#: The checkout whose ``ledger`` the children run (``--code``: e.g. a git worktree of an
+#: earlier commit, to measure the code before a change beside today's).
+CODE = [REPO]
+
+
 def _env() -> dict[str, str]:
     rest = os.environ.get("PYTHONPATH")
-    return {**os.environ, "PYTHONPATH": str(REPO) if not rest else f"{REPO}{os.pathsep}{rest}"}
+    code = CODE[0]
+    return {**os.environ, "PYTHONPATH": str(code) if not rest else f"{code}{os.pathsep}{rest}"}
 
 
 def source_ledger(size: int, cache: Path | None) -> Path:
@@ -272,7 +278,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--json", action="store_true", help="one JSON object per row")
     parser.add_argument("--cache", type=Path, help="where the growth ledgers are built")
+    parser.add_argument("--code", type=Path, help="run another checkout's ledger package")
     args = parser.parse_args(argv)
+    if args.code is not None:
+        CODE[0] = args.code.resolve()
     sizes = tuple(int(x) for x in args.sizes.split(","))
     rows = bench(sizes, args.rounds, args.cache)
     if args.json:

@@ -20,6 +20,7 @@ from ledger import codec
 from ledger.adapters.base import Adapter, Identity, build_adapter
 from ledger.adapters.command import CommandAdapter, sweep_stale_children
 from ledger.adapters.pi import PiAdapter
+from ledger.app import snapshot
 from ledger.bank.leak import leak_findings
 from ledger.bank.registry import PublishedBank, find_published
 from ledger.errors import UsageError
@@ -255,7 +256,7 @@ def with_variants(ctx: BankContext, published: Any, stack: contextlib.ExitStack)
 def default_run_id(ledger: Ledger, profile: str) -> str:
     """``<profile>-<n>``: n counts the runs already in the log (deterministic, never random)."""
     slug = re.sub(r"[^A-Za-z0-9._-]+", "-", profile).strip("-") or "run"
-    taken = set(ledger.streams())
+    taken = snapshot.stream_names(ledger)  # through the verified tree index (issue 34)
     n = len(taken)
     while f"{slug}-{n:04d}" in taken:
         n += 1

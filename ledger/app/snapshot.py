@@ -23,6 +23,7 @@ no longer read (and may be deleted).
 from __future__ import annotations
 
 import contextlib
+import weakref
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import TypeVar
@@ -54,6 +55,7 @@ __all__ = [
     "run_listing",
     "run_snapshots",
     "stream_events",
+    "stream_names",
 ]
 
 T = TypeVar("T")
@@ -391,10 +393,13 @@ def _every_stream_listed(ledger: Ledger, index: tree_index.TreeIndex) -> None:
     stream and stream_seq (so the stream has exactly stream_seq + 1 events there), and
     these counts must add up to the size. A stream dropped from the index (which would
     drop a run from a report of every run) is caught so, for one row read per stream."""
+    if not index.heads_in_tree:
+        for stream, (_, seq, leaf) in index.heads.items():
+            if not 0 <= seq < index.size or index.leaf(seq) != leaf:
+                raise tree_index.IndexMismatch(f"stream {stream}: head is not in the tree")
+        index.heads_in_tree = True
     total = 0
     for stream, (count, seq, leaf) in index.heads.items():
-        if not 0 <= seq < index.size or index.leaf(seq) != leaf:
-            raise tree_index.IndexMismatch(f"stream {stream}: head is not in the tree")
         try:
             stored = ledger.get(seq)
         except ChainBrokenError:
@@ -554,34 +559,64 @@ def stream_events(ledger: Ledger, stream: str) -> list[StoredEvent]:
     server, no stored checkpoint, or an index that still disagrees after a rebuild)
     the whole log is read, as before, which names a bad seq.
     """
-    index = tree_index.open_index(ledger)
+    return _through_index(
+        ledger, lambda index: _stream_through(ledger, index, stream), ledger.stream_events, stream
+    )
+
+
+def stream_names(ledger: Ledger) -> set[str]:
+    """Every stream name of the log (run ids and ``ledger``), read through the verified
+    tree index as :func:`stream_events` reads a stream: the index's heads, each checked
+    against the tree and the stored row (:func:`_every_stream_listed`), and the streams
+    of the rows after it, read in full. Without an index, the whole log is read."""
+
+    def through(index: tree_index.TreeIndex) -> set[str]:
+        _every_stream_listed(ledger, index)
+        return set(index.heads) | {head.stream for *_, head in _rows_after(ledger, index)}
+
+    return _through_index(ledger, through, lambda _: set(ledger.streams()), "")
+
+
+#: The verified index each open ledger last read through (issue 34): a run reads four
+#: times (its bank, its run id, its start, its end), and the index is opened again only
+#: when a newer checkpoint was stored since.
+_OPENED: weakref.WeakKeyDictionary[Ledger, tree_index.TreeIndex] = weakref.WeakKeyDictionary()
+
+
+def _through_index(
+    ledger: Ledger,
+    read: Callable[[tree_index.TreeIndex], T],
+    whole: Callable[[str], T],
+    stream: str,
+) -> T:
+    """``read`` through the ledger's verified index (rebuilt once when it disagrees),
+    the writer handed its tree (:meth:`Ledger.adopt_tree`); else ``whole(stream)``."""
+    held = _OPENED.get(ledger)
+    index = tree_index.reopen(ledger, held)
     for again in (False, True):
         if index is None:
             break
         try:
-            rows = _stream_through(ledger, index, stream)
+            found = read(index)
         except tree_index.IndexMismatch:
             index = None if again else tree_index.rebuild(ledger)
             continue
-        ledger.adopt_tree(index.accumulator(index.size))
-        return rows
-    return ledger.stream_events(stream)
+        if index is not held:
+            ledger.adopt_tree(index.accumulator(index.size))
+            _OPENED[ledger] = index
+        return found
+    _OPENED.pop(ledger, None)
+    return whole(stream)
 
 
 def _stream_through(ledger: Ledger, index: tree_index.TreeIndex, stream: str) -> list[StoredEvent]:
     """:func:`stream_events` through ``index``; IndexMismatch where it disagrees."""
-    size = ledger.size()
     _every_stream_listed(ledger, index)
     if stream not in index.heads and next(iter(ledger.indexed_stream(stream, index.size)), None):
         raise tree_index.IndexMismatch(f"stream {stream}: not in the index")
     found = [row for row, _ in _stream_below(ledger, index, stream, index.size, {})]
-    chains = {s: (n, leaf) for s, (n, _, leaf) in index.heads.items()}
-    for seq, body, leaf in _tail_rows(ledger, index.size, size):
-        head = _decoded(seq, _ENV.decode, body)
-        _check_stream(seq, head, chains)
-        chains[head.stream] = (head.stream_seq, leaf)
-        if head.stream == stream:
-            found.append((seq, leaf, body))
+    found += [(seq, leaf, body) for seq, body, leaf, head in _rows_after(ledger, index)
+              if head.stream == stream]  # fmt: skip
     out: list[StoredEvent] = []
     for seq, leaf, body in found:
         stored = ledger.get(seq)  # the whole row (chain, key id, signature), body hashed
@@ -589,6 +624,19 @@ def _stream_through(ledger: Ledger, index: tree_index.TreeIndex, stream: str) ->
             raise tree_index.IndexMismatch(f"seq {seq}: row changed while read")
         out.append(stored)
     return out
+
+
+def _rows_after(
+    ledger: Ledger, index: tree_index.TreeIndex
+) -> Iterator[tuple[int, bytes, bytes, _Envelope]]:
+    """(seq, body, leaf, envelope) of every row from the index's size to the end, read
+    in full (:func:`_tail_rows`), each stream's chain continuing from the index's heads."""
+    chains = {s: (n, leaf) for s, (n, _, leaf) in index.heads.items()}
+    for seq, body, leaf in _tail_rows(ledger, index.size, ledger.size()):
+        head = _decoded(seq, _ENV.decode, body)
+        _check_stream(seq, head, chains)
+        chains[head.stream] = (head.stream_seq, leaf)
+        yield seq, body, leaf, head
 
 
 def _tail_rows(ledger: Ledger, start: int, stop: int) -> Iterator[tuple[int, bytes, bytes]]:

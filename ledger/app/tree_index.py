@@ -44,7 +44,7 @@ from ledger.merkle import HASH_SIZE, TreeAccumulator, perfect_root
 from ledger.proofs import read_checkpoint
 from ledger.store import GENESIS_CHAIN, Ledger, envelope_of, link_of
 
-__all__ = ["BLOCK", "TreeIndex", "in_memory", "index_path", "open_index"]
+__all__ = ["BLOCK", "TreeIndex", "in_memory", "index_path", "open_index", "reopen"]
 
 #: Leaves per block: a block is a perfect subtree of height 8.
 BLOCK_HEIGHT = 8
@@ -93,6 +93,9 @@ class TreeIndex:
     #: stream -> (stream_seq, seq, leaf hash) of its last event below ``size``.
     heads: dict[str, tuple[int, int, bytes]]
     path: Path | None = None
+    #: Every head's leaf was found equal to the verified leaf at its seq (a check of
+    #: the index alone, made once: ``ledger.app.snapshot``).
+    heads_in_tree: bool = False
     _blocks: dict[int, list[bytes]] = field(default_factory=dict)
 
     def leaf(self, seq: int) -> bytes:
@@ -170,6 +173,19 @@ def open_index(ledger: Ledger) -> TreeIndex | None:
     index.path = path
     _write(path, index, 0 if found is None else found.size)
     return index
+
+
+def reopen(ledger: Ledger, held: TreeIndex | None) -> TreeIndex | None:
+    """``held`` (an index :func:`open_index` gave for this ledger) while the newest
+    stored checkpoint whose signature verifies is still the one it was verified
+    against; else :func:`open_index` (which extends it by the rows since)."""
+    if (
+        held is not None
+        and held.path is not None
+        and _newest_checkpoint(ledger) == (held.size, held.root)
+    ):
+        return held
+    return open_index(ledger)
 
 
 def in_memory(ledger: Ledger, size: int) -> TreeIndex | None:

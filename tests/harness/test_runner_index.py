@@ -22,7 +22,7 @@ from runkit import cli, fresh_home
 from ledger import events
 from ledger.adapters import build_adapter
 from ledger.app import snapshot, tree_index
-from ledger.app.evaluate import bank_context
+from ledger.app.evaluate import bank_context, default_run_id
 from ledger.bank.registry import find_published
 from ledger.errors import ChainBrokenError
 from ledger.events import PromptSent, RunFinished
@@ -290,3 +290,25 @@ def test_an_edited_index_block_is_not_trusted(home: Path, reads: list[Read]) -> 
     leaves = raw_leaves(path)
     assert newest_checkpoint(path) == (len(leaves), mth(leaves))
     assert all(r[0] > 0 or r[1] == 1 for r in reads if r[2])
+
+
+def test_the_default_run_id_counts_the_streams_through_the_index(
+    home: Path, reads: list[Read]
+) -> None:
+    path = home / "ledger.db"
+    with Ledger.open(path, readonly=True) as ledger:
+        index = tree_index.open_index(ledger)
+        assert index is not None
+        before = index.size
+    # After the index: two rows of a new stream, one of an indexed one.
+    signer = load_default_signer(home)
+    fields = {"case_id": "c", "attempt": 1, "prompt": "p", "prompt_sha256": "sha256:" + "0" * 64}
+    with Ledger.open(path) as ledger:
+        for stream, case in (("reference-0005", "a"), ("filler-1", "b"), ("reference-0005", "c")):
+            ledger.append([Draft(PromptSent, stream, {**fields, "case_id": case})], signer)
+    reads.clear()
+    with Ledger.open(path) as ledger:
+        # ledger, filler-0..2 and reference-0005: five streams; reference-0005 is
+        # taken, so the next free number is 6
+        assert default_run_id(ledger, "reference") == "reference-0006"
+    assert long_reads(reads, before) == []
