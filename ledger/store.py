@@ -533,7 +533,7 @@ class Ledger:
             raise StoreError(f"{self.location} was opened read-only: cannot append")
         # Most of what other writers added is checked before the lock is taken, so the
         # check under the lock reads only what arrived meanwhile.
-        self._check_unseen(*self.head())
+        self._check_unseen(*self.head(), locked=False)
         self._db.begin()  # the store's one write lock: StoreBusyError after the timeout
         self._pending_tree = None
         self._pending_seen = None
@@ -867,7 +867,7 @@ class Ledger:
 
     # ------------------------------------------------------------ what others wrote
 
-    def _check_unseen(self, size: int, chain: bytes) -> None:
+    def _check_unseen(self, size: int, chain: bytes, *, locked: bool = True) -> None:
         """Check the rows and checkpoints other writers added since this one last looked.
 
         Called before appending on top of a log of ``size`` rows ending at ``chain``
@@ -910,7 +910,7 @@ class Ledger:
                 "its chain changed since this writer read it (the row was replaced)",
             )
         self._seen = (size, chain)
-        self._check_notes(size)
+        self._check_notes(size, locked)
 
     def _check_rows(self, start: int, stop: int, prev: bytes) -> None:
         """Rows ``start <= seq < stop``, checked as :meth:`_check_unseen` says."""
@@ -966,8 +966,15 @@ class Ledger:
         # ledger written before event/v2, so not after a v2 one this writer checked.
         return not self._seen_v2 and verify_event_signature(public_key, leaf, sig)
 
-    def _check_notes(self, size: int) -> None:
-        """Stored checkpoints this writer has not seen, checked as :meth:`_check_unseen` says."""
+    def _check_notes(self, size: int, locked: bool) -> None:
+        """Stored checkpoints this writer has not seen, checked as :meth:`_check_unseen` says.
+
+        Before the write lock (``locked`` false) the log may have grown since its head
+        was read: a checkpoint over more than ``size`` events is then another writer's
+        batch committed in between, left for the check under the lock (issue 34: it
+        was refused as a forgery, exit 1, when a run's end committed between the two
+        reads).
+        """
         mark = self._notes_mark if self._notes_mark is not None else max(size - 1, 0)
         rows = self._db.checkpoints_since(mark)
         if any(row[0] not in self._seen_notes for row in rows):
@@ -981,6 +988,8 @@ class Ledger:
             for cp_size, note, writer in rows:
                 if cp_size in self._seen_notes:
                     continue
+                if not locked and type(cp_size) is int and cp_size > size:
+                    continue  # committed after the head was read: checked under the lock
                 problem = _note_problem(cp_size, note, size, verifiers, origin)
                 if problem:
                     by = f" (added by database role {writer})" if writer else ""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import signal
+import sqlite3
 import time
 from pathlib import Path
 
@@ -11,7 +12,9 @@ import pytest
 from ledger_testkit import fixed_clock, operator, prompt
 from writer_kit import spawn, start_together
 
-from ledger.store import Ledger
+from ledger.errors import ProofError
+from ledger.events import RunFinished
+from ledger.store import Draft, Ledger
 from ledger.verify import verify_ledger
 
 
@@ -58,3 +61,46 @@ def test_sigkill_mid_batch_leaves_a_verifying_ledger_without_partial_batch(
         assert ledger.append([], operator()) == []
         assert ledger.append([prompt("after", 0)], operator()) == [result.size]
     assert verify_ledger(path).size == result.size + 1
+
+
+def test_a_checkpoint_committed_after_a_writer_read_the_head_is_not_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Issue 34: a run's end commits its RunFinished and checkpoint between a second
+    # writer's read of the head and that writer's check of the stored checkpoints, both
+    # before the lock; the note then covers one event more than the head it read. It
+    # was refused as a forgery (ProofError, exit 1); it is checked under the lock.
+    path = tmp_path / "ledger.db"
+    Ledger.create(path, operator(), clock=fixed_clock).close()
+    with (
+        Ledger.open(path, clock=fixed_clock) as second,
+        Ledger.open(path, clock=fixed_clock) as first,
+    ):
+        assert second.append([prompt("writer-2", 0)], operator()) == [1]
+        stale = second.head()
+        first.append([Draft(RunFinished, "run-a", {"status": "completed"})], operator())
+        assert [n for n, _ in first.stored_checkpoints()] == [3]
+        real = second.head
+        heads = iter([stale])
+        monkeypatch.setattr(second, "head", lambda: next(heads, None) or real())
+        assert second.append([prompt("writer-2", 1)], operator()) == [3]
+    assert verify_ledger(path).size == 4
+
+
+def test_a_stored_checkpoint_over_more_events_than_the_log_is_still_refused(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "ledger.db"
+    Ledger.create(path, operator(), clock=fixed_clock).close()
+    conn = sqlite3.connect(path, isolation_level=None)
+    try:
+        conn.execute("INSERT INTO checkpoints VALUES (6, 'not a note')")
+    finally:
+        conn.close()
+    with Ledger.open(path, clock=fixed_clock) as ledger, pytest.raises(ProofError) as refused:
+        ledger.append([prompt("writer-2", 0)], operator())
+    assert "the checkpoint stored at size 6 covers 6 events, but the log holds 1" in str(
+        refused.value
+    )
+    with Ledger.open(path, readonly=True) as ledger:
+        assert ledger.size() == 1  # nothing appended
