@@ -203,7 +203,10 @@ def one_round(path: Path, run_id: str) -> dict[str, Any]:
     ran = json.loads(out.read_text())
     if ran["code"]:
         raise SystemExit(f"run {run_id} exited {ran['code']}: {done.stderr[-2000:]}")
-    wrote = json.loads(stdout.strip().splitlines()[-1])
+    lines = stdout.strip().splitlines()
+    if writer.returncode or not lines:
+        raise SystemExit(f"the second writer failed (exit {writer.returncode}): its error is above")
+    wrote = json.loads(lines[-1])
     holds = ran["holds"]
     return {
         "run_cpu_s": ran["cpu_s"],
