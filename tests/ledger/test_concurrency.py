@@ -87,6 +87,7 @@ def test_a_checkpoint_committed_after_a_writer_read_the_head_is_not_refused(
     assert verify_ledger(path).size == 4
 
 
+@pytest.mark.dishonest_ledger("a junk checkpoint row is stored on purpose")
 def test_a_stored_checkpoint_over_more_events_than_the_log_is_still_refused(
     tmp_path: Path,
 ) -> None:
