@@ -17,6 +17,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from runkit import cli, fresh_home
 
 from ledger import events
@@ -27,7 +29,7 @@ from ledger.bank.registry import find_published
 from ledger.errors import ChainBrokenError
 from ledger.events import PromptSent, RunFinished
 from ledger.harness.runner import RunPlan, run
-from ledger.keys import load_default_signer
+from ledger.keys import Signer, load_default_signer
 from ledger.store import Draft, Ledger
 from ledger.stores.sqlite import SqliteBackend
 
@@ -86,6 +88,20 @@ def tamper(path: Path, seq: int) -> None:
         conn.close()
 
 
+def operator_signer() -> Signer:
+    return Signer.from_seed("operator", bytes(range(32)), role="operator")
+
+
+def filler_prompt(stream: str, i: int) -> Draft:
+    fields = {
+        "case_id": f"case-{i:05d}",
+        "attempt": 1,
+        "prompt": f"filler prompt {i} of {stream}",
+        "prompt_sha256": "sha256:" + hashlib.sha256(f"{stream}/{i}".encode()).hexdigest(),
+    }
+    return Draft(PromptSent, stream, fields)
+
+
 def fill(home: Path, rows: int) -> None:
     """``rows`` PromptSent events on a few filler streams, then a RunFinished (whose
     batch stores a checkpoint, so the index covers them)."""
@@ -93,17 +109,7 @@ def fill(home: Path, rows: int) -> None:
     with Ledger.open(home / "ledger.db") as ledger:
         for start in range(0, rows, 400):
             batch = [
-                Draft(
-                    PromptSent,
-                    f"filler-{i % 3}",
-                    {
-                        "case_id": f"case-{i:05d}",
-                        "attempt": 1,
-                        "prompt": f"filler prompt {i}",
-                        "prompt_sha256": "sha256:" + hashlib.sha256(str(i).encode()).hexdigest(),
-                    },
-                )
-                for i in range(start, min(rows, start + 400))
+                filler_prompt(f"filler-{i % 3}", i) for i in range(start, min(rows, start + 400))
             ]
             ledger.append(batch, signer)
         ledger.append([Draft(RunFinished, "filler-0", {"status": "completed"})], signer)
@@ -312,3 +318,43 @@ def test_the_default_run_id_counts_the_streams_through_the_index(
         # taken, so the next free number is 6
         assert default_run_id(ledger, "reference") == "reference-0006"
     assert long_reads(reads, before) == []
+
+
+@settings(
+    max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    before=st.integers(min_value=1, max_value=700),
+    between=st.integers(min_value=0, max_value=300),
+    batch=st.integers(min_value=1, max_value=300),
+)
+def test_a_fresh_writer_signs_the_head_of_every_row_whatever_the_sizes(
+    tmp_path_factory: pytest.TempPathFactory,
+    reads: list[Read],
+    before: int,
+    between: int,
+    batch: int,
+) -> None:
+    # A checkpoint after ``before`` rows (any offset in a block of 256), ``between`` rows
+    # nobody checkpointed, then a fresh writer reads a stream through the index (taking
+    # its tree) and appends ``batch`` rows ending in a RunFinished: the checkpoint it
+    # signs must be the head of all the rows, by the test's own MTH.
+    signer = operator_signer()
+    path = tmp_path_factory.mktemp("sizes") / "ledger.db"
+    Ledger.create(path, signer, clock=clock).close()
+    with Ledger.open(path, clock=clock) as first:
+        first.append([filler_prompt("a", i) for i in range(before - 1)], signer)
+        first.append([Draft(RunFinished, "a", {"status": "completed"})], signer)
+        if between:
+            first.append([filler_prompt("b", i) for i in range(between)], signer)
+    assert newest_checkpoint(path)[0] == before + 1
+    reads.clear()
+    with Ledger.open(path, clock=clock) as fresh:
+        assert len(snapshot.stream_events(fresh, "a")) == before
+        drafts = [filler_prompt("c", i) for i in range(batch - 1)]
+        fresh.append([*drafts, Draft(RunFinished, "c", {"status": "completed"})], signer)
+    # under the lock, nothing below the checkpoint was read but single rows
+    assert all(r[0] > before or r[1] == r[0] + 1 for r in reads if r[2])
+    leaves = raw_leaves(path)
+    assert len(leaves) == 1 + before + between + batch
+    assert newest_checkpoint(path) == (len(leaves), mth(leaves))
