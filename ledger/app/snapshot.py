@@ -555,9 +555,11 @@ def stream_events(ledger: Ledger, stream: str) -> list[StoredEvent]:
 
     The ledger is also handed the verified tree of the first N leaves
     (:meth:`Ledger.adopt_tree`), so the checkpoint a writer signs at a run's end reads
-    only the rows after N under the write lock. Without an index (a ledger on a
-    server, no stored checkpoint, or an index that still disagrees after a rebuild)
-    the whole log is read, as before, which names a bad seq.
+    only the rows after N under the write lock. A ledger on a server has no index
+    file: the whole log is checked into an index in memory first
+    (:func:`ledger.app.tree_index.in_memory`, N = the log's size), before the lock.
+    Without an index (no stored checkpoint, or an index that still disagrees after a
+    rebuild) the whole log is read, as before, which names a bad seq.
     """
     return _through_index(
         ledger, lambda index: _stream_through(ledger, index, stream), ledger.stream_events, stream
@@ -589,10 +591,16 @@ def _through_index(
     whole: Callable[[str], T],
     stream: str,
 ) -> T:
-    """``read`` through the ledger's verified index (rebuilt once when it disagrees),
-    the writer handed its tree (:meth:`Ledger.adopt_tree`); else ``whole(stream)``."""
+    """``read`` through the ledger's verified index (rebuilt once when it disagrees; a
+    server ledger's built in memory), the writer handed its tree
+    (:meth:`Ledger.adopt_tree`); else ``whole(stream)``."""
     held = _OPENED.get(ledger)
     index = tree_index.reopen(ledger, held)
+    if index is None and tree_index.index_path(ledger) is None:
+        # A ledger on a server has no index file: the whole log checked once into an
+        # index in memory (as run_snapshots does), read before the write lock, so the
+        # writer's checkpoint at a run's end reads only the rows after it under the lock.
+        index = tree_index.in_memory(ledger, ledger.size())
     for again in (False, True):
         if index is None:
             break
