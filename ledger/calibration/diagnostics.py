@@ -29,8 +29,8 @@ from ledger.calibration.config import Calibration
 from ledger.calibration.oracle import Oracle
 from ledger.calibration.variants import prepare_variants
 from ledger.codec import canonical_json
+from ledger.engines.process import ExecResult
 from ledger.events import CaseSpec, SqlExecuted, VariantOutcome
-from ledger.harness.worker import ExecResult
 
 __all__ = ["FLAGS", "VariantCheck", "VariantDiagnostics", "answer_moved", "variant_diagnostics"]
 

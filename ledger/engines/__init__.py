@@ -1,13 +1,18 @@
 """Execution engines: DuckDB (default), SQLite and PostgreSQL behind one contract.
 
 ``base`` defines the contract; ``duckdb``, ``sqlite`` and ``postgres`` implement
-it. SQLite's parts: ``sqlite_sandbox`` (the locked-down connection, text checks,
-typing rule), ``sqlite_worker`` (its executor process), ``sqlite_catalog`` (its
-function catalog judged) and ``sqlite_integrity`` (foreign keys a file's data
-breaks, for importers). PostgreSQL's parts: ``postgres_bankfile`` (the bank file a
-build writes and an executor reads), ``postgres_catalog`` (its function catalog
-judged), ``postgres_worker`` (the SQL worker process) and ``postgres_executor`` (its
-parent side). ``transpile`` rewrites a bank written for one engine into another's dialect.
+it. ``process`` is the SQL worker protocol every engine's executor shares (the
+messages, the child's loop and watchdog, ``ProcessExecutor``: spawn, request and
+reply, deadline kill, memory bound, pids, close, a crashed worker replaced); each
+engine supplies its worker's open, run and classify. SQLite's parts:
+``sqlite_sandbox`` (the locked-down connection, text checks, typing rule),
+``sqlite_worker`` (its worker process and executor), ``sqlite_catalog`` (its function
+catalog judged) and ``sqlite_integrity`` (foreign keys a file's data breaks, for
+importers). PostgreSQL's parts: ``postgres_bankfile`` (the bank file a build writes
+and an executor reads), ``postgres_catalog`` (its function catalog judged),
+``postgres_worker`` (the SQL worker process) and ``postgres_executor`` (its executor:
+the parent side). ``transpile`` rewrites a bank written for one engine into another's
+dialect.
 :func:`get_engine` is the one place an engine name becomes an engine, and
 :func:`executor_for` the one place a published bank gets its sandboxed executor.
 """

@@ -13,7 +13,7 @@ worker contract: a separate process or connection per query, read-only, a
 timeout that really stops the query, a memory bound, at most ``max_rows`` rows
 kept (``max_rows + 1`` fetched to know there were more), typed cells (Decimal
 stays Decimal, timestamps in UTC, NULL as None) and failures as data
-(:class:`ledger.harness.worker.ExecResult`, kinds as ``ERROR_KINDS``).
+(:class:`ledger.engines.process.ExecResult`, kinds as ``ERROR_KINDS``).
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Protocol
 
+from ledger.engines.process import ExecResult
 from ledger.events import ENGINES, Column, TableSchema
-from ledger.harness.worker import ExecResult
 
 if TYPE_CHECKING:
     from ledger.bank.data import DataFiles

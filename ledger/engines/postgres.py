@@ -73,9 +73,9 @@ from ledger.engines.postgres_worker import (
     first_line,
     why_unsendable,
 )
+from ledger.engines.process import parse_memory_limit
 from ledger.errors import BankError, SandboxError, UsageError
 from ledger.events import Column, TableSchema
-from ledger.harness.worker import parse_memory_limit
 
 if TYPE_CHECKING:
     from ledger.bank.data import DataFiles

@@ -20,9 +20,16 @@ from msgspec import UNSET
 from psycopg.adapt import Loader
 from psycopg.pq import Format
 
+from ledger.engines.process import (
+    ExecResult,
+    Request,
+    Watchdog,
+    failure,
+    limit_address_space,
+    serve,
+)
 from ledger.events import Column
 from ledger.harness import cells
-from ledger.harness.worker import ExecResult, Request, Watchdog, failure, limit_address_space, serve
 
 #: How long after the timeout the worker's watchdog cancels a statement the server did not.
 WATCHDOG_SLACK_S = 0.25
@@ -393,7 +400,7 @@ _REUSABLE = frozenset({"sql_runtime", "refused", "result_too_large"})
 def worker_main(
     conn: Connection, conninfo: str, timeout_s: float, memory_bytes: int, parent_pid: int
 ) -> None:
-    """Entry point of the worker process (the loop is ``ledger.harness.worker.serve``)."""
+    """Entry point of the worker process (the loop is ``ledger.engines.process.serve``)."""
 
     def open_session() -> tuple[_Session, Watchdog]:
         session = _Session(conninfo, timeout_s)

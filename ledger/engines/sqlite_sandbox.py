@@ -24,11 +24,11 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from ledger.engines.process import parse_memory_limit as worker_memory_limit
 from ledger.engines.sqlite_catalog import allowed_calls, catalog, fold
 from ledger.errors import UsageError
 from ledger.events import Column
 from ledger.harness import cells
-from ledger.harness.worker import parse_memory_limit as worker_memory_limit
 
 __all__ = [
     "Authorizer",
@@ -286,7 +286,7 @@ def open_sandboxed(
 
 
 def parse_memory_limit(text: str) -> int:
-    """Bytes of a memory limit as every SQL worker reads it (``ledger.harness.worker``),
+    """Bytes of a memory limit as every SQL worker reads it (``ledger.engines.process``),
     at least 1 MiB: SQLite's heap limit below that would refuse opening the database.
 
     >>> parse_memory_limit("512MB"), parse_memory_limit("64 MiB")

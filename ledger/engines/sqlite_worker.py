@@ -8,7 +8,7 @@ a query at its deadline (``timeout``); the parent SIGKILLs a worker that does
 not answer within a grace and starts a fresh one. Rows are read one at a time
 under the result caps of ``ledger.harness.cells``, typed by the one rule of
 ``sqlite_sandbox.column_plan`` and encoded. Failures are data
-(:class:`ledger.harness.worker.ExecResult`); a refusal (the text check, the
+(:class:`ledger.engines.process.ExecResult`); a refusal (the text check, the
 one-statement check, the authorizer) is ``refused``: nothing ran.
 """
 
@@ -16,20 +16,27 @@ from __future__ import annotations
 
 import contextlib
 import math
-import multiprocessing
 import os
 import re
 import sqlite3
-import threading
 import time
-from collections.abc import Callable
 from multiprocessing.connection import Connection
 from pathlib import Path
-from types import TracebackType
-from typing import Any, TypeVar
+from typing import Any
 
 import msgspec
 
+from ledger.engines.process import (
+    ExecResult,
+    ProcessExecutor,
+    ProcessWorker,
+    Request,
+    Watchdog,
+    exit_now,
+    failure,
+    limit_address_space,
+    serve,
+)
 from ledger.engines.sqlite_sandbox import (
     Authorizer,
     column_plan,
@@ -38,31 +45,13 @@ from ledger.engines.sqlite_sandbox import (
     parse_memory_limit,
     statement_refusal,
 )
-from ledger.errors import SandboxError
 from ledger.events import Column
 from ledger.harness import cells
-from ledger.harness.reading import Reading, ReadRequest
-from ledger.harness.worker import (
-    KILL_GRACE_S,
-    STARTUP_TIMEOUT_S,
-    ExecResult,
-    ProcessWorker,
-    Request,
-    exit_now,
-    failure,
-    limit_address_space,
-    read_timeout_s,
-    serve,
-)
 
 __all__ = ["SQLiteExecutor"]
 
-T = TypeVar("T")
-
 # How many SQLite virtual machine steps pass between two deadline checks.
 _PROGRESS_STEPS = 10_000
-# How often an idle worker checks that its parent is still alive.
-_PARENT_CHECK_S = 0.25
 
 
 class _Session:
@@ -181,25 +170,17 @@ def _run_job(session: _Session, job: Request) -> ExecResult:
     )
 
 
-def _watch_parent(parent_pid: int) -> None:
-    """Exit the worker once its parent is gone (the executor owns us)."""
-    while True:
-        time.sleep(_PARENT_CHECK_S)
-        if os.getppid() != parent_pid:
-            os._exit(3)
-
-
 def _child_main(conn: Connection, db_path: str, heap_limit: int, parent_pid: int) -> None:
-    """Entry point of a worker process (the loop is ``ledger.harness.worker.serve``)."""
+    """Entry point of a worker process (the loop is ``ledger.engines.process.serve``)."""
     # 'localtime' and 'utc' read the process's zone: the same in every worker.
     os.environ["TZ"] = "UTC"
     time.tzset()
 
     def open_session() -> _Session:
         con, authorizer = open_sandboxed(Path(db_path), heap_limit=heap_limit)
-        threading.Thread(
-            target=_watch_parent, args=(parent_pid,), name="caseledger-parent-watch", daemon=True
-        ).start()
+        # Never armed (the progress handler keeps the deadline): it only ends the worker
+        # once its parent is gone.
+        Watchdog(parent_pid, name="caseledger-parent-watch").start()
         # SQLite's heap limit bounds SQLite; the address space also bounds what Python
         # makes of its values (the same rule as every SQL worker).
         limit_address_space(heap_limit)
@@ -214,41 +195,28 @@ def _child_main(conn: Connection, db_path: str, heap_limit: int, parent_pid: int
 # ------------------------------------------------------------------------ parent side
 
 
-class SQLiteExecutor:
+class SQLiteExecutor(ProcessExecutor):
     """Runs a model's SQL on a SQLite bank in one sandboxed worker process.
 
-    Queries from several threads take turns. A worker that was killed (a
-    query past its timeout and grace) or crashed is replaced by a fresh one.
-    Use as a context manager, or call :meth:`close`: no worker outlives it.
+    The process protocol is :class:`ledger.engines.process.ProcessExecutor`'s:
+    queries from several threads take turns; a worker that was killed (a query past
+    its timeout and grace) or crashed is replaced by a fresh one; no worker outlives
+    :meth:`close` (or the ``with`` block).
 
     Raises:
         SandboxError: the database is missing or cannot be opened read-only.
         UsageError: ``memory_limit`` is not a size.
     """
 
+    label = "SQLite worker"
+    title = "SQLite executor"
+
     def __init__(
         self, database: Path, *, timeout_s: float = 5.0, memory_limit: str = "512MB"
     ) -> None:
-        database = Path(database)
-        if not database.is_file():
-            raise SandboxError(
-                f"{database}: bank database not found", hint="build the bank before running it"
-            )
-        self._database = database
-        self._timeout_s = timeout_s
+        database = self._existing(database)
         self._heap_limit = parse_memory_limit(memory_limit)
-        self._ctx = multiprocessing.get_context("spawn")
-        self._turn = threading.Lock()  # one query at a time
-        self._state = threading.Lock()  # guards _child and _closed
-        self._closed = False
-        self._child: ProcessWorker | None = self._spawn()
-        try:
-            why = self._child.wait_ready(STARTUP_TIMEOUT_S)
-            if why is not None:
-                raise SandboxError(f"{database}: SQLite worker failed to start: {why}")
-        except BaseException:
-            self.close()
-            raise
+        super().__init__(database, size=1, timeout_s=timeout_s)
 
     def _spawn(self) -> ProcessWorker:
         return ProcessWorker(
@@ -257,74 +225,7 @@ class SQLiteExecutor:
             (str(self._database), self._heap_limit, os.getpid()),
             database=self._database,
             name="caseledger-sqlite-worker",
-            label="SQLite worker",
+            label=self.label,
             engine_name="SQLite",
             open_hint="build the bank first (a SQLite 3 database file)",
         )
-
-    def __enter__(self) -> SQLiteExecutor:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
-
-    def pids(self) -> tuple[int, ...]:
-        """Process id of the current worker (for monitoring and tests)."""
-        with self._state:
-            child = self._child
-        return () if child is None or child.process.pid is None else (child.process.pid,)
-
-    def execute(
-        self,
-        sql: str,
-        *,
-        max_rows: int,
-        max_result_bytes: int = cells.DEFAULT_MAX_RESULT_BYTES,
-        max_cell_bytes: int = cells.DEFAULT_MAX_CELL_BYTES,
-    ) -> ExecResult:
-        """Run one statement in the worker; every failure is an ExecResult (kinds as
-        ``ledger.harness.worker.ERROR_KINDS``), never an exception. Never retries.
-
-        Fetches at most ``max_rows + 1`` rows; ``truncated`` says more than
-        ``max_rows`` existed. Cells over ``max_cell_bytes`` are cut; a result
-        over ``max_result_bytes`` is ``result_too_large``.
-        """
-        if max_rows < 0:
-            raise ValueError(f"max_rows must be >= 0, got {max_rows}")
-        job = Request(sql, max_rows, self._timeout_s, max_result_bytes, max_cell_bytes)
-        return self._on_child(lambda child: child.run(job, KILL_GRACE_S))
-
-    def read(self, req: ReadRequest) -> Reading | None:
-        """Read one SQL text in the worker (``ledger.harness.reading``); None when it could
-        not (the caller reads it itself)."""
-        return self._on_child(lambda child: child.read(req, read_timeout_s(req)))
-
-    def _on_child(self, call: Callable[[ProcessWorker], tuple[T, bool]]) -> T:
-        """``call`` on the worker, one at a time; a worker no longer usable is replaced."""
-        with self._turn:
-            with self._state:
-                if self._closed:
-                    raise SandboxError("the SQLite executor is closed")
-                if self._child is None:
-                    self._child = self._spawn()
-                child = self._child
-            result, usable = call(child)
-            if not usable:
-                child.stop()
-                with self._state:
-                    # A fresh worker starts now, ready by the next query.
-                    self._child = None if self._closed else self._spawn()
-        return result
-
-    def close(self) -> None:
-        """Stop the worker and reap it. Safe to call twice."""
-        with self._state:
-            self._closed = True
-            child, self._child = self._child, None
-        if child is not None:
-            child.stop()

@@ -33,11 +33,11 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from ledger import events
+from ledger.engines.process import ExecResult
 from ledger.harness import functions
 from ledger.harness import limits as limits_mod
 from ledger.harness import score as score_mod
 from ledger.harness.reading import Reading, Readings, ReadRequest
-from ledger.harness.worker import ExecResult
 from ledger.secrets import MARKER, SecretSet
 
 if TYPE_CHECKING:

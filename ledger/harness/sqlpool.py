@@ -15,10 +15,10 @@ from pathlib import Path
 from types import TracebackType
 
 from ledger.engines import Executor
+from ledger.engines.process import ExecResult
 from ledger.events import BankPublished
 from ledger.harness.attempt import BankContext
 from ledger.harness.reading import Reading, ReadRequest
-from ledger.harness.worker import ExecResult
 
 
 def hold_ctrl_c() -> None:

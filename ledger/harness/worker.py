@@ -8,7 +8,10 @@ A query that runs past its timeout is interrupted inside the worker; if it
 does not stop within a short grace the parent kills the process with SIGKILL
 and starts a fresh one.  Rows are read one at a time under the result caps
 (cells over ``max_cell_bytes`` truncated, reading stopped once the result is
-over ``max_result_bytes``: see ``ledger.harness.cells``).  Failures are data
+over ``max_result_bytes``: see ``ledger.harness.cells``).  The process protocol
+(pipe, deadline kill, memory bound, pids, close, replacement) is every engine's,
+``ledger.engines.process``; this module is DuckDB's part of it: the worker's open,
+run and classify, and :class:`WorkerPool`, its ``ProcessExecutor``.  Failures are data
 (:class:`ExecResult`), classified as ``timeout``, ``memory``, ``sql_runtime``,
 ``result_too_large`` or ``worker_crash``; only a broken
 harness (unreadable database, a bug in the worker) raises ``SandboxError``.
@@ -23,29 +26,29 @@ OS sandbox: see ``docs/sandbox.md``.
 
 from __future__ import annotations
 
-import contextlib
-import multiprocessing
 import os
-import queue
-import re
-import signal
-import threading
 import time
-import traceback
-from collections.abc import Callable
 from multiprocessing.connection import Connection
 from pathlib import Path
-from types import TracebackType
-from typing import Any, TypeVar
+from typing import Any
 
-import msgspec
-from msgspec import UNSET, UnsetType
+from msgspec import UNSET
 
 from ledger import events
-from ledger.errors import SandboxError, UsageError
+from ledger.engines.process import (
+    KILL_GRACE_S,
+    RSS_MARGIN_BYTES,
+    ExecResult,
+    ProcessExecutor,
+    ProcessWorker,
+    Request,
+    Watchdog,
+    exit_now,
+    failure,
+    parse_memory_limit,
+    serve,
+)
 from ledger.harness import cells
-from ledger.harness.reading import Reading, ReadRequest
-from ledger.harness.reading import read as read_sql
 from ledger.harness.worker_sandbox import (
     Sandbox,
     connect_sandboxed,
@@ -53,265 +56,18 @@ from ledger.harness.worker_sandbox import (
     shadow_denied_functions,
 )
 
+# ExecResult, KILL_GRACE_S and ProcessWorker are also named here for the callers that
+# imported them from this module before ``ledger.engines.process`` held them.
 __all__ = [
-    "ERROR_KINDS",
-    "MEMORY_EXIT_CODE",
-    "RSS_MARGIN_BYTES",
+    "KILL_GRACE_S",
     "ExecResult",
     "ProcessWorker",
-    "Reply",
-    "Request",
-    "Watchdog",
     "WorkerPool",
     "connect_sandboxed",
     "duckdb_refusals",
     "execute_once",
-    "exit_now",
-    "failure",
-    "limit_address_space",
-    "parse_memory_limit",
-    "read_timeout_s",
-    "send_or_quit",
-    "serve",
     "shadow_denied_functions",
 ]
-
-# ``refused``: the worker's own DuckDB parse check refused the statement (a guard-class
-# failure, scored as one); nothing ran.
-ERROR_KINDS = (
-    "timeout", "memory", "sql_runtime", "result_too_large", "worker_crash", "refused",
-)  # fmt: skip
-
-# How long a worker may take to stop after DuckDB was asked to interrupt it.
-KILL_GRACE_S = 1.0
-# How long a worker may take to read one SQL text beyond twice the judge budget
-# (``read_timeout_s``): a worker that overruns is replaced and the parent reads it.
-READ_GRACE_S = 5.0
-# How long a freshly spawned worker may take to import duckdb and open the file.
-STARTUP_TIMEOUT_S = 60.0
-# How often an idle worker checks that its parent is still alive.
-_PARENT_CHECK_S = 0.25
-# How often a DuckDB worker reads its resident memory while a query runs.
-_RSS_CHECK_S = 0.005
-# What a DuckDB worker may hold beyond its size at its first query and its memory_limit
-# before it stops itself (Watchdog.bound_memory): DuckDB's memory_limit leaves out some
-# allocations (a single huge printf value, a recursive CTE's working set).
-RSS_MARGIN_BYTES = 128 * 2**20
-# The exit code of a worker that stopped itself over its memory bound: the parent
-# records the query as ``memory`` and replaces the worker.
-MEMORY_EXIT_CODE = 86
-# How long the parent waits for a worker whose pipe closed to be gone (to read its code).
-_EXIT_WAIT_S = 10.0
-MEMORY_MESSAGE = (
-    "out of memory: the query took the SQL worker's resident memory past its bound (its "
-    f"size at its first query + memory_limit + {RSS_MARGIN_BYTES // 2**20} MiB); the worker "
-    "was stopped and replaced"
-)
-
-
-class ExecResult(msgspec.Struct, frozen=True, kw_only=True):
-    """One execution, shaped like the fields of ``events.SqlExecuted``.
-
-    ``rows`` hold cells encoded by :func:`ledger.harness.cells.encode_cell`;
-    ``row_count`` is the number of rows kept (at most ``max_rows``) and
-    ``truncated`` says that more existed.  ``sql_us`` is measured inside the
-    worker around execute + fetch (for a kill or crash: the parent's wait).
-    ``cells_truncated`` counts cells cut to the cell cap (unset when none).
-    ``texts_cut`` and ``scrubbed`` are set by the judge, never by a worker
-    (``ledger.harness.pipeline.stored_result``: the error text cut, secrets scrubbed).
-    """
-
-    ok: bool
-    error_kind: str | None
-    error_message: str | None
-    columns: tuple[events.Column, ...]
-    rows: tuple[tuple[Any, ...], ...]
-    row_count: int
-    truncated: bool
-    sql_us: int
-    cells_truncated: int | UnsetType = UNSET
-    texts_cut: tuple[events.TextCut, ...] | UnsetType = UNSET
-    scrubbed: int | UnsetType = UNSET
-
-
-class Request(msgspec.Struct, frozen=True, tag="execute"):
-    """One query sent to a worker process (every engine's worker reads this shape).
-
-    A worker also answers a :class:`ledger.harness.reading.ReadRequest` (read the SQL,
-    run nothing) with a ``reading`` reply: see ``ledger.harness.reading``.
-    """
-
-    sql: str
-    max_rows: int
-    timeout_s: float
-    max_result_bytes: int = cells.DEFAULT_MAX_RESULT_BYTES
-    max_cell_bytes: int = cells.DEFAULT_MAX_CELL_BYTES
-
-
-class Reply(msgspec.Struct, frozen=True):
-    """A worker's answer: ``ready``, ``open_failed``, ``result``, ``reading`` or ``fault``
-    (a worker bug)."""
-
-    kind: str
-    message: str | None = None
-    result: ExecResult | None = None
-    reading: Reading | None = None
-
-
-def read_timeout_s(req: ReadRequest) -> float:
-    """How long the parent waits for a worker's reading: the judge budget is CPU time, so
-    twice it in wall time (a loaded machine), plus :data:`READ_GRACE_S`."""
-    return 2 * req.limits.judge_budget_ms / 1000 + READ_GRACE_S
-
-
-def failure(kind: str, message: str, sql_us: int) -> ExecResult:
-    """A failed execution of kind ``kind`` (no columns, no rows)."""
-    return ExecResult(
-        ok=False,
-        error_kind=kind,
-        error_message=message,
-        columns=(),
-        rows=(),
-        row_count=0,
-        truncated=False,
-        sql_us=sql_us,
-    )
-
-
-# --------------------------------------------------------------------------- child side
-
-
-_UNITS = {
-    "b": 1, "kb": 1000, "mb": 1000**2, "gb": 1000**3, "tb": 1000**4,
-    "kib": 1024, "mib": 1024**2, "gib": 1024**3, "tib": 1024**4,
-}  # fmt: skip
-
-
-def parse_memory_limit(text: str) -> int:
-    """Bytes of a DuckDB-style memory limit (``512MB``, ``1GiB``; MB = 1000**2 as DuckDB).
-
-    >>> parse_memory_limit("512MB"), parse_memory_limit("1 GiB")
-    (512000000, 1073741824)
-    """
-    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*", text)
-    unit = (match.group(2).lower() or "b") if match else ""
-    if match is None or unit not in _UNITS:
-        raise UsageError(f"not a memory limit: {text!r}", hint="write it like 512MB or 1GiB")
-    return int(float(match.group(1)) * _UNITS[unit])
-
-
-def limit_address_space(extra_bytes: int) -> None:
-    """Cap this process's address space at its current size plus ``extra_bytes``.
-
-    Every SQL worker calls it once its database is open: an engine's own memory
-    setting does not bound every allocation (DuckDB's ``memory_limit`` leaves out a
-    1.5 GB ``printf`` value), the address space does, so such a query ends as
-    ``memory`` (the allocation fails) instead of growing the worker without bound.
-    Linux only (``/proc/self/status``); elsewhere the worker runs without the cap
-    (docs/sandbox.md).
-    """
-    try:
-        import resource
-
-        status = Path("/proc/self/status").read_text(encoding="ascii")
-        match = re.search(r"^VmSize:\s+(\d+) kB", status, re.MULTILINE)
-        if match is None:
-            return
-        limit = int(match.group(1)) * 1024 + extra_bytes
-        _, hard = resource.getrlimit(resource.RLIMIT_AS)
-        if hard != resource.RLIM_INFINITY:
-            limit = min(limit, hard)
-        resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
-    except (OSError, ValueError, ImportError):
-        return  # not Linux: the worker runs without the cap
-
-
-class Watchdog(threading.Thread):
-    """Interrupts the running query at its deadline; exits the process if the parent dies.
-
-    One per worker process, for every engine whose query runs in a blocking call:
-    ``arm`` gives the call that stops the query (DuckDB's ``cursor.interrupt``,
-    psycopg's ``connection.cancel``) and the time it may run. A call that fails
-    because the query finished meanwhile is fine.
-
-    With :meth:`bound_memory` (the DuckDB worker) it also reads the process's resident
-    memory every few milliseconds while a query runs and, past the bound, ends the
-    process at once with :data:`MEMORY_EXIT_CODE`: DuckDB cannot interrupt a value it is
-    building (a 1.5 GB ``printf`` grows to 2.9 GB resident before the interrupt is seen).
-    """
-
-    def __init__(self, parent_pid: int, name: str = "caseledger-watchdog") -> None:
-        super().__init__(name=name, daemon=True)
-        self._parent_pid = parent_pid
-        self._cond = threading.Condition()
-        self._interrupt: Callable[[], object] | None = None
-        self._deadline: float | None = None
-        self._fired = False
-        self._extra_bytes: int | None = None
-        self._bound: int | None = None
-        self._statm: int | None = None
-        self._page = 4096
-
-    def bound_memory(self, extra_bytes: int) -> None:
-        """Bound the resident memory of this process while a query runs: its size when
-        the first query is armed (the database open, the guard's modules loaded) plus
-        ``extra_bytes``. Linux only (``/proc/self/statm``); elsewhere nothing is bounded."""
-        try:
-            self._statm = os.open("/proc/self/statm", os.O_RDONLY)
-            self._page = os.sysconf("SC_PAGE_SIZE")
-        except (OSError, ValueError, AttributeError):
-            self._statm = None
-            return
-        self._extra_bytes = extra_bytes
-
-    def _resident(self) -> int:
-        """Bytes resident now (0 without ``/proc/self/statm``)."""
-        if self._statm is None:
-            return 0
-        return int(os.pread(self._statm, 256, 0).split()[1]) * self._page
-
-    def arm(self, interrupt: Callable[[], object], timeout_s: float) -> None:
-        """Watch the query ``interrupt`` stops, for ``timeout_s`` seconds from now."""
-        with self._cond:
-            if self._extra_bytes is not None and self._bound is None:
-                self._bound = self._resident() + self._extra_bytes
-            self._interrupt, self._deadline = interrupt, time.monotonic() + timeout_s
-            self._fired = False
-            self._cond.notify()
-
-    def disarm(self) -> bool:
-        """Stop watching; True when the deadline fired (the query was interrupted)."""
-        with self._cond:
-            fired = self._fired
-            self._interrupt, self._deadline, self._fired = None, None, False
-            return fired
-
-    def run(self) -> None:
-        while True:
-            with self._cond:
-                wait = _PARENT_CHECK_S
-                if self._deadline is not None and not self._fired:
-                    wait = min(wait, max(0.0, self._deadline - time.monotonic()))
-                if self._bound is not None and self._interrupt is not None:
-                    wait = min(wait, _RSS_CHECK_S)
-                self._cond.wait(wait)
-                if (
-                    self._bound is not None
-                    and self._interrupt is not None
-                    and self._resident() > self._bound
-                ):
-                    # Under the lock: the query's thread cannot disarm and answer meanwhile.
-                    os._exit(MEMORY_EXIT_CODE)
-                due = self._deadline is not None and time.monotonic() >= self._deadline
-                if due and not self._fired and self._interrupt is not None:
-                    self._fired = True
-                    # A query that finished in the meantime may refuse: fine.
-                    with contextlib.suppress(Exception):
-                        self._interrupt()
-            if os.getppid() != self._parent_pid:
-                # Orphaned: the pool is gone, so is our job (for a server engine,
-                # closing the socket ends the backend's query too).
-                os._exit(3)
 
 
 def _run_query(sandbox: Sandbox, watchdog: Watchdog, req: Request) -> ExecResult:
@@ -383,68 +139,6 @@ def _run_query(sandbox: Sandbox, watchdog: Watchdog, req: Request) -> ExecResult
     )
 
 
-S = TypeVar("S")
-
-
-def serve(
-    conn: Connection,
-    open_session: Callable[[], S],
-    run: Callable[[S, Request], ExecResult],
-    close: Callable[[S], None],
-    open_errors: tuple[type[BaseException], ...],
-) -> None:
-    """The child side of every engine's worker process: open, say ready, serve until EOF.
-
-    Ctrl-C belongs to the harness (it closes the pool, which ends us through EOF);
-    a failure to open the database is reported as ``open_failed``; an exception
-    while running a query is a worker bug, handed to the parent as ``fault``.
-    """
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    encoder = msgspec.msgpack.Encoder()
-    try:
-        session = open_session()
-    except open_errors as exc:
-        send_or_quit(conn, encoder.encode(Reply(kind="open_failed", message=str(exc))))
-        return
-    try:
-        if not send_or_quit(conn, encoder.encode(Reply(kind="ready"))):
-            return
-        # While the parent prepares the run: import what reading SQL needs (sqlglot, the
-        # guard), so that the first ReadRequest does not wait for it.
-        from ledger.harness import reading
-
-        reading.prepare()
-        decoder: msgspec.msgpack.Decoder[Request | ReadRequest] = msgspec.msgpack.Decoder(
-            Request | ReadRequest
-        )
-        while True:
-            try:
-                raw = conn.recv_bytes()
-            except (EOFError, OSError):
-                break
-            req = decoder.decode(raw)
-            try:
-                if isinstance(req, ReadRequest):
-                    reply = Reply(kind="reading", reading=read_sql(req))
-                else:
-                    reply = Reply(kind="result", result=run(session, req))
-            except Exception:
-                reply = Reply(kind="fault", message=traceback.format_exc())
-            if not send_or_quit(conn, encoder.encode(reply)):
-                break
-    finally:
-        close(session)
-
-
-def send_or_quit(conn: Connection, payload: bytes) -> bool:
-    """Send to the parent; False when it went away (Ctrl-C while we started or ran)."""
-    try:
-        conn.send_bytes(payload)
-    except OSError:
-        return False  # nobody to answer: end quietly, the parent reports the interruption
-    return True
-
-
 def _worker_main(conn: Connection, db_path: str, memory_limit: str, parent_pid: int) -> None:
     """Entry point of a DuckDB worker process (see :func:`serve`)."""
     import duckdb
@@ -474,173 +168,9 @@ def _worker_main(conn: Connection, db_path: str, memory_limit: str, parent_pid: 
     exit_now()
 
 
-def exit_now() -> None:
-    """End a worker whose database is closed and whose pipe is done, skipping the
-    interpreter's teardown (freeing every cached parse tree took 0.3 s a worker at the
-    end of each run, issue 21): nothing is left to flush or to release."""
-    os._exit(0)
-
-
-# --------------------------------------------------------------------------- parent side
-
-_DECODER: msgspec.msgpack.Decoder[Reply] = msgspec.msgpack.Decoder(Reply)
-_ENCODER = msgspec.msgpack.Encoder()
-
-
-def _start_holding_ctrl_c(process: Any) -> bool:
-    """Start ``process`` with Ctrl-C held off; True when one arrived meanwhile.
-
-    An interrupt in the middle of ``start()`` would leave a child reading half of
-    its start-up data (and printing a traceback). Python delivers KeyboardInterrupt
-    in the main thread whichever thread the signal reached, so the main thread's
-    handler is swapped for one that only notes it; elsewhere no KeyboardInterrupt
-    can interrupt ``start()``. The child inherits the blocked mask, and ignores
-    SIGINT from then on (serve): a Ctrl-C to the whole group cannot stop it
-    half-started either.
-    """
-    if threading.current_thread() is not threading.main_thread():
-        process.start()
-        return False
-    noted: list[int] = []
-    previous = signal.signal(signal.SIGINT, lambda signum, frame: noted.append(signum))
-    mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
-    try:
-        process.start()
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
-        signal.signal(signal.SIGINT, previous)
-    return bool(noted)
-
-
-class ProcessWorker:
-    """The parent's handle on one worker process of any engine (child side: :func:`serve`).
-
-    ``target(child_end, *args)`` runs in a ``spawn`` child; ``label`` names the
-    worker in messages, ``engine_name`` the database, and ``open_hint`` says what to
-    do when it cannot open the database.
-    """
-
-    def __init__(
-        self,
-        ctx: Any,
-        target: Callable[..., None],
-        args: tuple[Any, ...],
-        *,
-        database: Path,
-        name: str,
-        label: str = "SQL worker",
-        open_hint: str = "build the bank first",
-        engine_name: str = "",
-    ) -> None:
-        parent_end, child_end = ctx.Pipe(duplex=True)
-        self.process = ctx.Process(target=target, args=(child_end, *args), name=name, daemon=True)
-        held = _start_holding_ctrl_c(self.process)
-        child_end.close()  # so that our end sees EOF when the child dies
-        self.conn: Connection = parent_end
-        self.ready = False
-        self.db_path = database
-        self.label = label
-        self.open_hint = open_hint
-        self.what = f"{engine_name} bank database" if engine_name else "bank database"
-        if held:  # the Ctrl-C that came while the child was launched: stop it, then obey
-            self.conn.close()
-            self.kill()
-            raise KeyboardInterrupt
-
-    def wait_ready(self, timeout_s: float) -> str | None:
-        """Wait for the child to open the database; None when ready, else why not."""
-        try:
-            if not self.conn.poll(timeout_s):
-                return f"worker did not start within {timeout_s:g} s"
-            reply = _DECODER.decode(self.conn.recv_bytes())
-        except (EOFError, OSError):
-            return f"worker died while starting ({self._exit_text()})"
-        if reply.kind == "open_failed":
-            raise SandboxError(
-                f"{self.db_path}: cannot open the {self.what} read-only: {reply.message}",
-                hint=self.open_hint,
-            )
-        self.ready = True
-        return None
-
-    def run(self, req: Request, grace_s: float) -> tuple[ExecResult, bool]:
-        """Send one query and wait for its result; returns (result, worker still usable)."""
-        if not self.ready:
-            why = self.wait_ready(STARTUP_TIMEOUT_S)
-            if why is not None:
-                return failure("worker_crash", why, 0), False
-        start = time.perf_counter_ns()
-        try:
-            self.conn.send_bytes(_ENCODER.encode(req))
-            if not self.conn.poll(req.timeout_s + grace_s):
-                self.kill()
-                us = (time.perf_counter_ns() - start) // 1000
-                message = (
-                    f"query did not stop within {req.timeout_s:g} s + {grace_s:g} s grace; "
-                    "worker killed"
-                )
-                return failure("timeout", message, us), False
-            reply = _DECODER.decode(self.conn.recv_bytes())
-        except (EOFError, OSError):
-            us = (time.perf_counter_ns() - start) // 1000
-            # A worker that stopped itself over its memory bound has closed its pipe on
-            # the way out: wait for its exit code, which says so.
-            self.process.join(_EXIT_WAIT_S)
-            if self.process.exitcode == MEMORY_EXIT_CODE:
-                return failure("memory", MEMORY_MESSAGE, us), False
-            message = f"worker process died while running the query ({self._exit_text()})"
-            return failure("worker_crash", message, us), False
-        if reply.kind == "fault":
-            raise SandboxError(f"the {self.label} failed (a harness bug):\n{reply.message}")
-        if reply.result is None:
-            raise SandboxError(f"the {self.label} answered without a result (a harness bug)")
-        return reply.result, True
-
-    def read(self, req: ReadRequest, timeout_s: float) -> tuple[Reading | None, bool]:
-        """Have the worker read one SQL text (``ledger.harness.reading``); returns (the
-        reading, worker still usable). None: no reading (the worker died, took over
-        ``timeout_s``, or reported a fault); the caller then reads the text itself."""
-        if not self.ready and self.wait_ready(STARTUP_TIMEOUT_S) is not None:
-            return None, False
-        try:
-            self.conn.send_bytes(_ENCODER.encode(req))
-            if not self.conn.poll(timeout_s):
-                self.kill()
-                return None, False
-            reply = _DECODER.decode(self.conn.recv_bytes())
-        except (EOFError, OSError):
-            return None, False
-        return (reply.reading if reply.kind == "reading" else None), True
-
-    def _exit_text(self) -> str:
-        self.process.join(0.5)
-        code = self.process.exitcode
-        if code is None:
-            return "still running"
-        if code < 0:
-            return f"killed by signal {-code}"
-        return f"exit code {code}"
-
-    def kill(self) -> None:
-        """SIGKILL the process and reap it (no zombie left behind)."""
-        if self.process.is_alive():
-            self.process.kill()
-        self.process.join()
-
-    def stop(self) -> None:
-        """Close the pipe (the child exits on EOF); kill it if it lingers."""
-        self.conn.close()
-        self.process.join(2.0)
-        self.kill()
-
-
-class WorkerPool:
-    """Persistent sandboxed workers over one bank database.
-
-    ``execute`` may be called from several threads; each call takes an idle
-    worker (waiting for one), and a worker that timed out hard or crashed is
-    replaced.  Use as a context manager, or call :meth:`close`: no worker
-    process outlives the pool.
+class WorkerPool(ProcessExecutor):
+    """DuckDB's executor: persistent sandboxed workers over one bank database
+    (:class:`ProcessExecutor`; the worker: :func:`_worker_main`).
 
     Raises:
         SandboxError: the database is missing or cannot be opened read-only.
@@ -656,124 +186,21 @@ class WorkerPool:
     ) -> None:
         if size < 1:
             raise ValueError(f"pool size must be at least 1, got {size}")
-        db_path = Path(db_path)
-        if not db_path.is_file():
-            raise SandboxError(
-                f"{db_path}: bank database not found", hint="build the bank before running it"
-            )
+        db_path = self._existing(db_path)
         parse_memory_limit(memory_limit)  # a bad value is the caller's error, here
-        self._db_path = db_path
-        self._timeout_s = timeout_s
         self._memory_limit = memory_limit
-        self._ctx = multiprocessing.get_context("spawn")
-        self._lock = threading.Lock()
-        self._all: list[ProcessWorker] = []
-        self._idle: queue.Queue[ProcessWorker] = queue.Queue()
-        self._closed = False
-        try:
-            for _ in range(size):
-                self._all.append(self._spawn())
-            for worker in self._all:
-                why = worker.wait_ready(STARTUP_TIMEOUT_S)
-                if why is not None:
-                    raise SandboxError(f"{db_path}: SQL worker failed to start: {why}")
-                self._idle.put(worker)
-        except BaseException:
-            self.close()
-            raise
-
-    def __enter__(self) -> WorkerPool:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
-
-    def pids(self) -> tuple[int, ...]:
-        """Process ids of the current workers (for monitoring and tests)."""
-        with self._lock:
-            return tuple(w.process.pid for w in self._all if w.process.pid is not None)
-
-    def execute(
-        self,
-        sql: str,
-        *,
-        max_rows: int,
-        max_result_bytes: int = cells.DEFAULT_MAX_RESULT_BYTES,
-        max_cell_bytes: int = cells.DEFAULT_MAX_CELL_BYTES,
-    ) -> ExecResult:
-        """Run one query in a worker and return its result or classified failure.
-
-        Fetches at most ``max_rows + 1`` rows; ``truncated`` is True when more
-        than ``max_rows`` existed.  Cells over ``max_cell_bytes`` are truncated;
-        a result over ``max_result_bytes`` is a ``result_too_large`` failure.
-        Never retries.
-        """
-        if max_rows < 0:
-            raise ValueError(f"max_rows must be >= 0, got {max_rows}")
-        request = Request(sql, max_rows, self._timeout_s, max_result_bytes, max_cell_bytes)
-        worker = self._take()
-        usable = False
-        try:
-            result, usable = worker.run(request, KILL_GRACE_S)
-        finally:
-            self._give_back(worker, usable)
-        return result
-
-    def read(self, req: ReadRequest) -> Reading | None:
-        """Read one SQL text in a worker (see ``ledger.harness.reading``); None when the
-        worker could not (the caller reads it itself). A worker that died or overran is
-        replaced."""
-        worker = self._take()
-        usable = False
-        try:
-            reading, usable = worker.read(req, read_timeout_s(req))
-        finally:
-            self._give_back(worker, usable)
-        return reading
+        super().__init__(db_path, size=size, timeout_s=timeout_s)
 
     def _spawn(self) -> ProcessWorker:
         return ProcessWorker(
             self._ctx,
             _worker_main,
-            (str(self._db_path), self._memory_limit, os.getpid()),
-            database=self._db_path,
+            (str(self._database), self._memory_limit, os.getpid()),
+            database=self._database,
             name="caseledger-sql-worker",
             open_hint="build the bank first, and make sure no other process has it open for "
             "writing",
         )
-
-    def _take(self) -> ProcessWorker:
-        while True:
-            if self._closed:
-                raise SandboxError("the SQL worker pool is closed")
-            try:
-                return self._idle.get(timeout=0.5)
-            except queue.Empty:
-                continue
-
-    def _give_back(self, worker: ProcessWorker, usable: bool) -> None:
-        with self._lock:
-            if self._closed:
-                return
-            if not usable:
-                worker.stop()
-                self._all.remove(worker)
-                worker = self._spawn()
-                self._all.append(worker)
-            self._idle.put(worker)
-
-    def close(self) -> None:
-        """Stop every worker and reap it. Safe to call twice."""
-        with self._lock:
-            self._closed = True
-            workers, self._all = self._all, []
-        for worker in workers:
-            worker.stop()
 
 
 def execute_once(

@@ -1,29 +1,25 @@
-"""The SQLite executor: a real spawn worker over a real SQLite file. Typed cells, caps,
-hostile statements with the guard bypassed, the timeout, the memory bound, crashes, Ctrl-C,
-parent death and cleanup. Expected values are worked out by hand."""
+"""The SQLite executor: a real spawn worker over a real SQLite file. What only SQLite has:
+its typing of cells, hostile statements with the guard bypassed, the heap bound, parent
+death, a missing file. The executor contract every engine keeps (max_rows, caps, timeout,
+kill, crash, Ctrl-C, close) is tests/engines/test_executor_contract.py. Expected values are
+worked out by hand."""
 
 from __future__ import annotations
 
-import os
-import signal
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import msgspec
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ledger import codec, events
 from ledger.engines.sqlite import SQLiteEngine, SQLiteExecutor, canonical_digest
 from ledger.errors import SandboxError
 from ledger.events import Column
 from ledger.harness.cells import encode_row
-from ledger.harness.worker import KILL_GRACE_S
 
 REPO = Path(__file__).resolve().parents[2]
 ENGINE = SQLiteEngine()
@@ -38,10 +34,6 @@ INSERT INTO item VALUES (1, 'pen', 1.5, 'a'), (2, 'book', 12, NULL), (3, 'cup', 
                         (4, 'mug', 7, 'b'), (5, 'ink', 0.1, NULL);
 INSERT INTO mixed VALUES (1, 'a', X'00FF'), (2, 3, NULL), (3, 2.5, X'01');
 """
-RUNAWAY = (
-    "WITH RECURSIVE c(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM c WHERE n < 1000000000000) "
-    "SELECT count(*) FROM c"
-)
 
 
 @pytest.fixture(scope="module")
@@ -67,24 +59,6 @@ def _alive(pid: int) -> bool:
     except (FileNotFoundError, ProcessLookupError):
         return False
     return stat.rsplit(")", 1)[1].split()[0] not in ("Z", "X")
-
-
-def _children() -> set[int]:
-    """Live children of this test process (multiprocessing's resource tracker excepted)."""
-    found = set()
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-            cmdline = (entry / "cmdline").read_bytes()
-        except OSError:
-            continue
-        fields = stat.rsplit(")", 1)[1].split()
-        mine = int(fields[1]) == os.getpid() and fields[0] not in ("Z", "X")
-        if mine and b"resource_tracker" not in cmdline:
-            found.add(int(entry.name))
-    return found
 
 
 def _wait_gone(pid: int, within_s: float) -> bool:
@@ -149,55 +123,6 @@ def test_integer_division_and_real(executor: SQLiteExecutor) -> None:
     )
     assert result.rows == ((55, "0.1"),)  # 5 * 100 / 9 = 55 (integer), 0.1 as a double
     assert [c.type for c in result.columns] == ["BIGINT", "DOUBLE"]
-
-
-def test_max_rows_fetches_one_more(executor: SQLiteExecutor) -> None:
-    sql = "SELECT id FROM item ORDER BY id"
-    two = executor.execute(sql, max_rows=2)
-    assert (two.rows, two.row_count, two.truncated) == (((1,), (2,)), 2, True)
-    five = executor.execute(sql, max_rows=5)
-    assert (five.row_count, five.truncated) == (5, False)
-    none = executor.execute(sql, max_rows=0)
-    assert (none.rows, none.truncated) == ((), True)
-    with pytest.raises(ValueError, match="max_rows"):
-        executor.execute(sql, max_rows=-1)
-
-
-def test_a_cell_over_the_cap_is_cut(executor: SQLiteExecutor) -> None:
-    result = executor.execute(
-        "SELECT printf('%.*c', 2000, 'x') AS s, 1 AS n", max_rows=1, max_cell_bytes=1024
-    )
-    assert result.ok
-    # 1024 stored bytes: 1022 characters plus the two quotes of a JSON string
-    assert result.rows == (("x" * 1022, 1),)
-    assert result.cells_truncated == 1
-    plain = executor.execute("SELECT 'short' AS s", max_rows=1)
-    assert plain.cells_truncated is msgspec.UNSET
-
-
-def test_a_result_over_the_cap_is_result_too_large(executor: SQLiteExecutor) -> None:
-    sql = (
-        "WITH RECURSIVE c(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM c WHERE n < 100000) "
-        "SELECT printf('%.*c', 500, 'x') AS s FROM c"
-    )
-    result = executor.execute(sql, max_rows=1_000_000, max_result_bytes=4096)
-    assert (result.ok, result.error_kind) == (False, "result_too_large")
-    assert "over the 4096-byte cap" in (result.error_message or "")
-    _serves(executor)
-
-
-def test_result_maps_onto_sql_executed(executor: SQLiteExecutor) -> None:
-    result = executor.execute("SELECT id, price FROM item ORDER BY id", max_rows=2)
-    event = events.SqlExecuted(
-        stream="run-1",
-        stream_seq=3,
-        stream_prev=None,
-        at="2026-12-02T10:00:00.000000Z",
-        case_id="c1",
-        attempt=1,
-        **msgspec.structs.asdict(result),
-    )
-    assert codec.decode(codec.encode(event)) == event  # no float reaches the event
 
 
 @pytest.mark.parametrize(
@@ -337,38 +262,6 @@ def test_the_clock_argument_is_not_the_workers_business(executor: SQLiteExecutor
 # ------------------------------------------------------------------------ limits
 
 
-def test_a_runaway_query_ends_as_a_timeout_inside_the_worker(bank: Path) -> None:
-    before = _children()
-    with ENGINE.executor(bank, timeout_s=5.0) as ex:
-        (pid,) = ex.pids()
-        start = time.monotonic()
-        result = ex.execute(RUNAWAY, max_rows=1)
-        elapsed = time.monotonic() - start
-        assert (result.ok, result.error_kind) == (False, "timeout")
-        assert result.error_message == "query interrupted after 5 s"  # not the parent's kill
-        # The progress handler stopped it: the same worker serves the next query.
-        assert ex.pids() == (pid,)
-        _serves(ex)
-        assert elapsed >= 5.0
-        assert elapsed < 5.0 + KILL_GRACE_S + 30  # generous: only "it stopped" is the claim
-    assert _wait_gone(pid, 5.0)
-    assert _children() <= before
-
-
-def test_a_worker_that_does_not_answer_is_killed(bank: Path) -> None:
-    before = _children()
-    with ENGINE.executor(bank, timeout_s=1.0) as ex:
-        (pid,) = ex.pids()
-        os.kill(pid, signal.SIGSTOP)  # stands for a query stuck inside one SQLite step
-        result = ex.execute("SELECT 1", max_rows=1)
-        assert (result.ok, result.error_kind) == (False, "timeout")
-        assert "worker killed" in (result.error_message or "")
-        assert _wait_gone(pid, 5.0)
-        _serves(ex)  # a fresh worker
-        assert ex.pids() != (pid,)
-    assert _children() <= before
-
-
 def test_a_memory_hog_ends_as_memory(bank: Path) -> None:
     # 64 MB for SQLite and two minutes of time: the heap limit must stop these, not the clock.
     with ENGINE.executor(bank, timeout_s=120.0, memory_limit="64MB") as ex:
@@ -385,40 +278,6 @@ def test_a_memory_hog_ends_as_memory(bank: Path) -> None:
             assert (result.ok, result.error_kind) == (False, "memory"), result
             assert "64 MB heap limit" in (result.error_message or "")
             _serves(ex)  # SQLite recovers from an allocation failure
-
-
-def test_a_crashed_worker_is_replaced(bank: Path) -> None:
-    with ENGINE.executor(bank) as ex:
-        (pid,) = ex.pids()
-        os.kill(pid, signal.SIGKILL)
-        assert _wait_gone(pid, 5.0)
-        result = ex.execute("SELECT 1", max_rows=1)
-        assert (result.ok, result.error_kind) == (False, "worker_crash")
-        assert "killed by signal 9" in (result.error_message or "")
-        _serves(ex)
-
-
-def test_ctrl_c_belongs_to_the_parent(bank: Path) -> None:
-    with ENGINE.executor(bank) as ex:
-        (pid,) = ex.pids()
-        os.kill(pid, signal.SIGINT)
-        time.sleep(0.2)
-        _serves(ex)
-        assert ex.pids() == (pid,)
-
-
-def test_close_leaves_no_process_behind(bank: Path) -> None:
-    before = _children()
-    ex = ENGINE.executor(bank)
-    (pid,) = ex.pids()
-    assert pid in _children()
-    _serves(ex)
-    ex.close()
-    ex.close()  # twice is fine
-    assert not _alive(pid)
-    assert _children() <= before
-    with pytest.raises(SandboxError, match="closed"):
-        ex.execute("SELECT 1", max_rows=1)
 
 
 _ORPHAN = """
@@ -448,27 +307,6 @@ def test_the_worker_exits_when_its_parent_is_killed(bank: Path, tmp_path: Path) 
     finally:
         parent.kill()
         parent.wait(10)
-
-
-def test_concurrent_callers_take_turns(executor: SQLiteExecutor) -> None:
-    got: list[tuple] = []
-    queries = [
-        "SELECT 0 AS i, count(*) FROM item",
-        "SELECT 1 AS i, count(*) FROM item",
-        "SELECT 2 AS i, count(*) FROM item",
-        "SELECT 3 AS i, count(*) FROM item",
-    ]
-
-    def run(i: int) -> None:
-        for _ in range(5):
-            got.append(executor.execute(queries[i], max_rows=1).rows)
-
-    threads = [threading.Thread(target=run, args=(i,)) for i in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert sorted(got) == sorted([((i, 5),) for i in range(4)] * 5)
 
 
 def test_a_missing_or_unreadable_database_is_a_sandbox_error(tmp_path: Path) -> None:

@@ -1,4 +1,8 @@
-"""The sandboxed SQL worker: typed results, truncation, hostile SQL, limits, crashes, cleanup."""
+"""The sandboxed DuckDB worker: typed results, hostile SQL, limits, pools, cleanup.
+
+What every engine's executor keeps (max_rows, caps, errors as data, the kill past the
+grace, crashes, close) is tests/engines/test_executor_contract.py; here is what only the
+DuckDB worker has."""
 
 from __future__ import annotations
 
@@ -21,8 +25,6 @@ from typing import Any
 import duckdb
 import msgspec
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 from ledger import codec, events
 from ledger.errors import SandboxError
@@ -208,44 +210,12 @@ def test_result_maps_onto_sql_executed_event(pool: WorkerPool) -> None:
     assert codec.decode(body) == event
 
 
-def test_truncation_at_max_rows(pool: WorkerPool) -> None:
-    result = pool.execute("SELECT id FROM customer ORDER BY id", max_rows=2)
-    assert result.rows == ((1,), (2,))
-    assert result.row_count == 2
-    assert result.truncated is True
-    exact = pool.execute("SELECT id FROM customer ORDER BY id", max_rows=3)
-    assert exact.rows == ((1,), (2,), (3,))
-    assert exact.truncated is False
-
-
 def test_truncation_stops_early_on_an_endless_stream(pool: WorkerPool) -> None:
     # Only max_rows + 1 rows are fetched, so ten billion rows cost nothing.
     result, took = _timed(pool, "SELECT i FROM range(10000000000) r(i)", max_rows=2)
     assert result.rows == ((0,), (1,))
     assert result.truncated is True
     assert took < 2.0
-
-
-@settings(
-    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
-)
-@given(n=st.integers(min_value=0, max_value=40), max_rows=st.integers(min_value=0, max_value=40))
-def test_truncation_property(pool: WorkerPool, n: int, max_rows: int) -> None:
-    sql = f"SELECT i FROM range({n}) r(i) ORDER BY i"  # noqa: S608 (n is a drawn int)
-    result = pool.execute(sql, max_rows=max_rows)
-    kept = min(n, max_rows)
-    assert result.row_count == kept
-    assert result.rows == tuple((i,) for i in range(kept))
-    assert result.truncated is (n > max_rows)
-
-
-def test_sql_error_is_data(pool: WorkerPool) -> None:
-    result = pool.execute("SELECT no_such_column FROM customer", max_rows=5)
-    assert result.ok is False
-    assert result.error_kind == "sql_runtime"
-    assert "no_such_column" in (result.error_message or "")
-    assert result.rows == ()
-    assert result.columns == ()
 
 
 def test_temp_objects_cannot_be_made(pool: WorkerPool) -> None:
@@ -258,11 +228,6 @@ def test_temp_objects_cannot_be_made(pool: WorkerPool) -> None:
         "refused by the worker's DuckDB parse check: table 'scratch' is not a published "
         "table or a CTE in scope"
     )
-
-
-def test_negative_max_rows_is_a_caller_bug(pool: WorkerPool) -> None:
-    with pytest.raises(ValueError, match="max_rows"):
-        pool.execute("SELECT 1", max_rows=-1)
 
 
 def test_concurrent_callers_share_a_pool(bank_db: Path) -> None:
@@ -487,54 +452,6 @@ def test_runaway_query_ends_as_timeout(pool: WorkerPool, sql: str) -> None:
     _assert_still_serves(pool)
     assert pool.pids() == pids  # interrupted in place: no respawn needed
     assert _worker_children() >= set(pids)
-
-
-def test_worker_that_ignores_the_interrupt_is_killed(bank_db: Path) -> None:
-    with WorkerPool(bank_db, timeout_s=1.0) as p:
-        (pid,) = p.pids()
-        box: list[tuple[ExecResult, float]] = []
-        runner = threading.Thread(
-            target=lambda: box.append(
-                _timed(p, "SELECT count(*) FROM range(100000) a, range(100000) b")
-            )
-        )
-        runner.start()
-        time.sleep(0.3)
-        os.kill(pid, signal.SIGSTOP)  # a frozen worker cannot honour the interrupt
-        runner.join(10)
-        ((result, took),) = box
-        assert result.error_kind == "timeout"
-        assert "killed" in (result.error_message or "")
-        assert took <= 1.0 + KILL_GRACE_S + 1.0
-        assert _wait_gone(pid, 2.0)
-        _assert_still_serves(p)
-        assert p.pids() != (pid,)
-
-
-def test_worker_killed_from_outside_is_a_crash(bank_db: Path) -> None:
-    with WorkerPool(bank_db) as p:
-        (pid,) = p.pids()
-        box: list[ExecResult] = []
-        runner = threading.Thread(
-            target=lambda: box.append(
-                p.execute("SELECT count(*) FROM range(100000) a, range(100000) b", max_rows=1)
-            )
-        )
-        runner.start()
-        time.sleep(0.5)
-        os.kill(pid, signal.SIGKILL)
-        runner.join(10)
-        (result,) = box
-        assert result.ok is False
-        assert result.error_kind == "worker_crash"
-        assert "signal 9" in (result.error_message or "")
-        assert not _alive(pid)
-        _assert_still_serves(p)
-        (new_pid,) = p.pids()
-        assert new_pid != pid
-
-
-# ---------------------------------------------------------------- nothing left behind
 
 
 def test_no_worker_outlives_its_pool(bank_db: Path) -> None:
