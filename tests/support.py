@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import time
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -50,3 +51,22 @@ def plain_cell(cell: Any) -> Any:
         except ArithmeticError:
             return cell
     return cell
+
+
+def alive(pid: int) -> bool:
+    """True when /proc shows the process and it is not a zombie (a worker process's check)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+
+
+def wait_dead(pid: int, within_s: float) -> bool:
+    """True once ``pid`` has stopped running (gone, or a zombie not yet reaped)."""
+    end = time.monotonic() + within_s
+    while time.monotonic() < end:
+        if not alive(pid):
+            return True
+        time.sleep(0.05)
+    return not alive(pid)

@@ -16,7 +16,6 @@ from multiprocessing.connection import Connection
 from typing import Any
 
 import psycopg
-from msgspec import UNSET
 from psycopg.adapt import Loader
 from psycopg.pq import Format
 
@@ -27,6 +26,8 @@ from ledger.engines.process import (
     failure,
     limit_address_space,
     serve,
+    success,
+    too_large,
 )
 from ledger.events import Column
 from ledger.harness import cells
@@ -356,11 +357,7 @@ class _Session:
                     done = True
                 size = min(size * 4, FETCH_MAX)
             if budget.over:
-                stopped = (
-                    "result_too_large",
-                    f"the result is over the {req.max_result_bytes}-byte cap "
-                    f"(stopped reading after {len(kept)} rows of {len(columns)} columns)",
-                )
+                stopped = too_large(req.max_result_bytes, len(kept), len(columns))
         except (psycopg.Error, MemoryError) as exc:
             stopped = classify_error(exc)
         except (UnicodeError, ValueError) as exc:
@@ -375,11 +372,7 @@ class _Session:
         self._reset(reuse=not fired and (stopped is None or stopped[0] in _REUSABLE))
         if stopped is not None:
             return failure(stopped[0], stopped[1], sql_us)
-        return ExecResult(
-            ok=True, error_kind=None, error_message=None, columns=columns,
-            rows=tuple(tuple(r) for r in kept), row_count=len(kept), truncated=truncated,
-            sql_us=sql_us, cells_truncated=budget.cells_truncated or UNSET,
-        )  # fmt: skip
+        return success(columns, kept, truncated=truncated, sql_us=sql_us, budget=budget)
 
     def _reset(self, *, reuse: bool) -> None:
         """End the query's transaction and reset the session; or close the connection."""

@@ -70,6 +70,8 @@ __all__ = [
     "read_timeout_s",
     "send_or_quit",
     "serve",
+    "success",
+    "too_large",
 ]
 
 # ``refused``: the worker's own DuckDB parse check refused the statement (a guard-class
@@ -171,6 +173,37 @@ def failure(kind: str, message: str, sql_us: int) -> ExecResult:
         row_count=0,
         truncated=False,
         sql_us=sql_us,
+    )
+
+
+def success(
+    columns: tuple[events.Column, ...],
+    kept: list[list[Any]],
+    *,
+    truncated: bool,
+    sql_us: int,
+    budget: cells.ResultBudget,
+) -> ExecResult:
+    """A query's result: ``kept``, its rows encoded under ``budget`` (at most max_rows)."""
+    return ExecResult(
+        ok=True,
+        error_kind=None,
+        error_message=None,
+        columns=columns,
+        rows=tuple(tuple(row) for row in kept),
+        row_count=len(kept),
+        truncated=truncated,
+        sql_us=sql_us,
+        cells_truncated=budget.cells_truncated or UNSET,
+    )
+
+
+def too_large(max_result_bytes: int, rows: int, columns: int) -> tuple[str, str]:
+    """(kind, message) of a result over the cap, read as far as ``rows`` rows."""
+    return (
+        "result_too_large",
+        f"the result is over the {max_result_bytes}-byte cap "
+        f"(stopped reading after {rows} rows of {columns} columns)",
     )
 
 

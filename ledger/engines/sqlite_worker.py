@@ -24,8 +24,6 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
-import msgspec
-
 from ledger.engines.process import (
     ExecResult,
     ProcessExecutor,
@@ -36,6 +34,8 @@ from ledger.engines.process import (
     failure,
     limit_address_space,
     serve,
+    success,
+    too_large,
 )
 from ledger.engines.sqlite_sandbox import (
     Authorizer,
@@ -143,11 +143,7 @@ def _run_job(session: _Session, job: Request) -> ExecResult:
     for type_name, _ in plan:
         budget.used += cells.stored_size(type_name)
     if stopped is None and budget.over:
-        stopped = (
-            "result_too_large",
-            f"the result is over the {job.max_result_bytes}-byte cap "
-            f"(stopped reading after {len(kept)} rows of {len(names)} columns)",
-        )
+        stopped = too_large(job.max_result_bytes, len(kept), len(names))
     if stopped is not None:
         return failure(*stopped, sql_us)
     for i, (_, coerce) in enumerate(plan):
@@ -156,18 +152,7 @@ def _run_job(session: _Session, job: Request) -> ExecResult:
                 cell = cells.encode_cell(coerce(row_raw[i]))
                 row_kept[i] = cells.truncate_cell(cell, job.max_cell_bytes)[0]
     columns = tuple(Column(name=n, type=t) for n, (t, _) in zip(names, plan, strict=True))
-    rows = tuple(tuple(r) for r in kept)
-    return ExecResult(
-        ok=True,
-        error_kind=None,
-        error_message=None,
-        columns=columns,
-        rows=rows,
-        row_count=len(rows),
-        truncated=truncated,
-        sql_us=sql_us,
-        cells_truncated=budget.cells_truncated or msgspec.UNSET,
-    )
+    return success(columns, kept, truncated=truncated, sql_us=sql_us, budget=budget)
 
 
 def _child_main(conn: Connection, db_path: str, heap_limit: int, parent_pid: int) -> None:

@@ -32,8 +32,6 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
-from msgspec import UNSET
-
 from ledger import events
 from ledger.engines.process import (
     KILL_GRACE_S,
@@ -47,6 +45,8 @@ from ledger.engines.process import (
     failure,
     parse_memory_limit,
     serve,
+    success,
+    too_large,
 )
 from ledger.harness import cells
 from ledger.harness.worker_sandbox import (
@@ -104,11 +104,7 @@ def _run_query(sandbox: Sandbox, watchdog: Watchdog, req: Request) -> ExecResult
                 break
             kept.append(budget.add_row(row))
         if budget.over:
-            stopped = (
-                "result_too_large",
-                f"the result is over the {req.max_result_bytes}-byte cap "
-                f"(stopped reading after {len(kept)} rows of {len(description)} columns)",
-            )
+            stopped = too_large(req.max_result_bytes, len(kept), len(description))
     except duckdb.InterruptException:
         stopped = ("timeout", f"query interrupted after {req.timeout_s:g} s")
     except (duckdb.OutOfMemoryException, MemoryError) as exc:
@@ -125,18 +121,7 @@ def _run_query(sandbox: Sandbox, watchdog: Watchdog, req: Request) -> ExecResult
             kind, message = "timeout", f"query interrupted after {req.timeout_s:g} s: {message}"
         return failure(kind, message, sql_us)
     columns = tuple(events.Column(name=str(d[0]), type=str(d[1])) for d in description)
-    rows = tuple(tuple(row) for row in kept)
-    return ExecResult(
-        ok=True,
-        error_kind=None,
-        error_message=None,
-        columns=columns,
-        rows=rows,
-        row_count=len(rows),
-        truncated=truncated,
-        sql_us=sql_us,
-        cells_truncated=budget.cells_truncated or UNSET,
-    )
+    return success(columns, kept, truncated=truncated, sql_us=sql_us, budget=budget)
 
 
 def _worker_main(conn: Connection, db_path: str, memory_limit: str, parent_pid: int) -> None:

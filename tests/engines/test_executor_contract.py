@@ -28,6 +28,7 @@ import msgspec
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support import wait_dead
 
 from ledger import codec, events
 from ledger.engines import Engine, get_engine
@@ -126,21 +127,6 @@ def _gone(pid: int, within_s: float) -> bool:
         try:
             os.kill(pid, 0)
         except ProcessLookupError:
-            return True
-        if time.monotonic() >= end:
-            return False
-        time.sleep(0.05)
-
-
-def _dead(pid: int, within_s: float) -> bool:
-    """True once ``pid`` has stopped running (gone, or a zombie its parent has not reaped)."""
-    end = time.monotonic() + within_s
-    while True:
-        try:
-            stat = Path(f"/proc/{pid}/stat").read_text()
-        except (FileNotFoundError, ProcessLookupError):
-            return True
-        if stat.rsplit(")", 1)[1].split()[0] in ("Z", "X"):
             return True
         if time.monotonic() >= end:
             return False
@@ -335,7 +321,7 @@ def test_a_crashed_worker_is_replaced(engine: Engine, quick: ProcessExecutor, st
         runner.join(10)
     else:  # killed while idle: the next query finds it dead
         os.kill(pid, signal.SIGKILL)
-        assert _dead(pid, 5.0)
+        assert wait_dead(pid, 5.0)
         box.append(quick.execute("SELECT 1 AS one", max_rows=1))
     (result,) = box
     assert (result.ok, result.error_kind, result.rows) == (False, "worker_crash", ())

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support import alive, wait_dead
 
 from ledger.engines.sqlite import SQLiteEngine, SQLiteExecutor, canonical_digest
 from ledger.errors import SandboxError
@@ -50,24 +50,6 @@ def executor(bank: Path) -> Iterator[SQLiteExecutor]:
 
 
 # ----------------------------------------------------------------------------- helpers
-
-
-def _alive(pid: int) -> bool:
-    """True when /proc shows the process and it is not a zombie."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except (FileNotFoundError, ProcessLookupError):
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] not in ("Z", "X")
-
-
-def _wait_gone(pid: int, within_s: float) -> bool:
-    end = time.monotonic() + within_s
-    while time.monotonic() < end:
-        if not _alive(pid):
-            return True
-        time.sleep(0.05)
-    return not _alive(pid)
 
 
 def _serves(ex: SQLiteExecutor) -> None:
@@ -300,10 +282,10 @@ def test_the_worker_exits_when_its_parent_is_killed(bank: Path, tmp_path: Path) 
     try:
         assert parent.stdout is not None
         pid = int(parent.stdout.readline())
-        assert _alive(pid)
+        assert alive(pid)
         parent.kill()
         parent.wait(10)
-        assert _wait_gone(pid, 10.0), f"worker {pid} outlived its parent"
+        assert wait_dead(pid, 10.0), f"worker {pid} outlived its parent"
     finally:
         parent.kill()
         parent.wait(10)

@@ -23,10 +23,10 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
-import msgspec
 import pytest
+from support import alive, wait_dead
 
-from ledger import codec, events
+from ledger import events
 from ledger.errors import SandboxError
 from ledger.harness.worker import (
     KILL_GRACE_S,
@@ -84,16 +84,6 @@ def pool(bank_db: Path) -> Iterator[WorkerPool]:
         yield p
 
 
-def _alive(pid: int) -> bool:
-    """True when /proc shows the process and it is not a zombie."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except (FileNotFoundError, ProcessLookupError):
-        return False
-    state = stat.rsplit(")", 1)[1].split()[0]
-    return state not in ("Z", "X")
-
-
 def _worker_children() -> set[int]:
     """Live children of this process that are SQL workers (not multiprocessing's tracker)."""
     found = set()
@@ -110,15 +100,6 @@ def _worker_children() -> set[int]:
         if mine and b"resource_tracker" not in cmdline:
             found.add(int(entry.name))
     return found
-
-
-def _wait_gone(pid: int, within_s: float) -> bool:
-    end = time.monotonic() + within_s
-    while time.monotonic() < end:
-        if not _alive(pid):
-            return True
-        time.sleep(0.05)
-    return not _alive(pid)
 
 
 def _run_script(script: Path, text: str, *args: str) -> subprocess.CompletedProcess[str]:
@@ -193,21 +174,6 @@ def test_null_and_unicode_strings(pool: WorkerPool) -> None:
     result = pool.execute("SELECT name, city FROM customer ORDER BY id", max_rows=10)
     assert result.rows == (("Ana", "Porto"), ("Ben", None), ("Chloé", "Lyon"))
     assert [c.type for c in result.columns] == ["VARCHAR", "VARCHAR"]
-
-
-def test_result_maps_onto_sql_executed_event(pool: WorkerPool) -> None:
-    result = pool.execute("SELECT id, balance, settled FROM account ORDER BY id", max_rows=2)
-    event = events.SqlExecuted(
-        stream="run-1",
-        stream_seq=7,
-        stream_prev=None,
-        at="2026-12-02T10:00:00.000000Z",
-        case_id="c1",
-        attempt=1,
-        **msgspec.structs.asdict(result),
-    )
-    body = codec.encode(event)  # refuses floats: the cells must carry none
-    assert codec.decode(body) == event
 
 
 def test_truncation_stops_early_on_an_endless_stream(pool: WorkerPool) -> None:
@@ -458,10 +424,10 @@ def test_no_worker_outlives_its_pool(bank_db: Path) -> None:
     with WorkerPool(bank_db, size=2) as p:
         pids = p.pids()
         assert len(pids) == 2
-        assert all(_alive(pid) for pid in pids)
+        assert all(alive(pid) for pid in pids)
         assert set(pids) <= _worker_children()
         _assert_still_serves(p)
-    assert not any(_alive(pid) for pid in pids)
+    assert not any(alive(pid) for pid in pids)
     assert not set(pids) & _worker_children()
     assert not {c.pid for c in multiprocessing.active_children()} & set(pids)
     with pytest.raises(SandboxError, match="closed"):
@@ -508,7 +474,7 @@ def test_worker_exits_when_its_parent_dies(bank_db: Path, tmp_path: Path, state:
     assert proc.returncode == -signal.SIGKILL
     worker_pid = int(proc.stdout.split()[0])
     # Idle: EOF on the pipe. Busy: the watchdog notices the new parent (well before 5 s).
-    assert _wait_gone(worker_pid, 3.0)
+    assert wait_dead(worker_pid, 3.0)
 
 
 # ---------------------------------------------------------------- harness faults
