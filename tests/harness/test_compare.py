@@ -650,7 +650,10 @@ def test_unscaled_decimal_compares_by_value_not_by_spelling():
     st.integers(0, 20),
 )
 def test_unscaled_decimal_any_two_spellings_of_one_value_match(d, s1, s2):
-    a = d.quantize(Decimal(1).scaleb(-max(s1, 4)))
-    b = d.quantize(Decimal(1).scaleb(-max(s2, 4)))
+    # 10 digits before the point and up to 20 after: more than the default context's
+    # 28 digits of precision, so the spellings are made under a wider one.
+    with localcontext(prec=40):
+        a = d.quantize(Decimal(1).scaleb(-max(s1, 4)))
+        b = d.quantize(Decimal(1).scaleb(-max(s2, 4)))
     assert a == b
     assert cmp(UNSCALED, [[str(a)]], UNSCALED, [[str(b)]]).matched == 1
