@@ -15,6 +15,9 @@ from pathlib import Path
 import pytest
 from support import BENCHMARKS, VECTORS
 
+# Every ledger a passing test writes is verified with --recompute (issue 30).
+pytest_plugins = ["ledger_audit"]
+
 _DESELECTED = pytest.StashKey[int]()
 _HOW = (
     "{n} tests need the public benchmark data, not found at {path}: deselected. Run them "

@@ -11,6 +11,7 @@ import msgspec
 import pytest
 from banktest import edit
 from click.testing import CliRunner
+from ledger_audit import TEST_SCORER
 
 from ledger.bank import publish
 from ledger.bank.model import load_bank
@@ -97,6 +98,7 @@ class SameRules(score_mod.Scorer):
     version = "2.0.1-rows-test"
 
 
+@TEST_SCORER
 def test_a_run_scores_the_set_contract_and_rescore_and_recompute_agree(
     tiny: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

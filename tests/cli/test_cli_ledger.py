@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from ledger_audit import TAMPERED
 
 from ledger.cli import main
 
@@ -84,6 +85,7 @@ def test_verify_checkpoint_and_proofs(home: Path, tmp_path: Path) -> None:
     assert "swap --old and --new" in err
 
 
+@TAMPERED
 def test_tampering_exits_1_naming_the_seq(home: Path, tmp_path: Path) -> None:
     init(home)
     run(home, "keys", "add", "bot", "--role", "adapter")

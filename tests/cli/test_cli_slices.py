@@ -170,6 +170,7 @@ def test_unknown_run_exits_2(home: Path) -> None:
     assert "Traceback" not in err
 
 
+@pytest.mark.dishonest_ledger("deletes the bank files on purpose")
 def test_missing_bank_files_exit_2(tmp_path: Path) -> None:
     fresh = _build(tmp_path / "home")
     shutil.rmtree(fresh / "banks")

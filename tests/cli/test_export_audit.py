@@ -24,6 +24,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from ledger_audit import COPIED_WITHOUT_BANKS, TAMPERED
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "projections"))
 from report_testkit import OPERATOR_SEED, build_real_ledger, operator
@@ -127,6 +128,7 @@ def export(home: Path, out: Path, *extra: str) -> subprocess.CompletedProcess[st
     )
 
 
+@TAMPERED
 def test_walkthrough_in_a_moved_export_with_no_key(home: Path, tmp_path: Path) -> None:
     done = export(home, tmp_path / "out", "--reports", str(home / "published"))
     assert done.returncode == 0, done.stderr
@@ -245,6 +247,7 @@ def test_a_stored_checkpoint_newer_than_the_last_checkpoint_event_is_exported(
     assert f"checkpoints at size {size}" in verified.stdout
 
 
+@COPIED_WITHOUT_BANKS
 def test_a_ledger_open_for_writing_is_exported_as_of_its_last_commit(
     home: Path, tmp_path: Path
 ) -> None:
@@ -284,6 +287,7 @@ def test_no_checkpoint_means_could_not_export(tmp_path: Path) -> None:
     assert sorted(p.name for p in tmp_path.iterdir()) == ["fresh"]  # nothing left behind
 
 
+@TAMPERED
 def test_a_changed_stored_bank_file_is_refused_and_nothing_written(
     home: Path, tmp_path: Path
 ) -> None:
@@ -370,6 +374,7 @@ def forge_execution(home: Path, case_id: str, **change: object) -> int:
     return seq
 
 
+@TAMPERED
 def test_recompute_re_executes_and_names_a_forged_result(home: Path) -> None:
     ledger = str(home / "ledger.db")
     seq = forge_execution(home, "sf-01", rows=((99, "1.00"),))
@@ -470,6 +475,7 @@ def test_an_unpublished_calibration_file_that_does_not_load_is_named(
     assert info.value.message.startswith(f"seq {seq}: bank sales-fixture@v1: calibration.yaml in ")
 
 
+@TAMPERED
 @pytest.mark.slow
 def test_demo_export_walkthrough(tmp_path: Path) -> None:
     """The issue's test on the demo itself: two banks, its checkpoint and its reports."""

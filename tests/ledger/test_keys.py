@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 
 import pytest
+from ledger_audit import TAMPERED
 from ledger_testkit import (
     ADAPTER_SEED,
     OPERATOR_SEED,
@@ -97,6 +98,7 @@ def test_genesis_rule() -> None:
     assert "unregistered key id abcd0123" in (ring.signer_problem(5, "abcd0123") or "")
 
 
+@TAMPERED
 def test_retired_key_old_events_verify_new_ones_fail(tmp_path: Path) -> None:
     path = tmp_path / "l.db"
     op, ad = operator(), adapter()
@@ -113,6 +115,7 @@ def test_retired_key_old_events_verify_new_ones_fail(tmp_path: Path) -> None:
         verify_ledger(path)
 
 
+@TAMPERED
 def test_adapter_keys_cannot_register_signers(tmp_path: Path) -> None:
     path = tmp_path / "l.db"
     op, ad = operator(), adapter()

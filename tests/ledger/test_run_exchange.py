@@ -32,6 +32,7 @@ import store_kit
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from ledger_audit import COPIED_WITHOUT_BANKS
 from pgcluster import PgCluster
 from store_kit import WRITER, Store, drop_pg_store, fresh_pg_store
 
@@ -247,6 +248,7 @@ def test_bundle_holds_the_events_as_signed_at_home(machines: dict[str, Machine])
     assert again.read_bytes() == m.bundles[run].read_bytes()
 
 
+@COPIED_WITHOUT_BANKS
 def test_runs_of_three_machines_in_one_postgresql_ledger(
     machines: dict[str, Machine], central: Central, tmp_path: Path
 ) -> None:

@@ -24,6 +24,7 @@ import psycopg
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from hypothesis import HealthCheck, given, settings
+from ledger_audit import TAMPERED
 from ledger_testkit import adapter, fixed_clock, operator, prompt
 from pgcluster import PgCluster
 from store_kit import Store, caseledger, drop_pg_store, fresh_pg_store, merkle_root, sha256
@@ -431,6 +432,7 @@ def test_checkpoints_are_stored_after_finished_runs(store: Store) -> None:
     assert result.root_hash == merkle_root(leaves)
 
 
+@TAMPERED
 @pytest.mark.parametrize(
     ("statement", "params", "error", "message"),
     [
@@ -457,6 +459,7 @@ def test_verify_catches_tampering(
         verify_ledger(store.location)
 
 
+@TAMPERED
 @pytest.mark.parametrize(
     ("column", "value", "problem"),
     [

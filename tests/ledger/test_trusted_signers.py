@@ -32,6 +32,7 @@ from typing import Any
 import pytest
 import store_kit
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from ledger_audit import TAMPERED
 
 pytestmark = pytest.mark.slow
 
@@ -376,6 +377,7 @@ def audit(central: Path, tmp_path: Path) -> tuple[Path, list[str]]:
     return out, words[3:]
 
 
+@TAMPERED
 def test_raised_scores_signed_by_the_trusted_key_fail_the_auditor(
     home: Home, central: Path, tmp_path: Path
 ) -> None:

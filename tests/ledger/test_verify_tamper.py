@@ -7,6 +7,7 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+from ledger_audit import TAMPERED
 from ledger_testkit import (
     OPERATOR_SEED,
     STRANGER_SEED,
@@ -83,6 +84,7 @@ def test_pristine_ledger_verifies(pristine: tuple[Path, dict[str, int]]) -> None
     assert verify_chain(path).size == 1026
 
 
+@TAMPERED
 @pytest.mark.parametrize("column", COLUMNS)
 @pytest.mark.parametrize("where", ["first", "middle", "last"])
 def test_one_byte_in_every_column_of_first_middle_last(
@@ -93,6 +95,7 @@ def test_one_byte_in_every_column_of_first_middle_last(
     assert failing_seq(victim) == seq
 
 
+@TAMPERED
 @pytest.mark.slow
 def test_500_random_single_byte_changes(
     pristine: tuple[Path, dict[str, int]], tmp_path: Path
@@ -110,12 +113,14 @@ def test_500_random_single_byte_changes(
         assert found == seq, f"case {case}: {column} of seq {seq} offset {offset} -> {found}"
 
 
+@TAMPERED
 def test_deleted_middle_row(victim: Path) -> None:
     raw(victim).execute("DELETE FROM events WHERE seq = 700")
     with pytest.raises(ChainBrokenError, match=r"^seq 700: missing"):
         verify_ledger(victim, workers=1)
 
 
+@TAMPERED
 def test_swapped_rows(victim: Path) -> None:
     conn = raw(victim)
     a = conn.execute(
@@ -132,12 +137,14 @@ def test_swapped_rows(victim: Path) -> None:
     assert failing_seq(victim) == 300
 
 
+@TAMPERED
 def test_row_signed_by_unregistered_key(victim: Path) -> None:
     seq = raw_append(victim, prompt_body("run-1", 1), STRANGER_SEED, "stranger")
     with pytest.raises(SignatureError, match=rf"^seq {seq}: signed by unregistered key id"):
         verify_ledger(victim, workers=1)
 
 
+@TAMPERED
 def test_signer_reregistered_under_another_key(victim: Path) -> None:
     # Forced in with a correct chain and a valid operator signature: only the keyring rule fails.
     body = registration("test-adapter", STRANGER_SEED)
@@ -146,6 +153,7 @@ def test_signer_reregistered_under_another_key(victim: Path) -> None:
         verify_ledger(victim, workers=1)
 
 
+@TAMPERED
 def test_signature_by_a_registered_key_over_another_leaf(victim: Path) -> None:
     conn = raw(victim)
     (sig,) = conn.execute("SELECT sig FROM events WHERE seq = 10").fetchone()

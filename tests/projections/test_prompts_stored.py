@@ -23,6 +23,7 @@ import pytest
 from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from ledger_audit import EARLIER_RELEASE, TAMPERED
 from report_testkit import fixed_clock, operator, resign_from
 
 from ledger import codec
@@ -119,6 +120,7 @@ def _masked(value: Any) -> Any:
 _MASKED = {"seq", "leaf_hash", "tree_size", "root_hash", "first_event", "last_event", "sql_us"}
 
 
+@EARLIER_RELEASE
 def test_a_new_run_reports_what_the_same_run_with_inline_prompts_reported(
     tmp_path: Path,
 ) -> None:
@@ -205,6 +207,7 @@ def first_of(path: Path, kind: str, run: str = "model-a") -> tuple[int, dict[str
     raise AssertionError(kind)
 
 
+@TAMPERED
 def test_a_changed_stored_prompt_is_refused_by_verify_and_reports(real_ledger: Path) -> None:
     seq, body = first_of(real_ledger, "prompt.stored.v1")
     body["prompt"] = "X" + body["prompt"][1:]  # one character changed
@@ -225,6 +228,7 @@ def test_a_changed_stored_prompt_is_refused_by_verify_and_reports(real_ledger: P
     assert code == 0, err  # another run's prompts are not read (docs/verification.md)
 
 
+@TAMPERED
 def test_a_reference_that_points_nowhere_is_refused(real_ledger: Path) -> None:
     seq, body = first_of(real_ledger, "prompt.sent.v1")
     body["prompt_sha256"] = "sha256:" + "0" * 64
@@ -242,6 +246,7 @@ def test_a_reference_that_points_nowhere_is_refused(real_ledger: Path) -> None:
     assert "Traceback" not in err
 
 
+@TAMPERED
 def test_another_run_s_prompt_is_no_reference(tmp_path: Path) -> None:
     """A PromptStored of stream r1 does not hold the text of a PromptSent of stream r2."""
     signer = operator()

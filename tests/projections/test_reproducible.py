@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from ledger_audit import COPIED_WITHOUT_BANKS
 from report_testkit import GUARD_CASE, MISSING_CASE, RENAMED_CASE, TIMEOUT_CASE
 
 from ledger import codec
@@ -51,6 +52,7 @@ def _sha(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+@COPIED_WITHOUT_BANKS
 @pytest.mark.slow
 @pytest.mark.parametrize("fmt", ["json", "md", "html"])
 def test_same_bytes_everywhere(real_ledger: Path, tmp_path: Path, fmt: str):

@@ -10,6 +10,7 @@ from pathlib import Path
 import msgspec
 import pytest
 from click.testing import CliRunner
+from ledger_audit import TAMPERED, TEST_SCORER
 from report_testkit import FENCED_CASE, RENAMED_CASE, operator
 
 from ledger.cli import main
@@ -31,8 +32,9 @@ class NamesNotScored(score_mod.Scorer):
 
 
 @pytest.fixture
-def test_scorer(monkeypatch: pytest.MonkeyPatch) -> str:
+def test_scorer(monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest) -> str:
     """Registers 2.1.0-test for this test only (never in the shipped registry)."""
+    request.node.add_marker(TEST_SCORER)  # its scores cannot be re-derived after the test
     monkeypatch.setitem(score_mod.SCORERS, TEST_VERSION, NamesNotScored())
     return TEST_VERSION
 
@@ -134,6 +136,7 @@ def _forge(ledger_path: Path) -> int:
     return seq
 
 
+@TAMPERED
 def test_verify_recompute_names_the_forged_seq(real_ledger: Path):
     code, _, err = cli(real_ledger, "verify", "--recompute")
     assert code == 0, err
@@ -147,6 +150,7 @@ def test_verify_recompute_names_the_forged_seq(real_ledger: Path):
     assert "total" in err
 
 
+@TEST_SCORER
 def test_verify_recompute_with_an_unknown_scorer_could_not_check(real_ledger, monkeypatch):
     monkeypatch.setitem(score_mod.SCORERS, TEST_VERSION, NamesNotScored())
     assert cli(real_ledger, "rescore", "--scorer", TEST_VERSION, "--run", "self-test")[0] == 0

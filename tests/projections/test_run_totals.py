@@ -22,6 +22,7 @@ import pytest
 from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from ledger_audit import EARLIER_RELEASE, TAMPERED, TEST_SCORER
 from report_testkit import CLOCK, resign_from
 from runkit import fresh_home
 from test_runner import go, published, reference, write_replay
@@ -131,6 +132,7 @@ def test_the_demo_ledger_lists_the_same_rows_from_its_totals(tmp_path: Path) -> 
     }
 
 
+@EARLIER_RELEASE
 @pytest.mark.parametrize("fixture", ["legacy-v1", "legacy-v2"])
 def test_ledgers_written_before_are_folded(fixture: str, tmp_path: Path) -> None:
     shutil.copytree(DATA / fixture, tmp_path / fixture)
@@ -140,6 +142,7 @@ def test_ledgers_written_before_are_folded(fixture: str, tmp_path: Path) -> None
     assert same_as_fold(path)
 
 
+@TEST_SCORER
 def test_withdrawn_and_rescored_runs_are_folded(
     real_ledger: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -226,6 +229,7 @@ CHANGES: dict[str, st.SearchStrategy[Any]] = {
 }
 
 
+@TAMPERED
 @settings(
     max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )

@@ -17,6 +17,7 @@ import pytest
 from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from ledger_audit import COPIED_WITHOUT_BANKS, TAMPERED, TEST_SCORER
 from report_testkit import build_real_ledger, fixed_clock, operator
 
 from ledger.app import snapshot, tree_index
@@ -126,6 +127,7 @@ class _Halved(score_mod.Scorer):
         return super().ast_points(rules) / 2
 
 
+@TEST_SCORER
 def test_events_after_the_newest_checkpoint_are_read_in_full(
     copy: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -185,6 +187,7 @@ def test_an_older_tree_size_gives_the_bytes_and_root_of_that_prefix(copy: Path, 
         assert f"tree size {size}, root sha256:{root_hash(leaves[:size]).hex()}" in err
 
 
+@COPIED_WITHOUT_BANKS
 @settings(
     max_examples=60,
     deadline=None,
@@ -236,6 +239,7 @@ def test_an_edited_index_never_changes_a_report(
     assert out.encode() == honest
 
 
+@TAMPERED
 def test_a_stream_column_edited_under_the_index_is_refused(copy: Path) -> None:
     # The index was built from the checked bodies; then the attacker relabels model-a's
     # last event so the ledger's stream index no longer finds it. The report fails
