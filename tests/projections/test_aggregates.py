@@ -5,8 +5,6 @@ from __future__ import annotations
 from decimal import Decimal
 from fractions import Fraction
 
-from ledger_audit import HAND_MADE
-
 from ledger.app.snapshot import read_state
 from ledger.merkle import root_hash
 from projections.aggregates import case_stats, weighted_score
@@ -47,7 +45,6 @@ def test_weighted_score_is_exact():
     )
 
 
-@HAND_MADE
 def test_report_aggregates_with_weights_and_a_cancelled_attempt(hand_ledger):
     h = hand_ledger(CASES)
     h.run("r1")
@@ -83,7 +80,6 @@ def test_report_aggregates_with_weights_and_a_cancelled_attempt(hand_ledger):
     assert q["sql_exec_success_rate"] == "0.6667"  # 4 executions of 6 planned
 
 
-@HAND_MADE
 def test_missing_attempt_counts_as_zero(hand_ledger):
     h = hand_ledger(CASES[:1])
     h.run("r1", attempts=2)
@@ -94,7 +90,6 @@ def test_missing_attempt_counts_as_zero(hand_ledger):
     assert run["status"] == "unfinished"
 
 
-@HAND_MADE
 def test_efficiency_null_when_no_attempt_is_correct(hand_ledger):
     h = hand_ledger(CASES[:1])
     h.run("r1")
@@ -111,7 +106,6 @@ def test_efficiency_null_when_no_attempt_is_correct(hand_ledger):
     assert e["generation_ms"]["per_correct"] is None
 
 
-@HAND_MADE
 def test_efficiency_per_correct_and_incomplete_figures(hand_ledger):
     h = hand_ledger(CASES[:1])
     h.run("r1")
@@ -132,7 +126,6 @@ def test_efficiency_per_correct_and_incomplete_figures(hand_ledger):
     assert e["generation_ms"]["per_correct"] == "4.500"
 
 
-@HAND_MADE
 def test_per_correct_counts_only_correct_attempts_that_have_the_figure(hand_ledger):
     # a 429-like attempt (correct=None, no usage) and a correct attempt without usage:
     # tokens 120 of a1 over the 1 correct attempt that reports tokens = 120, not 120 / 2
@@ -156,7 +149,6 @@ def test_per_correct_counts_only_correct_attempts_that_have_the_figure(hand_ledg
     )  # fmt: skip
 
 
-@HAND_MADE
 def test_complete_or_absent_figures_add_no_covered_field(hand_ledger):
     h = hand_ledger(CASES[:1])
     h.run("r1")
@@ -171,7 +163,6 @@ def test_complete_or_absent_figures_add_no_covered_field(hand_ledger):
     assert (e["tokens"]["coverage"], e["cost"]["coverage"]) == ("1.0000", "0.0000")
 
 
-@HAND_MADE
 def test_p95_nearest_rank(hand_ledger):
     assert nearest_rank([1000 * i for i in range(1, 21)]) == 19000  # ceil(0.95 * 20) = 19th
     assert nearest_rank([7, 1, 3]) == 7  # ceil(2.85) = 3rd of 3
@@ -185,7 +176,6 @@ def test_p95_nearest_rank(hand_ledger):
     assert run["efficiency"]["tokens"]["per_correct"] == "120.00"
 
 
-@HAND_MADE
 def test_self_test_and_other_bank_sections_are_separate(hand_ledger):
     h = hand_ledger(CASES[:1])
     h.run("m1")
@@ -207,7 +197,6 @@ def test_self_test_and_other_bank_sections_are_separate(hand_ledger):
     assert report["sections"][0]["runs"][0]["rank"] == 1
 
 
-@HAND_MADE
 def test_the_views_show_the_coverage_beside_the_figure(hand_ledger):
     from projections.report import render
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-from ledger_audit import HAND_MADE
 
 from ledger.app.snapshot import read_state
 from ledger.merkle import root_hash
@@ -26,7 +25,6 @@ def _pair(h, left: dict, right: dict, attempts: int = 2) -> None:
             h.scored(run_id, "a", n, "100.00", invocation=h.invocation(**overrides))
 
 
-@HAND_MADE
 def test_single_model(hand_ledger):
     h = hand_ledger(CASES)
     h.run("r1", attempts=1)
@@ -34,7 +32,6 @@ def test_single_model(hand_ledger):
     assert _fairness(h)["class"] == "single_model"
 
 
-@HAND_MADE
 def test_pair_differing_only_in_temperature_is_controlled(hand_ledger):
     h = hand_ledger(CASES)
     _pair(h, {"parameters": {"temperature": "0"}}, {"parameters": {"temperature": "0.7"}})
@@ -45,7 +42,6 @@ def test_pair_differing_only_in_temperature_is_controlled(hand_ledger):
     assert f["disclosed"]["r2"]["parameters"] == {"temperature": "0.7"}
 
 
-@HAND_MADE
 def test_pair_differing_in_model_and_provider_is_controlled(hand_ledger):
     h = hand_ledger(CASES)
     _pair(h, {"model": "m-1", "provider": "p1"}, {"model": "m-2", "provider": "p2"})
@@ -54,7 +50,6 @@ def test_pair_differing_in_model_and_provider_is_controlled(hand_ledger):
     assert f["disclosed_differences"] == ["provider", "model"]
 
 
-@HAND_MADE
 @pytest.mark.parametrize(
     ("right", "control"),
     [
@@ -75,7 +70,6 @@ def test_pair_differing_in_a_control_is_not_controlled(hand_ledger, right, contr
     assert f["differing_controls"] == [control]
 
 
-@HAND_MADE
 def test_equal_but_disallowed_controls_are_not_controlled(hand_ledger):
     # both sides retry once: equal, but retries must be 0
     h = hand_ledger(CASES)
@@ -83,7 +77,6 @@ def test_equal_but_disallowed_controls_are_not_controlled(hand_ledger):
     assert _fairness(h)["differing_controls"] == ["retries"]
 
 
-@HAND_MADE
 def test_missing_invocation_evidence_on_one_side_is_never_equal(hand_ledger):
     h = hand_ledger(CASES)
     h.run("r1", attempts=2)

@@ -17,7 +17,6 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from ledger_audit import HAND_MADE
 from report_testkit import HandLedger
 
 from ledger.events import (
@@ -190,7 +189,6 @@ def test_no_terminal_is_unscored(noise) -> None:
 CASES = [("c1", "basic", "easy", "1")]
 
 
-@HAND_MADE
 def test_report_view_uses_the_resolver(hand_ledger) -> None:
     """caseruns.resolve: Ci S2 -> under 2.0.0 (the run's scorer) cancelled, under 9 also."""
     h: HandLedger = hand_ledger(CASES)
@@ -212,7 +210,6 @@ def _steps(h: HandLedger, run_id: str) -> list[Step]:
     return out
 
 
-@HAND_MADE
 def test_summary_counts_the_runs_own_scorer_after_a_rescore(hand_ledger) -> None:
     """Disagreement fixed: the run summary counted correct/failures from the last score
     of ANY version, so a rescore changed it; now it uses the version in RunStarted
@@ -231,7 +228,6 @@ def test_summary_counts_the_runs_own_scorer_after_a_rescore(hand_ledger) -> None
     assert s.failures == {"guard": 1}
 
 
-@HAND_MADE
 def test_summary_done_follows_resume(hand_ledger) -> None:
     """Ci then S2(9.0.0): resume will not run it again (any version), so it is done;
     under the run's 2.0.0 it is an interrupted cancellation, so it adds no count."""

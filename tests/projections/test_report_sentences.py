@@ -19,7 +19,6 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
-from ledger_audit import HAND_MADE
 
 from ledger import events as ev
 from ledger.app.reporting import report_bytes
@@ -56,7 +55,6 @@ def _runs(h: Any, controls: dict[str, dict[str, Any]], attempts: dict[str, int])
 # ----------------------------------------------------------------- fairness sentences
 
 
-@HAND_MADE
 def test_a_single_model_says_nothing_about_controls_that_differ(hand_ledger, tmp_path: Path):
     h = hand_ledger(CASES)
     _runs(h, {"r1": {"retries": 2, "tools": "unknown"}}, {})
@@ -74,7 +72,6 @@ def test_a_single_model_says_nothing_about_controls_that_differ(hand_ledger, tmp
     assert "Controls that differ: tools, retries." in old
 
 
-@HAND_MADE
 def test_unknown_is_not_a_difference(hand_ledger, tmp_path: Path):
     h = hand_ledger(CASES)
     _runs(h, {"r1": {"tools": "unknown"}, "r2": {"tools": "unknown"}}, {})
@@ -90,7 +87,6 @@ def test_unknown_is_not_a_difference(hand_ledger, tmp_path: Path):
     assert "ontrols that differ" not in page
 
 
-@HAND_MADE
 def test_one_run_unknown_the_other_known(hand_ledger):
     h = hand_ledger(CASES)
     _runs(h, {"r1": {"tools": "off"}, "r2": {"tools": "unknown"}}, {})
@@ -100,7 +96,6 @@ def test_one_run_unknown_the_other_known(hand_ledger):
     ]
 
 
-@HAND_MADE
 def test_controls_that_really_differ_are_named(hand_ledger):
     h = hand_ledger(CASES)
     _runs(h, {"r1": {"retries": 0}, "r2": {"retries": 2, "tools": "on"}}, {})
@@ -110,7 +105,6 @@ def test_controls_that_really_differ_are_named(hand_ledger):
     ]
 
 
-@HAND_MADE
 def test_the_same_disallowed_value_is_not_called_a_difference(hand_ledger):
     h = hand_ledger(CASES)
     _runs(h, {"r1": {"retries": 2}, "r2": {"retries": 2, "single_call": False}}, {})
@@ -122,7 +116,6 @@ def test_the_same_disallowed_value_is_not_called_a_difference(hand_ledger):
     ]
 
 
-@HAND_MADE
 def test_a_controlled_pair_with_a_disclosed_difference(hand_ledger):
     h = hand_ledger(CASES)
     _runs(h, {"r1": {"model": "m-1"}, "r2": {"model": "m-2"}}, {})
@@ -135,7 +128,6 @@ def test_a_controlled_pair_with_a_disclosed_difference(hand_ledger):
 # ----------------------------------------------------------------- attempts per case
 
 
-@HAND_MADE
 @pytest.mark.parametrize(
     ("attempts", "note"),
     [

@@ -64,7 +64,6 @@ FLAGS = {
 }
 
 
-@HAND_MADE
 def test_flags_are_counted_per_run_and_change_nothing_else(hand_ledger):
     plain = _report(_ledger(hand_ledger, "plain.db", None))
     flagged = _report(_ledger(hand_ledger, "flagged.db", FLAGS))
@@ -105,7 +104,6 @@ def test_flags_are_counted_per_run_and_change_nothing_else(hand_ledger):
     assert plain_runs["r1"]["variant_diagnostics"]["coverage"] == "0.0000"
 
 
-@HAND_MADE
 def test_flags_appear_in_markdown_and_html(hand_ledger):
     report = _report(_ledger(hand_ledger, "flagged.db", FLAGS))
     md = render(report, "md").decode()
@@ -166,7 +164,6 @@ def test_any_flags_leave_scores_rates_and_ranks_alone(tmp_path_factory, flags):
         flagged.ledger.close()
 
 
-@HAND_MADE
 def test_flags_follow_their_batch_and_survive_a_rescore(hand_ledger):
     h = hand_ledger([("a", "basic", "easy", "1")])
     h.run("r1", attempts=2)
@@ -212,7 +209,6 @@ def _draft_rescore(score):
     return Draft(ev.ScoreComputed, "r1", fields)
 
 
-@HAND_MADE
 def test_a_report_of_flags_and_calibrations_reads_every_event(hand_ledger):
     h = _ledger(hand_ledger, "flagged.db", FLAGS)
     h.run("cal-1", kind="calibration", attempts=1)
@@ -235,7 +231,6 @@ MUTANTS = [
 ]
 
 
-@HAND_MADE
 def test_calibration_section_by_hand(hand_ledger):
     h = hand_ledger(CASES)
     h.run("m1", attempts=1)
