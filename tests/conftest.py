@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 from support import BENCHMARKS, VECTORS
@@ -40,6 +41,17 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     config.hook.pytest_deselected(items=needing)
     items[:] = [item for item in items if not item.get_closest_marker("benchmark_data")]
     config.stash[_DESELECTED] = len(needing)
+    if hasattr(config, "workeroutput"):  # an xdist worker: the controller prints the line
+        config.workeroutput["benchmark_deselected"] = len(needing)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: object) -> None:
+    """Under ``-n``, collection happens in the workers: each tells the controller how
+    many tests it deselected (every worker collects the same tests)."""
+    config: pytest.Config = node.config
+    n = getattr(node, "workeroutput", {}).get("benchmark_deselected", 0)
+    config.stash[_DESELECTED] = max(n, config.stash.get(_DESELECTED, 0))
 
 
 def pytest_terminal_summary(
