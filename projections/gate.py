@@ -77,6 +77,8 @@ __all__ = [
     "config_from_mapping",
     "judge",
     "judge_metric",
+    "plain",
+    "read_scorecard",
     "render_text",
     "scorecard",
 ]
@@ -131,9 +133,9 @@ def scorecard(
     run: str | None = None,
     *,
     include_withdrawn: bool = False,
-) -> dict[str, Any]:
-    """The scorecard (:class:`~projections.report.schema.Scorecard`, as JSON-ready builtins)
-    of one run of a ``caseledger-report/1`` or ``/2`` report.
+) -> Scorecard:
+    """The scorecard (:class:`~projections.report.schema.Scorecard`) of one run of a
+    ``caseledger-report/1``, ``/2`` or ``/3`` report (:func:`plain` encodes it).
 
     ``report`` is a built :class:`~projections.report.schema.Report` or the same document
     read from a report file (read by the same schema field names; a field a file lacks is
@@ -218,23 +220,33 @@ def scorecard(
         denominators=metrics.read_denominators(entry),
         metrics={m.name: _text(m.read(entry)) for m in metrics.METRICS if m.present(entry)},
     )
-    built: dict[str, Any] = msgspec.to_builtins(card, builtin_types=(Decimal,))
-    return built
+    return card
 
 
-def _card(side: str, card: Scorecard | Mapping[str, Any]) -> Scorecard:
-    """A scorecard read into the schema (a pinned file is checked field by field)."""
+def read_scorecard(where: str, card: Scorecard | Mapping[str, Any]) -> Scorecard:
+    """A scorecard read into the schema (a pinned file is checked field by field);
+    ``where`` names it in the error (a side of the gate, or a file).
+
+    Raises:
+        UsageError: not a scorecard of this contract (names the field that does not match).
+    """
     if isinstance(card, Scorecard):
         return card
     if not isinstance(card, Mapping) or card.get("contract") != SCORECARD_CONTRACT:
-        raise UsageError(f"{side} is not a {SCORECARD_CONTRACT} scorecard")
+        raise UsageError(f"{where} is not a {SCORECARD_CONTRACT} scorecard")
     try:
         return msgspec.convert(card, Scorecard)
     except msgspec.ValidationError as exc:
         raise UsageError(
-            f"{side} scorecard does not match {SCORECARD_CONTRACT}: {exc}",
-            hint="re-pin it with `caseledger baseline update` (docs/gate.md)",
+            f"{where} scorecard does not match {SCORECARD_CONTRACT}: {exc}",
+            hint="re-pin it with `caseledger baseline pin` (docs/gate.md)",
         ) from None
+
+
+def plain(value: Scorecard | GateVerdict) -> dict[str, Any]:
+    """A scorecard or verdict as JSON-ready builtins: only the file and CLI edges encode."""
+    built: dict[str, Any] = msgspec.to_builtins(value, builtin_types=(Decimal,))
+    return built
 
 
 # ----------------------------------------------------------------- options and config
@@ -654,9 +666,9 @@ def judge(
     current: Scorecard | Mapping[str, Any],
     options: GateOptions,
     entries: Sequence[Any | None] = (None, None),
-) -> dict[str, Any]:
+) -> GateVerdict:
     """The gate's verdict on two scorecards: a :class:`~projections.report.schema.GateVerdict`
-    as JSON-ready builtins (docs/gate-verdict.schema.json is generated from that struct).
+    (docs/gate-verdict.schema.json is generated from that struct; :func:`plain` encodes it).
 
     ``entries``: each side's report run entry (:class:`~projections.report.schema.RunEntry`)
     when the side has per-case results (None for a scorecard file): the intervals shown
@@ -665,7 +677,7 @@ def judge(
     Raises:
         UsageError: a side is not a scorecard of this contract (names the field).
     """
-    base, cur = _card("baseline", baseline), _card("current", current)
+    base, cur = read_scorecard("baseline", baseline), read_scorecard("current", current)
     problems = _comparability(base, cur)
     paired: PairedComparison | None = None
     if entries[0] is not None and entries[1] is not None:
@@ -716,7 +728,7 @@ def judge(
         verdict = "regression"
     else:
         verdict = "pass"
-    out = GateVerdict(
+    return GateVerdict(
         **judged_by,
         contract=CONTRACT,
         verdict=verdict,
@@ -733,5 +745,3 @@ def judge(
         unpaired=[r.metric for r in rows if r.verdict == "unpaired"],
         incomparable=[r.metric for r in rows if r.verdict == "incomparable"],
     )
-    built: dict[str, Any] = msgspec.to_builtins(out, builtin_types=(Decimal,))
-    return built

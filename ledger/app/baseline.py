@@ -33,6 +33,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -69,6 +70,7 @@ from projections.caseruns import Item, State
 from projections.outcome import terminal as outcome_of
 from projections.replay import replay
 from projections.report.build import build_report
+from projections.report.schema import Scorecard
 
 __all__ = [
     "EVENTS_FILE",
@@ -130,9 +132,9 @@ class Bundle:
         return [e for e in self.events if e.event.stream == self.run_id]
 
 
-def scorecard_bytes(card: dict[str, Any]) -> bytes:
+def scorecard_bytes(card: Scorecard) -> bytes:
     """Canonical JSON of a scorecard (sorted keys, no floats) with a final newline."""
-    return codec.canonical_json(card) + b"\n"
+    return codec.canonical_json(gate.plain(card)) + b"\n"
 
 
 # ----------------------------------------------------------------- freeze
@@ -179,7 +181,7 @@ def _bank_event(row: StoredEvent) -> BankPublished:
     return event
 
 
-def freeze(ledger: Ledger, run_id: str, out_dir: Path) -> dict[str, Any]:
+def freeze(ledger: Ledger, run_id: str, out_dir: Path) -> Scorecard:
     """Write the baseline of ``run_id`` into ``out_dir``; returns its scorecard.
 
     Raises:
@@ -225,7 +227,7 @@ def _write(
     stream: list[StoredEvent],
     data: bytes,
     out_dir: Path,
-) -> dict[str, Any]:
+) -> Scorecard:
     (out_dir / EVENTS_FILE).write_bytes(data)
     manifest = {
         "format": FORMAT,
@@ -496,7 +498,7 @@ def rescored_state(
     return replay(extra, state)
 
 
-def recompute_scorecard(bundle: Bundle, failures: list[str] | None = None) -> dict[str, Any]:
+def recompute_scorecard(bundle: Bundle, failures: list[str] | None = None) -> Scorecard:
     """The run's scorecard as the current scorer and metric definitions compute it."""
     version = score_mod.SCORER_VERSION
     state = rescored_state(bundle, version, failures)
@@ -504,7 +506,7 @@ def recompute_scorecard(bundle: Bundle, failures: list[str] | None = None) -> di
     return gate.scorecard(report, bundle.run_id)
 
 
-def pin(folder: Path) -> dict[str, Any]:
+def pin(folder: Path) -> Scorecard:
     """Verify the bundle and (re)write its pinned scorecard; returns it."""
     bundle = read_bundle(folder)
     verify_bundle(bundle)
@@ -513,8 +515,12 @@ def pin(folder: Path) -> dict[str, Any]:
     return card
 
 
-def stale_fields(pinned: dict[str, Any], recomputed: dict[str, Any]) -> list[str]:
-    """Where a pinned scorecard differs from the recomputed one (``metrics.<name>``, ...)."""
+def stale_fields(pinned: Mapping[str, Any], recomputed: Scorecard | Mapping[str, Any]) -> list[str]:
+    """Where a pinned scorecard differs from the recomputed one (``metrics.<name>``, ...):
+    both compared as JSON (the pinned file as read, so one of an earlier shape is still
+    compared field by field; the recomputed one encoded by :func:`projections.gate.plain`)."""
+    if isinstance(recomputed, Scorecard):
+        recomputed = gate.plain(recomputed)
     out = []
     for key in sorted(set(pinned) | set(recomputed)):
         a, b = pinned.get(key), recomputed.get(key)

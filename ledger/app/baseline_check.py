@@ -197,7 +197,7 @@ def check_baseline(
         result.errors.append(f"metrics are not computable: {exc.message}")
         return result
     result.notes.append(
-        f"metrics recomputed by scorer {score_mod.SCORER_VERSION}: {len(recomputed['metrics'])}"
+        f"metrics recomputed by scorer {score_mod.SCORER_VERSION}: {len(recomputed.metrics)}"
     )
     if failures:
         result.errors.append(

@@ -61,9 +61,7 @@ def _entry(report: S.Report, run: str) -> Entry:
     return found[0] if found and isinstance(found[0], S.RunEntry) else None
 
 
-def _from_ledger(
-    path: Path, run: str | None, include_withdrawn: bool
-) -> tuple[dict[str, Any], Entry]:
+def _from_ledger(path: Path, run: str | None, include_withdrawn: bool) -> tuple[S.Scorecard, Entry]:
     with Ledger.open(path, readonly=True) as ledger:
         snap = read_state(ledger, runs=[run] if run else None)
         state = snap.state
@@ -89,12 +87,12 @@ def _from_ledger(
     return gate.scorecard(report, run, include_withdrawn=True), _entry(report, run)
 
 
-def _from_baseline(folder: Path, card: dict[str, Any]) -> Entry:
+def _from_baseline(folder: Path, card: S.Scorecard) -> Entry:
     """The run entry of a frozen baseline's bundle, under the scorer its pinned scorecard
     names (re-derived as ``baseline pin`` does); the bundle is verified first."""
     bundle = read_bundle(folder)
     verify_bundle(bundle)
-    version = str(card.get("scorer_version"))
+    version = card.scorer_version
     state = rescored_state(bundle, version)
     report = build_report(state, root_hash=bytes(32), scorer=version, runs=[bundle.run_id])
     return _entry(report, bundle.run_id)
@@ -113,7 +111,7 @@ def _from_report(data: dict[str, Any], run: str) -> Entry:
     return None
 
 
-def load_side(spec: str, *, include_withdrawn: bool = False) -> tuple[dict[str, Any], str]:
+def load_side(spec: str, *, include_withdrawn: bool = False) -> tuple[S.Scorecard, str]:
     """(scorecard, a description of where it came from) of one side of the gate; a
     withdrawn run is refused unless ``include_withdrawn``."""
     card, source, _ = load_side_entry(spec, include_withdrawn=include_withdrawn, entry=False)
@@ -122,7 +120,7 @@ def load_side(spec: str, *, include_withdrawn: bool = False) -> tuple[dict[str, 
 
 def load_side_entry(
     spec: str, *, include_withdrawn: bool = False, entry: bool = True
-) -> tuple[dict[str, Any], str, Entry]:
+) -> tuple[S.Scorecard, str, Entry]:
     """:func:`load_side` and the side's report run entry (its per-case results, for the
     intervals and ``--significance``; issue 32): None for a scorecard file, or when
     ``entry`` is false (a baseline's bundle is then not read)."""
@@ -131,26 +129,27 @@ def load_side_entry(
         card_path = path / SCORECARD_FILE
         if not card_path.is_file():
             raise UsageError(f"{path} is a folder without {SCORECARD_FILE}: not a baseline")
-        card = _read_json(card_path)
-        if card.get("contract") != gate.SCORECARD_CONTRACT:
+        pinned = _read_json(card_path)
+        if pinned.get("contract") != gate.SCORECARD_CONTRACT:
             raise UsageError(f"{card_path}: not a {gate.SCORECARD_CONTRACT} scorecard")
-        if run is not None and card.get("run") != run:
-            raise UsageError(f"{path} is the baseline of run {card.get('run')}, not {run}")
+        if run is not None and pinned.get("run") != run:
+            raise UsageError(f"{path} is the baseline of run {pinned.get('run')}, not {run}")
+        card = gate.read_scorecard(str(card_path), pinned)
         found = _from_baseline(path, card) if entry else None
         return card, f"frozen baseline {path} (pinned scorecard)", found
     with path.open("rb") as fh:
         magic = fh.read(len(_SQLITE_MAGIC))
     if magic == _SQLITE_MAGIC:
         card, found = _from_ledger(path, run, include_withdrawn)
-        return card, f"ledger {path} run {card['run']}", found
+        return card, f"ledger {path} run {card.run}", found
     data = _read_json(path)
     if data.get("contract") == gate.SCORECARD_CONTRACT:
         if run is not None and data.get("run") != run:
             raise UsageError(f"{path} is the scorecard of run {data.get('run')}, not {run}")
-        return data, f"scorecard {path}", None
+        return gate.read_scorecard(str(path), data), f"scorecard {path}", None
     card = gate.scorecard(data, run, include_withdrawn=include_withdrawn)
-    found = _from_report(data, card["run"]) if entry else None
-    return card, f"report {path} run {card['run']}", found
+    found = _from_report(data, card.run) if entry else None
+    return card, f"report {path} run {card.run}", found
 
 
 def _read_json(path: Path) -> dict[str, Any]:

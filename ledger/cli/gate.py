@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import click
+import msgspec
 
 from ledger.cli.common import Context, exit_with, pass_ctx
 from ledger.errors import UsageError
@@ -76,7 +77,14 @@ def gate(
 ) -> None:
     """Compare two runs metric by metric: exit 0 pass, 1 regression, 2 could not judge."""
     from ledger.app.gate_inputs import load_config, load_side_entry
-    from projections.gate import GateOptions, check_metric_names, judge, parse_alpha, render_text
+    from projections.gate import (
+        GateOptions,
+        check_metric_names,
+        judge,
+        parse_alpha,
+        plain,
+        render_text,
+    )
 
     config = load_config(Path.cwd())
     if not config.enabled:
@@ -101,14 +109,17 @@ def gate(
     )
     cur_card, cur_from, cur_entry = load_side_entry(current, include_withdrawn=include_withdrawn)
     verdict = judge(base_card, cur_card, options, (base_entry, cur_entry))
-    verdict["baseline"]["source"] = base_from
-    verdict["current"]["source"] = cur_from
+    verdict = msgspec.structs.replace(
+        verdict,
+        baseline=msgspec.structs.replace(verdict.baseline, source=base_from),
+        current=msgspec.structs.replace(verdict.current, source=cur_from),
+    )
     if as_json:
-        click.echo(json.dumps(verdict, indent=2, sort_keys=True))
+        click.echo(json.dumps(plain(verdict), indent=2, sort_keys=True))
     else:
         click.echo(f"baseline from {base_from}; current from {cur_from}")
         click.echo(render_text(verdict), nl=False)
-    exit_with(verdict["exit_code"])
+    exit_with(verdict.exit_code)
 
 
 @click.group()
@@ -132,10 +143,10 @@ def freeze_cmd(ctx: Context, run: str, out_dir: Path) -> None:
 
     with Ledger.open(ctx.ledger, readonly=True) as ledger:
         card = freeze(ledger, run, out_dir)
-    shown = card["metrics"].get("result_correct_rate")
+    shown = card.metrics.get("result_correct_rate")
     click.echo(
-        f"froze run {run} into {out_dir}: {card['completeness']['planned']} planned attempts, "
-        f"{len(card['metrics'])} metrics pinned (result_correct_rate {shown})"
+        f"froze run {run} into {out_dir}: {card.completeness.planned} planned attempts, "
+        f"{len(card.metrics)} metrics pinned (result_correct_rate {shown})"
     )
     click.echo(f"check it: caseledger baseline check {out_dir} --require-full")
 

@@ -38,7 +38,7 @@ def test_pinned_scorecard_is_what_the_current_code_computes(profile: str) -> Non
     assert bundle.pinned is not None
     assert baseline.stale_fields(bundle.pinned, recomputed) == []
     verdict = gate.judge(bundle.pinned, recomputed, gate.GateOptions(tolerances=ZERO))
-    assert (verdict["verdict"], verdict["problems"]) == ("pass", [])
+    assert (verdict.verdict, verdict.problems) == ("pass", [])
 
 
 @pytest.mark.parametrize("profile", PROFILES)

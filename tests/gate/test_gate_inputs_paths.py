@@ -12,7 +12,7 @@ import pytest
 
 from ledger.app.gate_inputs import load_config, load_side
 from ledger.errors import UsageError
-from projections.gate import GateConfig
+from projections.gate import GateConfig, plain
 
 LUMEN = Path(__file__).resolve().parents[1] / "baselines" / "demo" / "lumen-mini"
 
@@ -28,12 +28,12 @@ def test_a_ledger_of_several_runs_needs_a_run(gate_ledger: Path) -> None:
     assert error.message == f"{gate_ledger} holds 5 runs; name one as {gate_ledger}:RUN"
     assert error.hint == "list them with `caseledger runs`"
     card, where = load_side(f"{gate_ledger}:cur3")
-    assert (card["run"], where) == ("cur3", f"ledger {gate_ledger} run cur3")
+    assert (card.run, where) == ("cur3", f"ledger {gate_ledger} run cur3")
 
 
 def test_a_baseline_folder(tmp_path: Path) -> None:
     card, where = load_side(str(LUMEN))
-    assert (card["run"], where) == (
+    assert (card.run, where) == (
         "demo-lumen-mini",
         f"frozen baseline {LUMEN} (pinned scorecard)",
     )
@@ -53,7 +53,7 @@ def test_a_scorecard_copied_elsewhere(tmp_path: Path) -> None:
     path = tmp_path / "pinned.json"
     shutil.copyfile(LUMEN / "scorecard.json", path)
     card, where = load_side(str(path))
-    assert (card["run"], where) == ("demo-lumen-mini", f"scorecard {path}")
+    assert (card.run, where) == ("demo-lumen-mini", f"scorecard {path}")
     assert load_side(f"{path}:demo-lumen-mini")[0] == card
     assert refused(f"{path}:x").message == (
         f"{path} is the scorecard of run demo-lumen-mini, not x"
@@ -125,6 +125,19 @@ def test_a_configuration_file_that_does_not_parse(
 
 
 def test_scorecard_json_is_what_the_baseline_pins(tmp_path: Path) -> None:
-    # a side read from a baseline folder is its scorecard.json, byte for byte as parsed
+    # a side read from a baseline folder is its scorecard.json, field for field as parsed
     card, _ = load_side(str(LUMEN))
-    assert card == json.loads((LUMEN / "scorecard.json").read_bytes())
+    assert plain(card) == json.loads((LUMEN / "scorecard.json").read_bytes())
+
+
+def test_a_scorecard_file_that_does_not_match_the_schema_names_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "pinned.json"
+    card = json.loads((LUMEN / "scorecard.json").read_bytes())
+    card["completeness"]["planned"] = -1  # a count is never negative
+    path.write_text(json.dumps(card), "utf-8")
+    error = refused(path)
+    assert error.message == (
+        f"{path} scorecard does not match caseledger-scorecard/1: "
+        "Expected `int` >= 0 - at `$.completeness.planned`"
+    )
+    assert error.hint == "re-pin it with `caseledger baseline pin` (docs/gate.md)"

@@ -46,35 +46,35 @@ def _card(**metrics_: str | None) -> dict:
 
 def test_null_is_incomparable_and_does_not_block() -> None:
     v = gate.judge(_card(), _card(result_correct_rate=None), gate.GateOptions())
-    row = next(r for r in v["metrics"] if r["metric"] == "result_correct_rate")
-    assert (v["exit_code"], row["verdict"], row["note"]) == (0, "incomparable", "null on current")
+    row = next(r for r in v.metrics if r.metric == "result_correct_rate")
+    assert (v.exit_code, row.verdict, row.note) == (0, "incomparable", "null on current")
 
 
 def test_unknown_metric_on_both_sides_and_unpaired() -> None:
     base, cur = _card(old_metric="1"), _card(old_metric="2")
     del base["metrics"]["model_score"]
     v = gate.judge(base, cur, gate.GateOptions())
-    assert v["exit_code"] == 0
-    assert v["unpaired"] == ["model_score"]
-    assert "old_metric" in v["incomparable"]
+    assert v.exit_code == 0
+    assert v.unpaired == ["model_score"]
+    assert "old_metric" in v.incomparable
 
 
 def test_family_tolerance_and_ignore() -> None:
     base = _card(**{"dimension.basic": "90.00"})
     cur = _card(**{"dimension.basic": "87.00"})
-    assert gate.judge(base, cur, gate.GateOptions())["regressions"] == ["dimension.basic"]
+    assert gate.judge(base, cur, gate.GateOptions()).regressions == ["dimension.basic"]
     wide = gate.GateOptions(tolerances={"dimension.*": parse_tolerance("3.0")})
-    assert gate.judge(base, cur, wide)["exit_code"] == 0
+    assert gate.judge(base, cur, wide).exit_code == 0
     ignore = gate.GateOptions(ignore=frozenset({"dimension.*"}))
-    assert gate.judge(base, cur, ignore)["exit_code"] == 0
+    assert gate.judge(base, cur, ignore).exit_code == 0
 
 
 def test_missing_invocation_evidence_is_never_equal() -> None:
     cur = copy.deepcopy(CARD)
     cur["controls"]["with_invocation"] = 53
     v = gate.judge(CARD, cur, gate.GateOptions())
-    assert v["exit_code"] == 2
-    assert v["problems"] == [
+    assert v.exit_code == 2
+    assert v.problems == [
         "invocation evidence missing on current: 53 of 54 attempts recorded what was sent "
         "(missing evidence is never equal)"
     ]
@@ -83,7 +83,7 @@ def test_missing_invocation_evidence_is_never_equal() -> None:
 def test_scorer_major_differs() -> None:
     cur = copy.deepcopy(CARD)
     cur["scorer_major"], cur["scorer_version"] = "3", "3.0.0"
-    assert gate.judge(CARD, cur, gate.GateOptions())["problems"] == [
+    assert gate.judge(CARD, cur, gate.GateOptions()).problems == [
         "scorer major differs: baseline 2 (2.0.0), current 3 (3.0.0)"
     ]
 

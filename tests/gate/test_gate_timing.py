@@ -169,13 +169,13 @@ def test_incomplete_coverage_is_incomparable_and_says_so() -> None:
     del complete["coverage"]
     complete["metrics"]["tokens_per_correct"] = "9999.00"  # would be a regression
     verdict = gate.judge(complete, LUMEN, gate.GateOptions())
-    row = next(r for r in verdict["metrics"] if r["metric"] == "tokens_per_correct")
-    assert (row["verdict"], row["delta"]) == ("incomparable", None)
-    assert row["note"] == (
+    row = next(r for r in verdict.metrics if r.metric == "tokens_per_correct")
+    assert (row.verdict, row.delta) == ("incomparable", None)
+    assert row.note == (
         "coverage 54/54 vs 52/54 (compared only when every planned attempt has the figure "
         "on both sides)"
     )
-    assert verdict["exit_code"] == 0
+    assert verdict.exit_code == 0
     assert "incomparable: tokens_per_correct: coverage 54/54 vs 52/54" in gate.render_text(verdict)
 
 
@@ -185,6 +185,6 @@ def test_complete_coverage_on_both_sides_is_compared() -> None:
     del base["coverage"], cur["coverage"]
     cur["metrics"]["tokens_per_correct"] = "4300.00"  # 3853.32 * 1.1 = 4238.652 allowed
     verdict = gate.judge(base, cur, gate.GateOptions())
-    row = next(r for r in verdict["metrics"] if r["metric"] == "tokens_per_correct")
-    assert (row["verdict"], row["delta"], row["allowed"]) == ("regression", "446.68", "385.3320")
-    assert verdict["regressions"] == ["tokens_per_correct"]
+    row = next(r for r in verdict.metrics if r.metric == "tokens_per_correct")
+    assert (row.verdict, row.delta, row.allowed) == ("regression", "446.68", "385.3320")
+    assert verdict.regressions == ["tokens_per_correct"]

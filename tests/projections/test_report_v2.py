@@ -199,13 +199,13 @@ def test_gate_reads_both_contracts_alike(reports: dict[str, bytes], run: str) ->
     assert cards["compact"] == cards["full"]
     # model-a: 20 of 21 attempts scored, one cancelled: incomplete, as in both.
     if run == "model-a":
-        assert cards["compact"]["completeness"]["cancelled"] == {"missing_recording": 1}
-        assert cards["compact"]["controls"]["with_invocation"] == 20
+        assert cards["compact"].completeness.cancelled == {"missing_recording": 1}
+        assert cards["compact"].controls.with_invocation == 20
     options = gate.GateOptions()
     a = gate.judge(cards["full"], cards["compact"], options)
     b = gate.judge(cards["compact"], cards["full"], options)
-    assert a["verdict"] == b["verdict"]
-    assert a["metrics"] == b["metrics"]
+    assert a.verdict == b.verdict
+    assert a.metrics == b.metrics
 
 
 def test_cli_detail_compact_is_v2_and_detail_full_is_v1(real_ledger: Path) -> None:
