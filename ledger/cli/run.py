@@ -10,7 +10,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any, TextIO, cast
 
 import click
 import msgspec
@@ -25,7 +25,10 @@ from ledger.harness.limits import BOUNDS, DEFAULT_LIMITS, validate
 from ledger.harness.runner import DEFAULT_MAX_CONSECUTIVE_FAILURES, Progress, RunPlan, RunSummary
 from ledger.store import Ledger
 
-__all__ = ["Reporter", "duration_text", "progress_line", "progress_text", "register"]
+if TYPE_CHECKING:
+    from click._termui_impl import ProgressBar
+
+__all__ = ["Reporter", "duration_text", "fit", "progress_text", "register"]
 
 
 def duration_text(seconds: float) -> str:
@@ -84,45 +87,65 @@ def progress_text(
     ][min(level, 3)]
 
 
-def progress_line(
+def fit(
     p: Progress | None, elapsed: float, eta: float | None, columns: int, engine: str = ""
-) -> str:
-    """The terminal line, never longer than ``columns - 1`` (a line as wide as the
-    terminal wraps on some): a bar of 10 to 30 characters and the longest form of
-    ``progress_text`` that fits beside it, else the longest form alone, else the
-    shortest form cut.
+) -> tuple[int, str]:
+    """(bar width, text) for a terminal of ``columns``: the line ``[bar] text`` is never
+    longer than ``columns - 1`` (a line as wide as the terminal wraps on some). A bar of
+    10 to 30 characters and the longest form of ``progress_text`` that fits beside it,
+    else no bar (width 0) and the longest form alone, else the shortest form cut.
 
     >>> p = Progress(planned=10, done=5)
-    >>> progress_line(p, 65, 65, 40)
-    '[#######........] 5/10, 0 ok, eta 1m05s'
-    >>> progress_line(p, 65, 65, 20)
-    '5/10 eta 1m05s'
+    >>> fit(p, 65, 65, 40)
+    (15, '5/10, 0 ok, eta 1m05s')
+    >>> fit(p, 65, 65, 20)
+    (0, '5/10 eta 1m05s')
     """
-    share = 0.0 if p is None or not p.planned else min(1.0, p.done / p.planned)
     for level in range(4):
         text = progress_text(p, elapsed, eta, level, engine)
         room = columns - 1 - len(text) - 3
         if room >= 10:
-            width = min(30, room)
-            filled = int(width * share)
-            return f"[{'#' * filled}{'.' * (width - filled)}] {text}"
+            return min(30, room), text
     for level in range(4):
         text = progress_text(p, elapsed, eta, level, engine)
         if len(text) <= columns - 1:
-            return text
-    return text[: max(0, columns - 1)]
+            return 0, text
+    return 0, text[: max(0, columns - 1)]
+
+
+#: click's bar hides the cursor while it draws on a POSIX terminal and shows it again
+#: when it ends the line; a line erased instead of ended shows it again the same way.
+_SHOW_CURSOR = "" if os.name == "nt" else "\033[?25h"
+
+
+class _Stream:
+    """The file click's progress bar writes to: the reporter's ``write``, and whether
+    it is a terminal (click draws nothing on a stream that is not one)."""
+
+    def __init__(self, write: Callable[[str], None], tty: bool) -> None:
+        self._write, self._tty = write, tty
+
+    def write(self, text: str) -> int:
+        self._write(text)
+        return len(text)
+
+    def flush(self) -> None:
+        """Nothing is buffered here."""
+
+    def isatty(self) -> bool:
+        return self._tty
 
 
 class Reporter:
     """Progress of a run on stderr, from the start of the command.
 
-    On a terminal: one line redrawn in place every second (``\\r``, padded to the
-    width so nothing of a longer previous line stays), never wider than the terminal
-    minus one column; a command that stops before the run starts (a usage error)
-    leaves no line behind. Otherwise: a plain line when the SQL workers start and
-    when the calls start, then every ``interval`` seconds, and when every attempt
-    is done. The ETA is the time
-    per attempt done in this session times the attempts left.
+    On a terminal: click's progress bar, one line redrawn in place every second
+    (``\\r``, padded so nothing of a longer previous line stays), never wider than the
+    terminal minus one column (:func:`fit`); a command that stops before the run
+    starts (a usage error) leaves no line behind. Otherwise: a plain line when the SQL
+    workers start and when the calls start, then every ``interval`` seconds, and when
+    every attempt is done. The ETA is the time per attempt done in this session times
+    the attempts left.
     """
 
     def __init__(
@@ -145,7 +168,7 @@ class Reporter:
         self._run_start: float | None = None
         self._base_done = 0
         self._last_plain: float | None = None
-        self._drawn = False
+        self._bar: ProgressBar[str] | None = None
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -187,10 +210,25 @@ class Reporter:
 
     def _draw(self) -> None:
         now = self.clock()
-        columns = self.columns()
-        line = progress_line(self.progress, now - self.start, self.eta(now), columns, self.engine)
-        self.write("\r" + line.ljust(columns - 1))
-        self._drawn = True
+        p = self.progress
+        width, text = fit(p, now - self.start, self.eta(now), self.columns(), self.engine)
+        if self._bar is None:
+            self._bar = click.progressbar(
+                length=1,
+                show_eta=False,
+                show_percent=False,
+                fill_char="#",
+                empty_char=".",
+                item_show_func=lambda item: item,
+                file=cast(TextIO, _Stream(self.write, tty=True)),
+            )
+        bar = self._bar
+        bar.bar_template = "[%(bar)s] %(info)s" if width else "%(info)s"
+        bar.width = width
+        bar.length = p.planned if p is not None and p.planned else 1
+        bar.pos = p.done if p is not None else 0
+        bar.current_item = text
+        bar.render_progress()
 
     def _plain(self) -> None:
         now = self.clock()
@@ -215,13 +253,15 @@ class Reporter:
         if self._thread is not None:
             self._thread.join(timeout=2)
         with self._lock:
-            if self.tty and self._drawn:
-                if self.progress is None:  # nothing ran: erase the line
-                    self.write("\r" + " " * (self.columns() - 1) + "\r")
-                else:
-                    self._draw()
-                    self.write("\n")
-                self._drawn = False
+            bar = self._bar
+            if bar is None:
+                return
+            if self.progress is None:  # nothing ran: erase the line
+                self.write("\r" + " " * (bar.max_width or 0) + "\r" + _SHOW_CURSOR)
+            else:
+                self._draw()
+                bar.render_finish()
+            self._bar = None
 
 
 @click.command("run")

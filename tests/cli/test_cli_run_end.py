@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from msgspec import UNSET
 
@@ -29,7 +29,7 @@ from ledger import events
 from ledger.adapters import Failure, Request, build_adapter
 from ledger.app.evaluate import bank_context, summary_text
 from ledger.bank.registry import find_published
-from ledger.cli.run import Reporter, duration_text, progress_line, progress_text
+from ledger.cli.run import Reporter, duration_text, fit, progress_text
 from ledger.harness.runner import Progress, RunPlan, run
 from ledger.keys import load_default_signer
 from ledger.store import Ledger
@@ -445,14 +445,34 @@ def test_duration_and_eta_text() -> None:
     assert progress_text(starting, 4, None) == "starting the SQL workers, 0/54 attempts, elapsed 4s"
 
 
+#: What click's bar writes around its line on a POSIX terminal: carriage return and
+#: DECTCEM "hide cursor" before each drawing, "show cursor" and a newline after the last.
+DRAW, END = "\r\x1b[?25l", "\x1b[?25h\n"
+
+
+def drawn(p: Progress | None, elapsed: float, eta: float | None, columns: int) -> str:
+    """The line click's progress bar draws for ``p`` on a terminal of ``columns``."""
+    out: list[str] = []
+    clock = _Clock()
+    r = Reporter(tty=True, write=out.append, clock=clock, columns=lambda: columns)
+    r.eta = lambda now: eta  # type: ignore[method-assign]  # the ETA this line shows
+    clock.now += elapsed
+    r.progress = p
+    r.tick()
+    (line,) = out  # a first line is drawn without padding
+    assert line.startswith(DRAW)
+    return line[len(DRAW) :]
+
+
 @pytest.mark.parametrize("columns", [20, 40, 60, 79, 80, 120])
 def test_the_line_never_reaches_the_last_column(columns: int) -> None:
     big = Progress(planned=99999, done=12345, correct=9999, failures={"provider": 2345})
     for p in (None, Progress(planned=7, phase="starting"), Progress(planned=7, done=3), big):
         for elapsed, eta in ((0, None), (5000, 360000), (86399, 86399)):
-            assert len(progress_line(p, elapsed, eta, columns)) <= columns - 1
+            assert len(drawn(p, elapsed, eta, columns)) <= columns - 1
 
 
+@settings(deadline=None)
 @given(
     planned=st.integers(0, 10**7),
     done=st.integers(0, 10**7),
@@ -472,20 +492,22 @@ def test_no_line_is_ever_wider_than_the_terminal_minus_one(
     phase: str | None,
 ) -> None:
     p = None if phase is None else Progress(planned, done, done, {"guard": failed}, phase)
-    line = progress_line(p, elapsed, eta, columns)
+    line = drawn(p, elapsed, eta, columns)
     assert len(line) <= columns - 1
     assert "\n" not in line
+    width, text = fit(p, elapsed, eta, columns)
+    assert line == (f"[{line[1 : width + 1]}] {text}" if width else text).rstrip()
 
 
 def test_the_line_at_80_columns() -> None:
     p = Progress(planned=10, done=5)
     # The full text is 69 characters: 79 - 69 - 3 = 7 is too little for a bar, so the
     # next form (52 characters) is used; its bar gets 79 - 52 - 3 = 24, half filled.
-    assert progress_line(p, 65, 65, 80) == (
+    assert drawn(p, 65, 65, 80) == (
         "[############............] 5/10, 0 correct, 0 wrong, 0 failed, 1m05s, eta 1m05s"
     )
     # At 100 columns the full text fits: a bar of 99 - 69 - 3 = 27, 13 of it filled.
-    assert progress_line(p, 65, 65, 100) == (
+    assert drawn(p, 65, 65, 100) == (
         "[" + "#" * 13 + "." * 14 + "] 5/10 attempts, 0 correct, 0 wrong, 0 failed, "
         "elapsed 1m05s, eta 1m05s"
     )
@@ -534,13 +556,17 @@ def test_terminal_line_of_a_run_that_never_started_is_erased() -> None:
     r, out, _ = _reporter(tty=True)
     r.tick()
     r.end()
-    assert len(out) == 2
-    assert out[0].rstrip() == "\r[" + "." * 30 + "] preparing the run, elapsed 0s"
-    assert out[1] == "\r" + " " * 79 + "\r"  # a usage error then starts a clean line
+    # "preparing the run, elapsed 0s" is 29 characters: a bar of 30 fits, 62 in all.
+    assert out == [
+        DRAW + "[" + "." * 30 + "] preparing the run, elapsed 0s",
+        "\r" + " " * 62 + "\r\x1b[?25h",  # a usage error then starts a clean line
+    ]
 
 
 def test_terminal_redraws_one_padded_line() -> None:
-    r, out, clock = _reporter(tty=True)
+    out: list[str] = []
+    clock, columns = _Clock(), [80]
+    r = Reporter(tty=True, write=out.append, clock=clock, columns=lambda: columns[0])
     r.tick()
     clock.now = 101.0
     r(Progress(planned=7, phase="starting"))
@@ -548,22 +574,25 @@ def test_terminal_redraws_one_padded_line() -> None:
     r(Progress(planned=7))
     clock.now = 107.0
     r(Progress(planned=7, done=2, correct=2))
+    r.tick()  # the same line: not written again
+    columns[0] = 40  # the terminal narrowed: a shorter line, padded over the longer one
+    r.tick()
     r.end()
-    assert all(w.startswith("\r") and len(w) == 80 for w in out[:-1])
-    assert out[-1] == "\n"
-    assert [w.rstrip() for w in out[:-1]] == [
-        "\r[" + "." * 30 + "] preparing the run, elapsed 0s",
+    assert out == [
+        DRAW + "[" + "." * 30 + "] preparing the run, elapsed 0s",
         # 50 characters of text leave 79 - 50 - 3 = 26 for the bar.
-        "\r[" + "." * 26 + "] starting the SQL workers, 0/7 attempts, elapsed 1s",
+        DRAW + "[" + "." * 26 + "] starting the SQL workers, 0/7 attempts, elapsed 1s",
         # 62 characters: a bar of 14.
-        "\r[" + "." * 14 + "] 0/7 attempts, 0 correct, 0 wrong, 0 failed, elapsed 3s, eta --",
+        DRAW + "[" + "." * 14 + "] 0/7 attempts, 0 correct, 0 wrong, 0 failed, elapsed 3s, eta --",
         # 4 s for 2 attempts, 5 left: 10 s; 63 characters: a bar of 13, 2/7 of it is 3.
-        "\r["
+        DRAW
+        + "["
         + "#" * 3
         + "." * 10
         + "] 2/7 attempts, 2 correct, 0 wrong, 0 failed, elapsed 7s, eta 10s",
-        "\r["
-        + "#" * 3
-        + "." * 10
-        + "] 2/7 attempts, 2 correct, 0 wrong, 0 failed, elapsed 7s, eta 10s",
+        # At 40 columns the third form "2/7, 2 ok, eta 10s" (18 characters) leaves
+        # 39 - 18 - 3 = 18 for the bar, 5 of it filled (18 * 2/7 = 5.1): 39 characters,
+        # and 79 - 39 = 40 spaces over the longer line before.
+        DRAW + "[" + "#" * 5 + "." * 13 + "] 2/7, 2 ok, eta 10s" + " " * 40,
+        END,  # the line is ended
     ]
