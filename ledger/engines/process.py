@@ -618,6 +618,11 @@ class ProcessExecutor(abc.ABC):
             self.close()
             raise
 
+    @property
+    def timeout_s(self) -> float:
+        """The deadline of each query, in seconds (``executor_for`` sets a bank's)."""
+        return self._timeout_s
+
     @staticmethod
     def _existing(database: Path) -> Path:
         """``database`` as a Path, checked to be a file (a file engine's bank)."""

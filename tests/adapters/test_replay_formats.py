@@ -35,6 +35,8 @@ from ledger.adapters.benchmark_files import (
     write_bird,
     write_spider,
 )
+from ledger.bank.registry import bank_paths
+from ledger.engines import executor_for, sql_timeout_s
 from ledger.errors import AdapterError, UsageError
 from ledger.store import Ledger
 
@@ -578,3 +580,25 @@ def test_sniff_tells_the_formats_apart(
     jsonl = b'{"case": "q1", "attempt": 1, "output": "SELECT 1"}\n'
     assert sniff(jsonl) is None
     assert sniff(b"not sql at all\n") is None
+
+
+def test_a_benchmark_bank_runs_its_sql_under_the_benchmarks_own_deadline(home: Path) -> None:
+    # BIRD's evaluation_ex.py waits 30 s for a query (--meta_time_out 30.0), Spider's
+    # exec_eval.py 60 s (TIMEOUT = 60); a bank written for caseledger keeps 5 s. The
+    # executor a run and `verify --recompute` get for each published bank says so.
+    assert cli(home, "bank", "publish", "sales-fixture").returncode == 0
+    with Ledger.open(home / "ledger.db", readonly=True) as ledger:
+        published = {
+            e.bank_id: e
+            for e in (r.event() for r in ledger.events_of_type(events.BankPublished))
+            if isinstance(e, events.BankPublished)
+        }
+    expected = {"shop": 30.0, "shop-spider": 60.0, "sales-fixture": 5.0}
+    assert {b: sql_timeout_s(published[b]) for b in expected} == expected
+    bird = published["shop"]
+    database, _ = bank_paths(home, bird.content_sha256, bird.build.engine)
+    executor = executor_for(bird, database)
+    try:
+        assert executor.timeout_s == 30.0
+    finally:
+        executor.close()
