@@ -223,7 +223,13 @@ def write(tmp: Path, bundle: dict[str, Any]) -> Path:
 FRESH = [
     pytest.param("home-op", {}, id="same-name"),
     pytest.param("mallory", {}, id="new-name"),
-    pytest.param("home-op", {"origin": None}, id="second-key-same-name-same-origin"),
+    # home-op's honest run is imported first, then a second key claims home-op and the
+    # same origin for another run id
+    pytest.param(
+        "home-op",
+        {"origin": None, "run": "second-run", "accepted_first": True},
+        id="second-key-same-name-same-origin",
+    ),
     pytest.param("mallory", {"origin": "caseledger/0123456789abcdef"}, id="edited-origin"),
     pytest.param("home-op", {"edit": drop_attempt}, id="attempt-removed"),
     pytest.param("home-op", {"edit": raise_scores}, id="scores-raised"),
@@ -234,8 +240,16 @@ FRESH = [
 def test_a_bundle_forged_with_a_fresh_key_is_refused(
     home: Home, central: Path, tmp_path: Path, name: str, how: dict[str, Any]
 ) -> None:
+    how = dict(how)
+    accepted_first = how.pop("accepted_first", False)
+    if accepted_first:
+        out = ok(cli(central, "import", "run", str(write(tmp_path, home.bundle)),
+                     home=central.parent))  # fmt: skip
+        assert f"imported run {RUN} from {home.bundle['origin']}" in out
     fresh = Ed25519PrivateKey.generate().private_bytes_raw()
     forged = forge(home.bundle, name, fresh, **how)
+    if accepted_first:  # the same name and the same claimed origin, another key
+        assert (forged["origin"], forged["run"]) == (home.bundle["origin"], "second-run")
     kid = forged["origin_proof"]["key_id"]
     before = size_of(central)
     done = cli(central, "import", "run", str(write(tmp_path, forged)), home=central.parent)
