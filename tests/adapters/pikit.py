@@ -6,17 +6,20 @@ Completions server on 127.0.0.1 that streams its answers (Server-Sent Events)
 as OpenAI does, and records every request it receives.
 
 Where pi is found: ``$CASELEDGER_PI``, else ``.ci/pi/node_modules/.bin/pi`` in
-this clone (``.ci/run`` installs it there with ``npm ci``), else ``pi`` on PATH.
-Without one, the pi tests skip, except when ``CASELEDGER_REQUIRE_PI=1`` (CI sets
-it): then a missing pi fails them.
+this clone. When that is missing too, the first test that needs pi installs it
+there with ``.ci/pi/install`` (the pinned ``npm ci`` that ``.ci/run`` runs),
+once per session and under a file lock so that two xdist workers never install
+at the same time. A pi test never skips: without npm it fails saying how to get it.
 """
 
 from __future__ import annotations
 
+import fcntl
 import http.server
 import json
 import os
 import shutil
+import subprocess
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -30,30 +33,43 @@ KEY_ENV = "FAKE_PI_KEY"
 KEY = "sk-fake-pi-KEY-0123456789"  # a fake key the tests plant and look for
 
 
-def find_pi() -> str | None:
-    """The pi executable the tests run, or None."""
-    named = os.environ.get("CASELEDGER_PI")
-    if named:
-        return named
-    local = REPO / ".ci" / "pi" / "node_modules" / ".bin" / "pi"
-    if local.exists():
-        return str(local)
-    return shutil.which("pi")
+PI_DIR = REPO / ".ci" / "pi"
+PI_LOCAL = PI_DIR / "node_modules" / ".bin" / "pi"
+
+
+def install_pi() -> None:
+    """Run ``.ci/pi/install`` unless another process did it while we waited for the lock."""
+    if shutil.which("npm") is None or shutil.which("node") is None:
+        pytest.fail(
+            "the pi adapter's tests need npm and Node.js >= 20.6 to install the pinned pi "
+            "into .ci/pi/node_modules: install them (Debian: apt-get install nodejs npm), "
+            "or set CASELEDGER_PI to a pi executable of the version in .ci/pi/package.json",
+            pytrace=False,
+        )
+    with open(PI_DIR / "install.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        if PI_LOCAL.exists():
+            return
+        done = subprocess.run(
+            [str(PI_DIR / "install")], capture_output=True, text=True, check=False
+        )
+        if done.returncode != 0 or not PI_LOCAL.exists():
+            pytest.fail(
+                f".ci/pi/install failed (exit status {done.returncode}); run it by hand to "
+                f"see why:\n{done.stdout}{done.stderr}",
+                pytrace=False,
+            )
 
 
 @pytest.fixture(scope="session")
 def pi_path() -> str:
-    """The real pi, or a skip (a failure when CASELEDGER_REQUIRE_PI=1)."""
-    found = find_pi()
-    if found is None:
-        message = (
-            "pi is not installed: npm ci --prefix .ci/pi (or set CASELEDGER_PI to a pi "
-            "executable of @mariozechner/pi-coding-agent 0.73.1)"
-        )
-        if os.environ.get("CASELEDGER_REQUIRE_PI") == "1":
-            pytest.fail(message)
-        pytest.skip(message)
-    return found
+    """The real pi: ``$CASELEDGER_PI``, else this clone's, installed first if missing."""
+    named = os.environ.get("CASELEDGER_PI")
+    if named:
+        return named
+    if not PI_LOCAL.exists():
+        install_pi()
+    return str(PI_LOCAL)
 
 
 # A reply the fake model sends: (status, body chunks or error body, delay seconds).
