@@ -18,7 +18,8 @@ from typing import Any
 
 import msgspec
 import pytest
-from pikit import KEY, KEY_ENV, FakeModel, chunks
+from chatserver import Answer, ChatServer, Received, json_answer, sse_answer
+from pikit import KEY, KEY_ENV, chunks, models_json
 from runkit import answer, bank_json, check_attempts, cli, fenced, fresh_home, stream
 
 from ledger import events
@@ -34,7 +35,7 @@ FENCED = ("basic-02", "agg-01")
 
 
 class _Home:
-    def __init__(self, home: Path, server: FakeModel, pi: str, models: Path) -> None:
+    def __init__(self, home: Path, server: ChatServer, pi: str, models: Path) -> None:
         self.home, self.server, self.pi, self.models = home, server, pi, models
 
     def run(self, run_id: str, model: str, *extra: str) -> Any:
@@ -75,17 +76,15 @@ def retail(tmp_path_factory: pytest.TempPathFactory, pi_path: str) -> Iterator[_
     home = fresh_home(tmp_path_factory, tmp)
     bank = bank_json(home, "retail")
     by_question = {c["question"].strip("\n"): (c["id"], c["reference_sql"]) for c in bank["cases"]}
-    server = FakeModel()
 
-    def script(body: dict[str, Any]) -> tuple[int, list[dict[str, Any]], float]:
-        prompt = body["messages"][-1]["content"][0]["text"]
-        (case_id, sql), *more = [v for q, v in by_question.items() if q in prompt]
+    def script(request: Received) -> Answer:
+        (case_id, sql), *more = [v for q, v in by_question.items() if q in request.prompt]
         assert not more, "a prompt names two questions"
         text = fenced(sql) if case_id in FENCED else answer(sql)
-        return 200, chunks(text, usage={"prompt_tokens": 900, "completion_tokens": 100}), 0.0
+        return sse_answer(chunks(text, usage={"prompt_tokens": 900, "completion_tokens": 100}))
 
-    server.script = script
-    models = server.models_json(tmp / "models.json")
+    server = ChatServer(script)
+    models = models_json(server, tmp / "models.json")
     h = _Home(home, server, pi_path, models)
     for run_id, model in (("pi-a", "model-a"), ("pi-b", "model-b")):
         done = h.run(run_id, model)
@@ -122,8 +121,8 @@ def test_strict_answers_score_and_fenced_ones_are_recovered(retail):
             assert str(score.total) == "100.00"
         assert score.result_correct is True
     # every model call: one user turn, no tools, temperature 0 on the wire
-    assert len(retail.server.requests) == 2 * len(case_ids)
-    for request in retail.server.requests:
+    assert len(retail.server.received) == 2 * len(case_ids)
+    for request in (r.json() for r in retail.server.received):
         assert "tools" not in request
         assert [m["role"] for m in request["messages"]] == ["system", "user"]
         assert request["temperature"] == 0
@@ -217,10 +216,9 @@ def test_a_server_that_does_not_stream_stops_the_run_as_a_provider_failure(retai
             "choices": [{"index": 0, "message": {"role": "assistant", "content": "SELECT 1"}}],
         }
     ).encode()
-    server = FakeModel()
-    server.script = lambda _: (200, plain, 0.0)
+    server = ChatServer(json_answer(plain))
     try:
-        models = server.models_json(tmp_path / "models.json")
+        models = models_json(server, tmp_path / "models.json")
         h = _Home(retail.home, server, retail.pi, models)
         done = h.run("pi-plain", "model-a", "--max-consecutive-failures", "3")
     finally:
