@@ -14,7 +14,8 @@ A test that writes a damaged, forged or incomplete ledger on purpose (tampering
 tests, a ledger copied without its bank files, a run stopped halfway by a fault the
 test injects) carries ``@pytest.mark.dishonest_ledger("why")``; the reason is
 required. ``CASELEDGER_AUDIT_LEDGERS=0`` turns the audit off for a quick local run
-(never in CI).
+(never in CI). A ledger whose files (with its side files and ``banks/``) are identical to
+one that passed earlier in the same process is not verified again (see ``ledger_state``).
 
 Left out: PostgreSQL ledgers (they live in the test cluster, not in a file; the
 store contract suite runs the same verification on them) and ledgers a test writes
@@ -23,6 +24,7 @@ outside pytest's temporary folders.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import sqlite3
 import stat
@@ -125,7 +127,7 @@ def _audit(item: pytest.Item) -> None:
     with pytest.MonkeyPatch.context() as env:
         if dsn is not None:
             env.setenv(_DSN_VAR, dsn)
-        problems = [p for folder in made for p in _audit_folder(base / folder)]
+        problems = [p for f in made for p in _audit_folder(base / f, reuse=dsn is None)]
     if problems:
         raise AssertionError(
             "verify --recompute fails on a ledger this test wrote (issue 30; mark the test "
@@ -133,8 +135,41 @@ def _audit(item: pytest.Item) -> None:
         )
 
 
-def _audit_folder(folder: Path) -> list[str]:
-    return [problem for path in _ledgers(folder) if (problem := audit_ledger(path))]
+def _audit_folder(folder: Path, *, reuse: bool = True) -> list[str]:
+    problems = []
+    for path in _ledgers(folder):
+        key = ledger_state(path) if reuse else None
+        if key is not None and key in _PASSED_STATES:
+            continue
+        problem = audit_ledger(path)
+        if problem:
+            problems.append(problem)
+        elif key is not None:
+            _PASSED_STATES.add(key)
+    return problems
+
+
+# The states (see ledger_state) of the ledgers that passed the audit in this process: a copy
+# of a ledger already audited (a fixture's template copied per test and only read) is
+# not verified again. verify --recompute reads nothing but these files (and, for a bank
+# on PostgreSQL, the test's cluster: such tests are never skipped this way).
+_PASSED_STATES: set[str] = set()
+
+
+def ledger_state(path: Path) -> str:
+    """A digest of all verify --recompute reads for ``path``: the ledger file and its
+    side files (``-wal``, the tree index, projection caches) and every file of the
+    ``banks/`` folder beside it, each with its name relative to the ledger's folder."""
+    digest = hashlib.sha256()
+    folder = path.parent
+    side = sorted(f for f in folder.iterdir() if f.name.startswith(path.name) and f.is_file())
+    banks = folder / "banks"
+    bank_files = sorted(f for f in banks.rglob("*") if f.is_file()) if banks.is_dir() else []
+    for f in side + bank_files:
+        digest.update(str(f.relative_to(folder)).encode() + b"\0")
+        with f.open("rb") as data:
+            digest.update(hashlib.file_digest(data, "sha256").digest())
+    return digest.hexdigest()
 
 
 def _ledgers(folder: Path) -> Iterator[Path]:

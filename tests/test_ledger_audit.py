@@ -12,12 +12,13 @@ answer reading the clock or a sample would leave. Re-executing it must fail the 
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from ledger_audit import audit_ledger
+from ledger_audit import audit_ledger, ledger_state
 
 TESTS = Path(__file__).resolve().parent
 
@@ -154,3 +155,35 @@ def test_the_audit_names_the_first_answer_that_differs(inner: tuple[Path, str]) 
         "its SQL on bank sales-fixture@v1: rows, row_count (rows: recorded [], re-executed "
         '[[3,"600.00"]])'
     ) in problem, problem
+
+
+def test_an_audited_state_is_reused_only_for_identical_files(tmp_path: Path) -> None:
+    """A ledger is not re-verified only when every file verify --recompute reads is the
+    same: the ledger, its side files and the bank files beside it."""
+    first = tmp_path / "a"
+    (first / "banks" / "ab12").mkdir(parents=True)
+    (first / "ledger.db").write_bytes(b"ledger bytes")
+    (first / "ledger.db-wal").write_bytes(b"wal bytes")
+    (first / "banks" / "ab12" / "seed.sql").write_bytes(b"INSERT 1")
+    (first / "other.txt").write_bytes(b"not read by verify")
+    copy = tmp_path / "b"
+    shutil.copytree(first, copy)
+    (copy / "other.txt").write_bytes(b"changed, still not read")
+    assert ledger_state(copy / "ledger.db") == ledger_state(first / "ledger.db")
+    for changed, data in (
+        ("ledger.db", b"ledger bytez"),
+        ("ledger.db-wal", b"wal bytez"),
+        ("ledger.db.index.db", b"a new side file"),
+        ("banks/ab12/seed.sql", b"INSERT 2"),
+        ("banks/cd34/seed.sql", b"INSERT 1"),
+    ):
+        other = tmp_path / f"c-{changed.replace('/', '-')}"
+        shutil.copytree(first, other)
+        (other / changed).parent.mkdir(parents=True, exist_ok=True)
+        (other / changed).write_bytes(data)
+        assert ledger_state(other / "ledger.db") != ledger_state(first / "ledger.db"), changed
+    # a bank file moved to another bank's folder is another state too
+    moved = tmp_path / "moved"
+    shutil.copytree(first, moved)
+    (moved / "banks" / "ab12").rename(moved / "banks" / "ef56")
+    assert ledger_state(moved / "ledger.db") != ledger_state(first / "ledger.db")

@@ -1,63 +1,73 @@
 """Helpers of the pi adapter tests: where the real pi is, and a fake model server.
 
 The pi CLI under test is real (npm ``@mariozechner/pi-coding-agent``, the pinned
-version); only the model behind it is fake: an OpenAI-compatible Chat
-Completions server on 127.0.0.1 that streams its answers (Server-Sent Events)
-as OpenAI does, and records every request it receives.
+version); only the model behind it is fake: the tests' Chat Completions server
+(tests/chatserver.py) on 127.0.0.1, streaming its answers (Server-Sent Events) as
+OpenAI does; ``chunks`` builds such an answer's events.
 
 Where pi is found: ``$CASELEDGER_PI``, else ``.ci/pi/node_modules/.bin/pi`` in
-this clone (``.ci/run`` installs it there with ``npm ci``), else ``pi`` on PATH.
-Without one, the pi tests skip, except when ``CASELEDGER_REQUIRE_PI=1`` (CI sets
-it): then a missing pi fails them.
+this clone. When that is missing too, the first test that needs pi installs it
+there with ``.ci/pi/install`` (the pinned ``npm ci`` that ``.ci/run`` runs),
+once per session and under a file lock so that two xdist workers never install
+at the same time. A pi test never skips: without npm it fails saying how to get it.
 """
 
 from __future__ import annotations
 
-import http.server
+import fcntl
 import json
 import os
 import shutil
-import threading
-import time
-from collections.abc import Callable, Iterator
+import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from chatserver import ChatServer, sse_answer
 
 REPO = Path(__file__).resolve().parents[2]
 KEY_ENV = "FAKE_PI_KEY"
 KEY = "sk-fake-pi-KEY-0123456789"  # a fake key the tests plant and look for
 
 
-def find_pi() -> str | None:
-    """The pi executable the tests run, or None."""
-    named = os.environ.get("CASELEDGER_PI")
-    if named:
-        return named
-    local = REPO / ".ci" / "pi" / "node_modules" / ".bin" / "pi"
-    if local.exists():
-        return str(local)
-    return shutil.which("pi")
+PI_DIR = REPO / ".ci" / "pi"
+PI_LOCAL = PI_DIR / "node_modules" / ".bin" / "pi"
+
+
+def install_pi() -> None:
+    """Run ``.ci/pi/install`` unless another process did it while we waited for the lock."""
+    if shutil.which("npm") is None or shutil.which("node") is None:
+        pytest.fail(
+            "the pi adapter's tests need npm and Node.js >= 20.6 to install the pinned pi "
+            "into .ci/pi/node_modules: install them (Debian: apt-get install nodejs npm), "
+            "or set CASELEDGER_PI to a pi executable of the version in .ci/pi/package.json",
+            pytrace=False,
+        )
+    with open(PI_DIR / "install.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        if PI_LOCAL.exists():
+            return
+        done = subprocess.run(
+            [str(PI_DIR / "install")], capture_output=True, text=True, check=False
+        )
+        if done.returncode != 0 or not PI_LOCAL.exists():
+            pytest.fail(
+                f".ci/pi/install failed (exit status {done.returncode}); run it by hand to "
+                f"see why:\n{done.stdout}{done.stderr}",
+                pytrace=False,
+            )
 
 
 @pytest.fixture(scope="session")
 def pi_path() -> str:
-    """The real pi, or a skip (a failure when CASELEDGER_REQUIRE_PI=1)."""
-    found = find_pi()
-    if found is None:
-        message = (
-            "pi is not installed: npm ci --prefix .ci/pi (or set CASELEDGER_PI to a pi "
-            "executable of @mariozechner/pi-coding-agent 0.73.1)"
-        )
-        if os.environ.get("CASELEDGER_REQUIRE_PI") == "1":
-            pytest.fail(message)
-        pytest.skip(message)
-    return found
-
-
-# A reply the fake model sends: (status, body chunks or error body, delay seconds).
-Script = Callable[[dict[str, Any]], tuple[int, list[dict[str, Any]] | bytes, float]]
+    """The real pi: ``$CASELEDGER_PI``, else this clone's, installed first if missing."""
+    named = os.environ.get("CASELEDGER_PI")
+    if named:
+        return named
+    if not PI_LOCAL.exists():
+        install_pi()
+    return str(PI_LOCAL)
 
 
 def chunks(
@@ -90,79 +100,29 @@ def chunks(
     return out
 
 
-class FakeModel:
-    """An OpenAI-compatible streaming server; ``script`` decides each answer."""
-
-    def __init__(self) -> None:
-        self.requests: list[dict[str, Any]] = []
-        self.headers: list[dict[str, str]] = []
-        self.script: Script = lambda body: (200, chunks("hello"), 0.0)
-        self._lock = threading.Lock()
-        outer = self
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def do_POST(self) -> None:
-                length = int(self.headers["Content-Length"])
-                body = json.loads(self.rfile.read(length))
-                with outer._lock:
-                    outer.requests.append({"path": self.path, **body})
-                    outer.headers.append({k.lower(): v for k, v in self.headers.items()})
-                status, reply, delay = outer.script(body)
-                time.sleep(delay)
-                try:
-                    if isinstance(reply, bytes):
-                        self.send_response(status)
-                        self.send_header("Content-Type", "application/json")
-                        self.send_header("Content-Length", str(len(reply)))
-                        self.end_headers()
-                        self.wfile.write(reply)
-                        return
-                    data = b"".join(b"data: " + json.dumps(c).encode() + b"\n\n" for c in reply)
-                    data += b"data: [DONE]\n\n"
-                    self.send_response(status)
-                    self.send_header("Content-Type", "text/event-stream")
-                    self.send_header("Content-Length", str(len(data)))
-                    self.end_headers()
-                    self.wfile.write(data)
-                except (BrokenPipeError, ConnectionResetError):
-                    pass  # the client is gone (the timeout test)
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-        threading.Thread(
-            target=self.httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
-        ).start()
-
-    def close(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
-
-    def models_json(
-        self, path: Path, models: tuple[str, ...] = ("model-a", "model-b"), **model: Any
-    ) -> Path:
-        """pi's models.json with the custom provider ``fake`` served by this server."""
-        doc = {
-            "providers": {
-                "fake": {
-                    "baseUrl": self.url,
-                    "api": "openai-completions",
-                    "apiKey": "NOT_THE_KEY",
-                    "models": [{"id": m, **model} for m in models],
-                }
+def models_json(
+    server: ChatServer,
+    path: Path,
+    models: tuple[str, ...] = ("model-a", "model-b"),
+    **model: Any,
+) -> Path:
+    """pi's models.json with the custom provider ``fake`` served by ``server``."""
+    doc = {
+        "providers": {
+            "fake": {
+                "baseUrl": server.url,
+                "api": "openai-completions",
+                "apiKey": "NOT_THE_KEY",
+                "models": [{"id": m, **model} for m in models],
             }
         }
-        path.write_text(json.dumps(doc), "utf-8")
-        return path
+    }
+    path.write_text(json.dumps(doc), "utf-8")
+    return path
 
 
 @pytest.fixture
-def fake_model() -> Iterator[FakeModel]:
-    server = FakeModel()
-    yield server
-    server.close()
+def fake_model() -> Iterator[ChatServer]:
+    """The model behind pi: streams "hello" until a test sets another answer."""
+    with ChatServer(sse_answer(chunks("hello"))) as server:
+        yield server

@@ -3,19 +3,18 @@
 from __future__ import annotations
 
 import hashlib
-import http.server
 import json
 import logging
 import socket
-import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 import msgspec
 import pytest
+from chatserver import ChatServer, json_answer
 
 from ledger.adapters import Failure, Reply, Request, build_adapter
 from ledger.adapters.base import RetryPolicy, call_with_retries
@@ -58,60 +57,13 @@ def completion(content: Any = '{"sql": "SELECT 1"}', **message: Any) -> dict[str
     }
 
 
-class Server:
-    """A tiny Chat Completions server; ``answer`` decides each response."""
-
-    def __init__(self) -> None:
-        self.received: list[tuple[str, dict[str, str], bytes]] = []
-        self.answer: Callable[[], tuple[int, dict[str, str], bytes, float]] = lambda: (
-            200,
-            {"x-request-id": "req-abc123"},
-            json.dumps(completion()).encode(),
-            0.0,
-        )
-        outer = self
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                length = int(self.headers["Content-Length"])
-                outer.received.append((self.path, dict(self.headers), self.rfile.read(length)))
-                status, headers, body, delay = outer.answer()
-                time.sleep(delay)
-                try:
-                    self.send_response(status)
-                    for k, v in headers.items():
-                        self.send_header(k, v)
-                    self.send_header("Content-Length", str(len(body)))
-                    self.end_headers()
-                    self.wfile.write(body)
-                except (BrokenPipeError, ConnectionResetError):
-                    pass  # the client gave up (timeout test)
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-        self.thread = threading.Thread(
-            target=self.httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
-        )
-        self.thread.start()
-
-    def reply(self, status: int, body: bytes | str, delay: float = 0.0, **headers: str) -> None:
-        data = body.encode() if isinstance(body, str) else body
-        self.answer = lambda: (status, headers, data, delay)
-
-
 @pytest.fixture
-def server() -> Iterator[Server]:
-    srv = Server()
-    yield srv
-    srv.httpd.shutdown()
-    srv.httpd.server_close()
+def server() -> Iterator[ChatServer]:
+    with ChatServer(json_answer(completion(), **{"x-request-id": "req-abc123"})) as srv:
+        yield srv
 
 
-def adapter(server: Server, **options: Any) -> Any:
+def adapter(server: ChatServer, **options: Any) -> Any:
     opts: dict[str, Any] = {
         "base_url": server.url,
         "model": "gpt-test",
@@ -126,7 +78,7 @@ def ask(a: Any) -> Reply | Failure:
     return a.call(Request(case_id="r01", attempt=1, prompt=PROMPT))
 
 
-def test_reply_holds_the_providers_values(server: Server) -> None:
+def test_reply_holds_the_providers_values(server: ChatServer) -> None:
     a = adapter(server, temperature=0.2, max_tokens=256)
     reply = ask(a)
     assert isinstance(reply, Reply)
@@ -145,9 +97,10 @@ def test_reply_holds_the_providers_values(server: Server) -> None:
     assert reply.generation_us > 0
 
 
-def test_request_on_the_wire(server: Server) -> None:
+def test_request_on_the_wire(server: ChatServer) -> None:
     ask(adapter(server, temperature="0.2", max_tokens=256, reasoning_effort="low"))
-    path, headers, body = server.received[0]
+    (request,) = server.received
+    path, headers, body = request.path, request.headers, request.body
     assert path == "/v1/chat/completions"
     assert headers["Authorization"] == "Bearer " + SECRET
     assert headers["Content-Type"] == "application/json"
@@ -161,10 +114,10 @@ def test_request_on_the_wire(server: Server) -> None:
     }
 
 
-def test_only_explicit_params_are_sent(server: Server) -> None:
+def test_only_explicit_params_are_sent(server: ChatServer) -> None:
     a = adapter(server, system_prompt="You are terse.")
     ask(a)
-    sent = json.loads(server.received[0][2])
+    sent = server.received[0].json()
     assert sent == {
         "model": "gpt-test",
         "messages": [
@@ -179,7 +132,7 @@ def test_only_explicit_params_are_sent(server: Server) -> None:
     assert a.identity.system_prompt_digest == digest
 
 
-def test_invocation_and_identity(server: Server) -> None:
+def test_invocation_and_identity(server: ChatServer) -> None:
     a = adapter(server, temperature=0.2, max_tokens=256)
     inv = a.invocation(CONTRACT, 2)
     assert inv.harness_kind == "caseledger-single-turn"
@@ -203,13 +156,13 @@ def test_invocation_and_identity(server: Server) -> None:
     assert ident.default_attempts is None
 
 
-def test_billed_cost_and_raw_usage_text_kept_when_it_has_a_float(server: Server) -> None:
+def test_billed_cost_and_raw_usage_text_kept_when_it_has_a_float(server: ChatServer) -> None:
     body = (
         '{"model": "m-1", "choices": [{"message": {"role": "assistant", "content": "x"},'
         ' "finish_reason": "stop"}], "usage": {"prompt_tokens": 10, "completion_tokens": 5,'
         ' "cost": 0.00012}}'
     )
-    server.reply(200, body)
+    server.reply(json_answer(body))
     reply = ask(adapter(server))
     assert isinstance(reply, Reply)
     assert reply.usage is not None
@@ -220,7 +173,7 @@ def test_billed_cost_and_raw_usage_text_kept_when_it_has_a_float(server: Server)
     assert reply.provider_request_id is None
 
 
-def test_estimated_cost_from_a_price_snapshot(server: Server, tmp_path: Path) -> None:
+def test_estimated_cost_from_a_price_snapshot(server: ChatServer, tmp_path: Path) -> None:
     snap = tmp_path / "prices.json"
     snap.write_text(
         json.dumps(
@@ -244,9 +197,9 @@ def test_estimated_cost_from_a_price_snapshot(server: Server, tmp_path: Path) ->
     )
 
 
-def test_oauth_has_no_cost(server: Server) -> None:
+def test_oauth_has_no_cost(server: ChatServer) -> None:
     body = json.dumps({**completion(), "usage": {**USAGE, "cost": 1}})
-    server.reply(200, body)
+    server.reply(json_answer(body))
     reply = ask(adapter(server, auth="oauth"))
     assert isinstance(reply, Reply)
     assert reply.cost is None
@@ -267,8 +220,10 @@ def test_oauth_has_no_cost(server: Server) -> None:
     ],
     ids=lambda v: str(v),
 )
-def test_http_errors_become_failure_kinds(server: Server, status: int, kind: str) -> None:
-    server.reply(status, '{"error": {"message": "nope"}}', **{"x-request-id": "req-err"})
+def test_http_errors_become_failure_kinds(server: ChatServer, status: int, kind: str) -> None:
+    server.reply(
+        json_answer('{"error": {"message": "nope"}}', status, **{"x-request-id": "req-err"})
+    )
     failure = ask(adapter(server))
     assert isinstance(failure, Failure)
     assert (failure.kind, failure.http_status) == (kind, status)
@@ -290,8 +245,8 @@ def test_http_errors_become_failure_kinds(server: Server, status: int, kind: str
     ],
     ids=["not-json", "no-choices", "null-content", "number-content", "array"],
 )
-def test_malformed_body(server: Server, body: str, reason: str) -> None:
-    server.reply(200, body)
+def test_malformed_body(server: ChatServer, body: str, reason: str) -> None:
+    server.reply(json_answer(body))
     failure = ask(adapter(server))
     assert isinstance(failure, Failure)
     assert failure.kind == "malformed_response"
@@ -299,14 +254,14 @@ def test_malformed_body(server: Server, body: str, reason: str) -> None:
     assert failure.http_status == 200
 
 
-def test_a_lone_surrogate_in_the_content_is_a_malformed_response(server: Server) -> None:
+def test_a_lone_surrogate_in_the_content_is_a_malformed_response(server: ChatServer) -> None:
     """Content ``"\\ud800"`` (a JSON escape with no pair) has no UTF-8 form: as a body
     that is not UTF-8 at all, the answer is a ``malformed_response``, never a crash
     (issue 30; the replay adapter gives the same, tests/cli/test_fuzz_inputs.py)."""
     not_utf8 = json.dumps(completion("x")).encode().replace(b'"x"', b'"\xed\xa0\x80"')
-    server.reply(200, not_utf8)
+    server.reply(json_answer(not_utf8))
     assert ask(adapter(server)).kind == "malformed_response"  # type: ignore[union-attr]
-    server.reply(200, json.dumps(completion("ok \ud800")), **{"x-request-id": "req-9"})
+    server.reply(json_answer(json.dumps(completion("ok \ud800")), **{"x-request-id": "req-9"}))
     answer = call_with_retries(
         adapter(server),
         Request(case_id="r01", attempt=1, prompt=PROMPT),
@@ -326,8 +281,8 @@ def test_a_lone_surrogate_in_the_content_is_a_malformed_response(server: Server)
     assert failure.usage.output == 300
 
 
-def test_slow_response_is_a_timeout(server: Server) -> None:
-    server.reply(200, json.dumps(completion()), delay=3.0)
+def test_slow_response_is_a_timeout(server: ChatServer) -> None:
+    server.reply(json_answer(json.dumps(completion()), delay=3.0))
     a = adapter(server, timeout_s="0.5")
     start = time.monotonic()
     failure = ask(a)
@@ -338,8 +293,10 @@ def test_slow_response_is_a_timeout(server: Server) -> None:
     assert a.identity.timeout_ms == 500
 
 
-def test_refusal_and_content_filter_are_policy_refusals(server: Server) -> None:
-    server.reply(200, json.dumps(completion(content=None, refusal="I can't help with that.")))
+def test_refusal_and_content_filter_are_policy_refusals(server: ChatServer) -> None:
+    server.reply(
+        json_answer(json.dumps(completion(content=None, refusal="I can't help with that.")))
+    )
     failure = ask(adapter(server))
     assert isinstance(failure, Failure)
     assert failure.kind == "policy_refusal"
@@ -350,7 +307,7 @@ def test_refusal_and_content_filter_are_policy_refusals(server: Server) -> None:
 
     filtered = completion(content="partial")
     filtered["choices"][0]["finish_reason"] = "content_filter"
-    server.reply(200, json.dumps(filtered))
+    server.reply(json_answer(json.dumps(filtered)))
     failure = ask(adapter(server))
     assert isinstance(failure, Failure)
     assert (failure.kind, failure.raw_output, failure.message) == (
@@ -374,18 +331,18 @@ def test_connection_refused() -> None:
 
 
 def test_api_key_appears_nowhere(
-    server: Server, caplog: pytest.LogCaptureFixture, capsys: pytest.CaptureFixture[str]
+    server: ChatServer, caplog: pytest.LogCaptureFixture, capsys: pytest.CaptureFixture[str]
 ) -> None:
     caplog.set_level(logging.DEBUG)
     a = adapter(server, temperature=0.2)
     results: list[Any] = [a.identity, a.invocation(CONTRACT, 0), ask(a)]
     # A server that echoes the key back in its error body.
-    server.reply(401, json.dumps({"error": f"Incorrect API key provided: {SECRET}"}))
+    server.reply(json_answer({"error": f"Incorrect API key provided: {SECRET}"}, 401))
     results.append(ask(a))
     for status, body in ((429, "{}"), (500, "oops"), (200, "{not json")):
-        server.reply(status, body)
+        server.reply(json_answer(body, status))
         results.append(ask(a))
-    server.reply(200, json.dumps(completion()), delay=2.0)
+    server.reply(json_answer(json.dumps(completion()), delay=2.0))
     results.append(ask(adapter(server, timeout_s="0.3")))
     assert results[3].message == 'HTTP 401: {"error": "Incorrect API key provided: [redacted]"}'
     encoded = b"".join(msgspec.json.encode(r) for r in results)
@@ -398,7 +355,7 @@ def test_api_key_appears_nowhere(
         assert SECRET not in text
 
 
-def test_missing_key_variable_is_named_not_valued(server: Server) -> None:
+def test_missing_key_variable_is_named_not_valued(server: ChatServer) -> None:
     with pytest.raises(AdapterError) as exc:
         build_adapter(
             "openai", {"base_url": server.url, "model": "m", "api_key_env": "NOPE_KEY"}, environ={}
@@ -447,11 +404,11 @@ def test_bad_options(options: dict[str, Any], message: str) -> None:
     assert exc.value.message == message
 
 
-def test_every_text_from_the_provider_is_scrubbed(server: Server) -> None:
+def test_every_text_from_the_provider_is_scrubbed(server: ChatServer) -> None:
     body = completion(content=f"SELECT '{SECRET}' AS k")
     body["model"] = f"m-{SECRET}"
     body["usage"] = {**USAGE, "note": SECRET}
-    server.reply(200, json.dumps(body), **{"x-request-id": f"r-{SECRET}"})
+    server.reply(json_answer(json.dumps(body), **{"x-request-id": f"r-{SECRET}"}))
     reply = ask(adapter(server))
     assert isinstance(reply, Reply)
     assert reply.raw_output == "SELECT '[redacted]' AS k"
@@ -466,7 +423,7 @@ def test_every_text_from_the_provider_is_scrubbed(server: Server) -> None:
     )
 
 
-def test_usage_text_with_the_key_is_not_kept_as_received(server: Server) -> None:
+def test_usage_text_with_the_key_is_not_kept_as_received(server: ChatServer) -> None:
     # A float cost would keep the text as received; holding the key, the scrubbed
     # object is kept as canonical JSON instead (the decimal as a string).
     usage = '{"prompt_tokens": 10, "completion_tokens": 5, "cost": 0.00012, "who": "' + SECRET
@@ -475,7 +432,7 @@ def test_usage_text_with_the_key_is_not_kept_as_received(server: Server) -> None
         '{"model": "m-1", "choices": [{"message": {"role": "assistant", "content": "x"},'
         f' "finish_reason": "stop"}}], "usage": {usage}}}'
     )
-    server.reply(200, body)
+    server.reply(json_answer(body))
     reply = ask(adapter(server))
     assert isinstance(reply, Reply)
     assert reply.usage is not None
@@ -485,10 +442,10 @@ def test_usage_text_with_the_key_is_not_kept_as_received(server: Server) -> None
     assert reply.cost == Decimal("0.00012")
 
 
-def test_key_across_the_300_byte_cut_is_scrubbed_whole(server: Server) -> None:
+def test_key_across_the_300_byte_cut_is_scrubbed_whole(server: ChatServer) -> None:
     a = adapter(server)
     for start in range(300 - len(SECRET) - 1, 302):
-        server.reply(500, "x" * start + SECRET + "y" * 50)
+        server.reply(json_answer("x" * start + SECRET + "y" * 50, 500))
         failure = ask(a)
         assert isinstance(failure, Failure)
         # Worked out by hand: the key becomes the 10-character marker, then 300 bytes.
@@ -498,9 +455,9 @@ def test_key_across_the_300_byte_cut_is_scrubbed_whole(server: Server) -> None:
         assert "SECRET" not in failure.message
 
 
-def test_refusal_is_scrubbed_before_its_cut(server: Server) -> None:
+def test_refusal_is_scrubbed_before_its_cut(server: ChatServer) -> None:
     refusal = "no " * 95 + SECRET  # the key starts at 15 + 285 = character 300 of the message
-    server.reply(200, json.dumps(completion(content=None, refusal=refusal)))
+    server.reply(json_answer(json.dumps(completion(content=None, refusal=refusal))))
     failure = ask(adapter(server))
     assert isinstance(failure, Failure)
     assert failure.raw_output == "no " * 95 + "[redacted]"

@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from pikit import KEY, KEY_ENV, FakeModel, chunks
+from chatserver import ChatServer, json_answer, sse_answer
+from pikit import KEY, KEY_ENV, chunks, models_json
 
 from ledger.adapters import Failure, Reply, Request, build_adapter
 from ledger.adapters import pi as pi_mod
@@ -25,13 +26,13 @@ CONTRACT = "sha256:" + "c" * 64
 ENV = {"PATH": os.environ["PATH"], KEY_ENV: KEY}
 
 
-def adapter(pi: str, server: FakeModel, tmp_path: Path, **options: Any) -> Any:
+def adapter(pi: str, server: ChatServer, tmp_path: Path, **options: Any) -> Any:
     opts: dict[str, Any] = {
         "pi": pi,
         "provider": "fake",
         "model": "model-a",
         "api_key_env": KEY_ENV,
-        "pi_models": str(server.models_json(tmp_path / "models.json")),
+        "pi_models": str(models_json(server, tmp_path / "models.json")),
         "timeout_s": 60,
     }
     opts.update(options)
@@ -54,8 +55,9 @@ def test_one_plain_turn_with_the_prompt_verbatim_and_no_tools(pi_path, fake_mode
     assert reply.provider_request_id == "chatcmpl-fake-1"
     assert reply.generation_us is not None
     assert reply.generation_us > 0
-    (request,) = fake_model.requests
-    assert request["path"] == "/v1/chat/completions"
+    (received,) = fake_model.received
+    assert received.path == "/v1/chat/completions"
+    request = received.json()
     assert request["model"] == "model-a"
     assert "tools" not in request
     assert "tool_choice" not in request
@@ -65,7 +67,7 @@ def test_one_plain_turn_with_the_prompt_verbatim_and_no_tools(pi_path, fake_mode
     ]
     assert request["temperature"] == 0.2
     assert request["max_completion_tokens"] == 512
-    (headers,) = fake_model.headers
+    headers = received.headers
     assert headers["authorization"] == "Bearer " + KEY
     assert headers["x-stainless-retry-count"] == "0"
 
@@ -140,7 +142,7 @@ PRICES = {
 
 
 def test_usage_with_cache_reads_and_reasoning(pi_path, fake_model, tmp_path):
-    fake_model.script = lambda body: (200, chunks("hi", usage=USAGE), 0.0)
+    fake_model.reply(sse_answer(chunks("hi", usage=USAGE)))
     snapshot = tmp_path / "prices.json"
     snapshot.write_text(json.dumps(PRICES))
     reply = call(adapter(pi_path, fake_model, tmp_path, price_snapshot=str(snapshot)))
@@ -165,8 +167,9 @@ def test_usage_with_cache_reads_and_reasoning(pi_path, fake_model, tmp_path):
 
 
 def test_pi_catalog_cost_is_not_a_bill(pi_path, fake_model, tmp_path):
-    fake_model.script = lambda body: (200, chunks("hi", usage=USAGE), 0.0)
-    models = fake_model.models_json(
+    fake_model.reply(sse_answer(chunks("hi", usage=USAGE)))
+    models = models_json(
+        fake_model,
         tmp_path / "priced.json",
         cost={"input": 2, "output": 8, "cacheRead": 0.5, "cacheWrite": 2.5},
     )
@@ -180,7 +183,7 @@ def test_pi_catalog_cost_is_not_a_bill(pi_path, fake_model, tmp_path):
 
 
 def test_subscription_has_no_cost(pi_path, fake_model, tmp_path):
-    fake_model.script = lambda body: (200, chunks("hi", usage=USAGE), 0.0)
+    fake_model.reply(sse_answer(chunks("hi", usage=USAGE)))
     snapshot = tmp_path / "prices.json"
     snapshot.write_text(json.dumps(PRICES))
     auth = tmp_path / "auth.json"
@@ -198,7 +201,7 @@ def test_subscription_has_no_cost(pi_path, fake_model, tmp_path):
     reply = call(a)
     assert isinstance(reply, Reply)
     assert (reply.cost, reply.estimated_cost) == (None, None)
-    assert fake_model.headers[0]["authorization"] == "Bearer sk-login-file-key"
+    assert fake_model.received[0].headers["authorization"] == "Bearer sk-login-file-key"
 
 
 @pytest.mark.parametrize(
@@ -209,22 +212,22 @@ def test_provider_errors_are_classified_and_not_retried(
     pi_path, fake_model, tmp_path, status, kind
 ):
     body = json.dumps({"error": {"message": f"fake failure {status}"}}).encode()
-    fake_model.script = lambda _: (status, body, 0.0)
+    fake_model.reply(json_answer(body, status))
     failure = call(adapter(pi_path, fake_model, tmp_path))
     assert isinstance(failure, Failure)
     assert failure.kind == kind
     assert failure.message.startswith(f"{status} ")
-    assert len(fake_model.requests) == 1  # neither pi nor its SDK retried
+    assert len(fake_model.received) == 1  # neither pi nor its SDK retried
 
 
 def test_tool_use_is_a_failure_after_one_call(pi_path, fake_model, tmp_path):
-    fake_model.script = lambda body: (200, chunks(tool="bash"), 0.0)
+    fake_model.reply(sse_answer(chunks(tool="bash")))
     failure = call(adapter(pi_path, fake_model, tmp_path))
     assert isinstance(failure, Failure)
     assert failure.kind == "tool_use"
     assert "(bash)" in failure.message
-    assert len(fake_model.requests) == 1
-    assert "tools" not in fake_model.requests[0]
+    assert len(fake_model.received) == 1
+    assert "tools" not in fake_model.received[0].json()
 
 
 def _processes_with(marker: str) -> list[int]:
@@ -242,7 +245,7 @@ def _processes_with(marker: str) -> list[int]:
 
 
 def test_timeout_kills_pi_and_its_children(pi_path, fake_model, tmp_path):
-    fake_model.script = lambda body: (200, chunks("late"), 30.0)
+    fake_model.reply(sse_answer(chunks("late"), delay=30.0))
     a = adapter(pi_path, fake_model, tmp_path, timeout_s=6)
     marker = str(a._root)  # every pi of this adapter runs with its bridge path in argv
     start = time.monotonic()
@@ -265,11 +268,11 @@ def test_pi_failing_is_command_failed(pi_path, fake_model, tmp_path):
     assert failure.kind == "command_failed"
     assert failure.message.startswith("pi failed (exit status 1); stderr: ")
     assert 'Unknown provider "no-such-provider"' in failure.message
-    assert fake_model.requests == []
+    assert fake_model.received == []
 
 
 def test_the_key_is_scrubbed_from_what_pi_returns(pi_path, fake_model, tmp_path):
-    fake_model.script = lambda body: (200, chunks(f"my key is {KEY}"), 0.0)
+    fake_model.reply(sse_answer(chunks(f"my key is {KEY}")))
     reply = call(adapter(pi_path, fake_model, tmp_path))
     assert isinstance(reply, Reply)
     assert KEY not in reply.raw_output
@@ -448,16 +451,16 @@ def _chat_json(text: str) -> bytes:
 def test_a_server_that_does_not_stream_is_a_provider_failure(pi_path, fake_model, tmp_path):
     """Issue 35 item 1: pi reads no text and no tokens from a reply that is not an event
     stream; that is the transport's failure, never the model's empty answer."""
-    fake_model.script = lambda _: (200, _chat_json('{"sql": "SELECT 1"}'), 0.0)
+    fake_model.reply(json_answer(_chat_json('{"sql": "SELECT 1"}')))
     failure = call(adapter(pi_path, fake_model, tmp_path))
     assert isinstance(failure, Failure)
     assert failure.kind == "malformed_response"
     assert "no text and no output tokens" in failure.message
-    assert len(fake_model.requests) == 1
+    assert len(fake_model.received) == 1
 
 
 def test_an_empty_stream_is_a_provider_failure(pi_path, fake_model, tmp_path):
-    fake_model.script = lambda _: (200, chunks(None), 0.0)
+    fake_model.reply(sse_answer(chunks(None)))
     failure = call(adapter(pi_path, fake_model, tmp_path))
     assert isinstance(failure, Failure)
     assert failure.kind == "malformed_response"
@@ -467,7 +470,7 @@ def test_an_empty_stream_is_a_provider_failure(pi_path, fake_model, tmp_path):
 def test_an_empty_answer_with_tokens_is_the_models(pi_path, fake_model, tmp_path):
     """The model spent output tokens and said nothing: its answer, scored as such."""
     usage = {"prompt_tokens": 12, "completion_tokens": 3, "total_tokens": 15}
-    fake_model.script = lambda _: (200, chunks("", usage=usage), 0.0)
+    fake_model.reply(sse_answer(chunks("", usage=usage)))
     reply = call(adapter(pi_path, fake_model, tmp_path))
     assert isinstance(reply, Reply)
     assert reply.raw_output == ""

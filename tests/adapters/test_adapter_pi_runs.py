@@ -1,4 +1,4 @@
-"""Whole runs through the real pi CLI on the retail bank: scores, evidence and fairness.
+"""Whole runs through the real pi CLI on the sales fixture: scores, evidence and fairness.
 
 The fake model behind pi answers each case with the bank's own reference SQL
 (found by the case's question in the prompt): strictly for every case but the
@@ -18,7 +18,8 @@ from typing import Any
 
 import msgspec
 import pytest
-from pikit import KEY, KEY_ENV, FakeModel, chunks
+from chatserver import Answer, ChatServer, Received, case_of, json_answer, sse_answer
+from pikit import KEY, KEY_ENV, chunks, models_json
 from runkit import answer, bank_json, check_attempts, cli, fenced, fresh_home, stream
 
 from ledger import events
@@ -30,11 +31,11 @@ from projections.caseruns import attempts_of_run
 pytestmark = pytest.mark.slow
 
 # Cases answered inside a fence (recovered, 0 protocol points); the rest strictly.
-FENCED = ("basic-02", "agg-01")
+FENCED = ("sf-02", "sf-05")
 
 
 class _Home:
-    def __init__(self, home: Path, server: FakeModel, pi: str, models: Path) -> None:
+    def __init__(self, home: Path, server: ChatServer, pi: str, models: Path) -> None:
         self.home, self.server, self.pi, self.models = home, server, pi, models
 
     def run(self, run_id: str, model: str, *extra: str) -> Any:
@@ -43,7 +44,7 @@ class _Home:
             self.home,
             "run",
             "--bank",
-            "retail",
+            "sales-fixture",
             "--adapter",
             "pi",
             "--provider",
@@ -69,23 +70,22 @@ class _Home:
 
 
 @pytest.fixture(scope="module")
-def retail(tmp_path_factory: pytest.TempPathFactory, pi_path: str) -> Iterator[_Home]:
-    """A ledger with two pi runs of the retail bank (model-a, model-b)."""
+def runs(tmp_path_factory: pytest.TempPathFactory, pi_path: str) -> Iterator[_Home]:
+    """A ledger with two pi runs of the sales fixture (model-a, model-b). Its 7 cases,
+    not the 18 of retail: every case is one real pi process per run, and what is checked
+    (each score, the evidence of each call, the fairness class) holds case by case."""
     tmp = tmp_path_factory.mktemp("pi-runs")
     home = fresh_home(tmp_path_factory, tmp)
-    bank = bank_json(home, "retail")
-    by_question = {c["question"].strip("\n"): (c["id"], c["reference_sql"]) for c in bank["cases"]}
-    server = FakeModel()
+    bank = bank_json(home, "sales-fixture")
 
-    def script(body: dict[str, Any]) -> tuple[int, list[dict[str, Any]], float]:
-        prompt = body["messages"][-1]["content"][0]["text"]
-        (case_id, sql), *more = [v for q, v in by_question.items() if q in prompt]
-        assert not more, "a prompt names two questions"
-        text = fenced(sql) if case_id in FENCED else answer(sql)
-        return 200, chunks(text, usage={"prompt_tokens": 900, "completion_tokens": 100}), 0.0
+    def script(request: Received) -> Answer:
+        case = case_of(request, bank["cases"])
+        sql = case["reference_sql"]
+        text = fenced(sql) if case["id"] in FENCED else answer(sql)
+        return sse_answer(chunks(text, usage={"prompt_tokens": 900, "completion_tokens": 100}))
 
-    server.script = script
-    models = server.models_json(tmp / "models.json")
+    server = ChatServer(script)
+    models = models_json(server, tmp / "models.json")
     h = _Home(home, server, pi_path, models)
     for run_id, model in (("pi-a", "model-a"), ("pi-b", "model-b")):
         done = h.run(run_id, model)
@@ -101,11 +101,11 @@ def _report(home: Path, *runs: str) -> dict[str, Any]:
     return json.loads(done.stdout)
 
 
-def test_strict_answers_score_and_fenced_ones_are_recovered(retail):
-    bank = bank_json(retail.home, "retail")
+def test_strict_answers_score_and_fenced_ones_are_recovered(runs):
+    bank = bank_json(runs.home, "sales-fixture")
     case_ids = [c["id"] for c in bank["cases"]]
     assert set(FENCED) <= set(case_ids)
-    stored = stream(retail.home, "pi-a")
+    stored = stream(runs.home, "pi-a")
     chains = check_attempts(stored, [(c, 1) for c in case_ids])
     for (case_id, _), chain in chains.items():
         responded = chain[1]
@@ -122,15 +122,15 @@ def test_strict_answers_score_and_fenced_ones_are_recovered(retail):
             assert str(score.total) == "100.00"
         assert score.result_correct is True
     # every model call: one user turn, no tools, temperature 0 on the wire
-    assert len(retail.server.requests) == 2 * len(case_ids)
-    for request in retail.server.requests:
+    assert len(runs.server.received) == 2 * len(case_ids)
+    for request in (r.json() for r in runs.server.received):
         assert "tools" not in request
         assert [m["role"] for m in request["messages"]] == ["system", "user"]
         assert request["temperature"] == 0
 
 
-def test_recorded_identity_and_usage(retail):
-    stored = stream(retail.home, "pi-a")
+def test_recorded_identity_and_usage(runs):
+    stored = stream(runs.home, "pi-a")
     started = stored[0].event()
     assert isinstance(started, events.RunStarted)
     assert (started.adapter_kind, started.harness_kind) == ("pi", "pi")
@@ -164,8 +164,8 @@ def test_recorded_identity_and_usage(retail):
         assert (r.cost, r.estimated_cost) == (None, None)
 
 
-def test_two_pi_models_are_a_controlled_harness(retail):
-    report = _report(retail.home, "pi-a", "pi-b")
+def test_two_pi_models_are_a_controlled_harness(runs):
+    report = _report(runs.home, "pi-a", "pi-b")
     (section,) = report["sections"]
     f = section["fairness"]
     assert f["class"] == "controlled_harness"
@@ -184,8 +184,8 @@ def test_two_pi_models_are_a_controlled_harness(retail):
         ("tools", "unknown"),
     ],
 )
-def test_other_controls_break_it_in_the_recorded_evidence(retail, field, value):
-    with Ledger.open(retail.home / "ledger.db", readonly=True) as ledger:
+def test_other_controls_break_it_in_the_recorded_evidence(runs, field, value):
+    with Ledger.open(runs.home / "ledger.db", readonly=True) as ledger:
         state = read_state(ledger).state
     version = state.runs["pi-a"].started.versions.scorer
     left = attempts_of_run(state, "pi-a", version)
@@ -206,7 +206,7 @@ def test_other_controls_break_it_in_the_recorded_evidence(retail, field, value):
     assert f["differing_controls"] == [field]
 
 
-def test_a_server_that_does_not_stream_stops_the_run_as_a_provider_failure(retail, tmp_path):
+def test_a_server_that_does_not_stream_stops_the_run_as_a_provider_failure(runs, tmp_path):
     """Issue 35 item 1: behind pi, a server answering with a whole JSON body instead of an
     event stream gives pi no text and no tokens. Each attempt is a provider failure
     (malformed_response), never 'protocol: empty output', and the early stop fires."""
@@ -217,18 +217,17 @@ def test_a_server_that_does_not_stream_stops_the_run_as_a_provider_failure(retai
             "choices": [{"index": 0, "message": {"role": "assistant", "content": "SELECT 1"}}],
         }
     ).encode()
-    server = FakeModel()
-    server.script = lambda _: (200, plain, 0.0)
+    server = ChatServer(json_answer(plain))
     try:
-        models = server.models_json(tmp_path / "models.json")
-        h = _Home(retail.home, server, retail.pi, models)
+        models = models_json(server, tmp_path / "models.json")
+        h = _Home(runs.home, server, runs.pi, models)
         done = h.run("pi-plain", "model-a", "--max-consecutive-failures", "3")
     finally:
         server.close()
     assert done.returncode == 1, done.stderr
     assert "3 attempts in a row failed the same way, malformed_response" in done.stderr
     assert "no text and no output tokens" in done.stderr
-    with Ledger.open(retail.home / "ledger.db", readonly=True) as ledger:
+    with Ledger.open(runs.home / "ledger.db", readonly=True) as ledger:
         stored = [row.event() for row in ledger.stream_events("pi-plain")]
     kinds = {e.kind for e in stored if isinstance(e, events.ProviderFailed)}
     assert kinds == {"malformed_response"}

@@ -3,17 +3,16 @@
 from __future__ import annotations
 
 import hashlib
-import http.server
 import json
 import os
 import sys
-import threading
 from collections.abc import Iterator
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 import pytest
+from chatserver import ChatServer, json_answer
 
 from ledger.adapters import Failure, Reply, Request, build_adapter
 from ledger.adapters.pricing import bill, cost_of, load_snapshot
@@ -226,45 +225,28 @@ def test_bill_refuses(value: object) -> None:
     assert str(exc.value) == f"cost must be a non-negative decimal number, got {value!r}"
 
 
-class _Provider(http.server.BaseHTTPRequestHandler):
-    body = b""
-
-    def do_POST(self) -> None:
-        self.rfile.read(int(self.headers["Content-Length"]))
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(self.body)))
-        self.end_headers()
-        self.wfile.write(self.body)
-
-    def log_message(self, *args: Any) -> None:
-        pass
-
-
 @pytest.fixture
-def provider() -> Iterator[tuple[str, type[_Provider]]]:
-    handler = type("Handler", (_Provider,), {})
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}/v1", handler
-    httpd.shutdown()
-    httpd.server_close()
+def provider() -> Iterator[ChatServer]:
+    with ChatServer() as server:
+        yield server
 
 
-def _openai_reply(tmp_path: Path, provider: tuple[str, type[_Provider]], cost: str) -> Any:
-    url, handler = provider
+def _openai_reply(tmp_path: Path, provider: ChatServer, cost: str) -> Any:
     usage = (
         '{"prompt_tokens": 1200, "completion_tokens": 300,'
         ' "prompt_tokens_details": {"cached_tokens": 1000}' + (f', "cost": {cost}' if cost else "")
     ) + "}"
-    handler.body = (
-        '{"model": "big", "choices": [{"message": {"content": "ANSWER"}}], "usage": ' + usage + "}"
-    ).encode()
+    provider.reply(
+        json_answer(
+            '{"model": "big", "choices": [{"message": {"content": "ANSWER"}}], "usage": '
+            + usage
+            + "}"
+        )
+    )
     adapter = build_adapter(
         "openai",
         {
-            "base_url": url,
+            "base_url": provider.url,
             "model": "big",
             "auth": "none",
             "price_snapshot": str(write(tmp_path, SNAPSHOT)),
@@ -299,13 +281,13 @@ def _command_reply(tmp_path: Path, usage: dict[str, Any]) -> Any:
 COUNTS = {"input": 200, "cache_read": 1000, "output": 300}
 
 
-def test_no_bill_both_estimate(tmp_path: Path, provider: Any) -> None:
+def test_no_bill_both_estimate(tmp_path: Path, provider: ChatServer) -> None:
     for reply in (_openai_reply(tmp_path, provider, ""), _command_reply(tmp_path, COUNTS)):
         assert isinstance(reply, Reply)
         assert (reply.cost, reply.estimated_cost) == (None, ESTIMATE)
 
 
-def test_d1_a_string_bill_is_a_bill_in_both(tmp_path: Path, provider: Any) -> None:
+def test_d1_a_string_bill_is_a_bill_in_both(tmp_path: Path, provider: ChatServer) -> None:
     openai = _openai_reply(tmp_path, provider, '"0.0031"')
     command = _command_reply(tmp_path, {**COUNTS, "cost": "0.0031"})
     for reply in (openai, command):
@@ -313,7 +295,7 @@ def test_d1_a_string_bill_is_a_bill_in_both(tmp_path: Path, provider: Any) -> No
         assert (reply.cost, reply.estimated_cost) == (Decimal("0.0031"), None)
 
 
-def test_d3_an_integer_bill_is_a_bill_in_both(tmp_path: Path, provider: Any) -> None:
+def test_d3_an_integer_bill_is_a_bill_in_both(tmp_path: Path, provider: ChatServer) -> None:
     openai = _openai_reply(tmp_path, provider, "2")
     command = _command_reply(tmp_path, {**COUNTS, "cost": 2})
     for reply in (openai, command):
@@ -331,7 +313,7 @@ def test_d3_an_integer_bill_is_a_bill_in_both(tmp_path: Path, provider: Any) -> 
     ids=["negative", "not-a-number", "too-large"],
 )
 def test_d2_d4_an_unusable_bill_is_malformed_in_both(
-    tmp_path: Path, provider: Any, wire: str, file_value: str, shown: tuple[str, str]
+    tmp_path: Path, provider: ChatServer, wire: str, file_value: str, shown: tuple[str, str]
 ) -> None:
     openai = _openai_reply(tmp_path, provider, wire)
     assert isinstance(openai, Failure)

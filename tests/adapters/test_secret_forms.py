@@ -30,7 +30,7 @@ from pathlib import Path
 
 import msgspec
 import pytest
-from chatserver import ScheduledServer
+from chatserver import ChatServer, scheduled
 from runkit import cli, fresh_home, stream
 
 from ledger import events
@@ -190,7 +190,7 @@ def test_a_key_spelled_in_every_form_is_scrubbed_and_the_run_completes(
     answers = schedule()
     attempts = -(-len(answers) // 7)  # sales-fixture has 7 cases; every answer used once
     answers += [(200, {}, _completion(_answer("SELECT 4 AS n")))] * (7 * attempts - len(answers))
-    server = ScheduledServer(answers)
+    server = ChatServer(scheduled(answers))
     outputs: list[tuple[str, str]] = []
     try:
         done = cli(home, "run", "--bank", "sales-fixture", "--adapter", "openai",
@@ -201,7 +201,7 @@ def test_a_key_spelled_in_every_form_is_scrubbed_and_the_run_completes(
         server.close()
     outputs += [("run stdout", done.stdout), ("run stderr", done.stderr)]
     assert done.returncode == 0, done.stderr
-    assert server.count == 7 * attempts
+    assert len(server.received) == 7 * attempts
 
     # Every planned attempt is scored; the run completed.
     recorded = [s.event() for s in stream(home, "forms")]

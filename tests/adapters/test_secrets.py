@@ -14,7 +14,7 @@ from typing import Any
 
 import msgspec
 import pytest
-from chatserver import ScheduledServer
+from chatserver import ChatServer, scheduled
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from runkit import answer, cli, fresh_home, head, stream
@@ -341,11 +341,6 @@ def test_command_stdout_and_usage_file_are_scrubbed(tmp_path: Path) -> None:
 # ------------------------------------------------------------------ end to end
 
 
-class EchoServer(ScheduledServer):
-    """A Chat Completions server on 127.0.0.1 that echoes the key; the n-th request gets
-    ``schedule[n]`` (the run uses --concurrency 1, so requests arrive in plan order)."""
-
-
 def _completion(content: str | None, **extra: Any) -> dict[str, Any]:
     message: dict[str, Any] = {"role": "assistant", "content": content}
     message.update(extra.pop("message", {}))
@@ -371,6 +366,8 @@ STRADDLE = list(range(300 - len(KEY) - 1, 302))
 
 
 def echo_schedule() -> list[tuple[int, dict[str, str], bytes]]:
+    """What the echoing server answers, request by request (the run uses --concurrency 1,
+    so requests arrive in plan order)."""
     plain = _body(_completion(answer("SELECT 1 AS n")))
     schedule = [
         # 1. the answer content: in the SQL (which then runs), the summary, the assumptions
@@ -457,7 +454,7 @@ def test_a_server_and_a_command_echoing_the_key_leave_no_trace(
     8-character run, URL-encoded, base64) is in any file of the ledger's folder (ledger, WAL,
     projection stores, bank databases), in the three reports, or on stdout or stderr."""
     home = fresh_home(tmp_path_factory, tmp_path)
-    server = EchoServer(echo_schedule())
+    server = ChatServer(scheduled(echo_schedule()))
     env = {"SECRETS_TEST_KEY": KEY}
     outputs: list[tuple[str, subprocess.CompletedProcess[str]]] = []
     try:
@@ -471,7 +468,7 @@ def test_a_server_and_a_command_echoing_the_key_leave_no_trace(
         assert done.returncode == 0, done.stderr
     finally:
         server.close()
-    assert server.count == 56
+    assert len(server.received) == 56
     assert set(server.auth) == {f"Bearer {KEY}"}
     script = command_model(tmp_path)
     done = cli(home, "run", "--bank", "sales-fixture", "--adapter", "command",
@@ -559,7 +556,7 @@ def test_store_refuses_a_prompt_holding_a_run_of_the_key(
     prompts (issue 22: before the first model call) is refused, so no prompt is sent."""
     key = "sk-leak-assumptions-9f3a"
     home = fresh_home(tmp_path_factory, tmp_path)
-    server = EchoServer([(200, {}, _body(_completion(answer("SELECT 1 AS n"))))])
+    server = ChatServer(scheduled([(200, {}, _body(_completion(answer("SELECT 1 AS n"))))]))
     try:
         done = cli(home, "run", "--bank", "sales-fixture", "--adapter", "openai",
                    "--base-url", server.url, "--model", "m", "--api-key-env", "LEAK_KEY",
@@ -567,7 +564,7 @@ def test_store_refuses_a_prompt_holding_a_run_of_the_key(
     finally:
         server.close()
     assert done.returncode == 2, done.stderr
-    assert server.count == 0  # refused before the first model call
+    assert server.received == []  # refused before the first model call
     # stderr is not a terminal here: progress comes as plain lines every 10 s (a loaded
     # machine may print some before the refusal); the error itself is one line
     lines = [line for line in done.stderr.splitlines() if "elapsed " not in line]

@@ -3,13 +3,11 @@ input, and the openai adapter end to end against a server on 127.0.0.1 (issue 6 
 
 from __future__ import annotations
 
-import http.server
 import json
 import os
 import signal
 import stat
 import sys
-import threading
 import time
 from collections.abc import Iterator
 from decimal import Decimal
@@ -17,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from chatserver import Answer, ChatServer, Received, case_of, completion, json_answer
 from click.testing import CliRunner
 
 from ledger import events
@@ -343,61 +342,32 @@ def test_prompt_leak_through_the_cli_exits_2(
 # ------------------------------------------------------------------ openai end to end
 
 
-class FakeOpenAI:
-    """A Chat Completions server on 127.0.0.1 that answers by the question in the prompt."""
-
-    def __init__(self, cases: list[dict[str, Any]], wrong: set[str], limited: str) -> None:
-        self.auth: list[str] = []
-        outer = self
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                outer.auth.append(self.headers.get("Authorization", ""))
-                prompt = body["messages"][-1]["content"]
-                case = max((c for c in cases if c["question"] in prompt),
-                           key=lambda c: len(c["question"]))  # fmt: skip
-                cid = case["id"]
-                if cid == limited:
-                    status, data = 429, {"error": {"message": "rate limited, slow down"}}
-                else:
-                    sql = "SELECT 42 AS answer" if cid in wrong else case["reference_sql"]
-                    data = {
-                        "id": "c", "object": "chat.completion", "model": "fake-model-2026-06",
-                        "choices": [{"index": 0, "finish_reason": "stop",
-                                     "message": {"role": "assistant", "content": answer(sql)}}],
-                        "usage": {"prompt_tokens": 1000, "completion_tokens": 80,
-                                  "total_tokens": 1080,
-                                  "prompt_tokens_details": {"cached_tokens": 600},
-                                  "completion_tokens_details": {"reasoning_tokens": 30}},
-                    }  # fmt: skip
-                    status = 200
-                raw = json.dumps(data).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("x-request-id", f"req-{cid}")
-                self.send_header("Content-Length", str(len(raw)))
-                self.end_headers()
-                self.wfile.write(raw)
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+USAGE = {"prompt_tokens": 1000, "completion_tokens": 80, "total_tokens": 1080,
+         "prompt_tokens_details": {"cached_tokens": 600},
+         "completion_tokens_details": {"reasoning_tokens": 30}}  # fmt: skip
 
 
 @pytest.fixture
-def fake_openai(home: Path) -> Iterator[FakeOpenAI]:
-    server = FakeOpenAI(bank_json(home, "sales-fixture")["cases"], {"sf-02", "sf-05"}, "sf-04")
-    yield server
-    server.httpd.shutdown()
-    server.httpd.server_close()
+def fake_openai(home: Path) -> Iterator[ChatServer]:
+    """Answers each case by the question in the prompt: the reference SQL, except a wrong
+    answer for sf-02 and sf-05 and HTTP 429 for sf-04; request id ``req-<case>``."""
+    cases = bank_json(home, "sales-fixture")["cases"]
+
+    def by_case(request: Received) -> Answer:
+        case = case_of(request, cases)
+        request_id = {"x-request-id": f"req-{case['id']}"}
+        if case["id"] == "sf-04":
+            return json_answer({"error": {"message": "rate limited, slow down"}}, 429, **request_id)
+        sql = "SELECT 42 AS answer" if case["id"] in {"sf-02", "sf-05"} else case["reference_sql"]
+        doc = completion(answer(sql), model="fake-model-2026-06", usage=USAGE, id="c")
+        return json_answer(doc, **request_id)
+
+    with ChatServer(by_case) as server:
+        yield server
 
 
 @pytest.mark.slow
-def test_openai_end_to_end_against_a_local_server(home: Path, fake_openai: FakeOpenAI) -> None:
+def test_openai_end_to_end_against_a_local_server(home: Path, fake_openai: ChatServer) -> None:
     done = cli(home, "run", "--bank", "sales-fixture", "--adapter", "openai",
                "--base-url", fake_openai.url, "--model", "fake-model", "--api-key-env",
                "CLI_RUN_TEST_KEY", "--run-id", "oa", "--concurrency", "2",

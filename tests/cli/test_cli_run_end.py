@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import collections
 import email.utils
-import http.server
 import json
 import signal
 import socket
@@ -21,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from chatserver import Answer, ChatServer, Received, case_of, completion
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from msgspec import UNSET
@@ -66,72 +66,41 @@ def _of(stored: Any, cls: type) -> list[Any]:
 # ------------------------------------------------------------------ a Chat Completions server
 
 
-class Chat:
-    """A Chat Completions server on 127.0.0.1 answering each case with its reference SQL.
+class Chat(ChatServer):
+    """The tests' Chat Completions server answering each case with its reference SQL.
 
     ``script`` is a list of (status, headers, body) answers given to the first calls,
     in order (None: the usual answer); after it every call gets 200 and the case's
-    reference SQL. ``served``
-    counts, per case, the responses written out completely.
+    reference SQL. Every answer waits ``delay`` seconds.
     """
 
     def __init__(self, cases: list[dict[str, Any]], delay: float = 0.0) -> None:
+        self.cases = cases
+        self.delay = delay
         self.script: collections.deque[tuple[int, dict[str, str], bytes] | None] = (
             collections.deque()
         )
-        self.calls = 0
-        self.served: collections.Counter[str] = collections.Counter()
-        self.times: list[float] = []
-        lock = threading.Lock()
-        outer = self
+        super().__init__(self._next)
 
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                prompt = body["messages"][-1]["content"]
-                case = max((c for c in cases if c["question"] in prompt),
-                           key=lambda c: len(c["question"]))  # fmt: skip
-                with lock:
-                    outer.calls += 1
-                    outer.times.append(time.monotonic())
-                    scripted = outer.script.popleft() if outer.script else None
-                if scripted is None:
-                    content = answer(case["reference_sql"])
-                    message = {"role": "assistant", "content": content}
-                    choice = {"index": 0, "finish_reason": "stop", "message": message}
-                    doc = {"object": "chat.completion", "model": "fake", "choices": [choice]}
-                    status, headers, raw = 200, {}, json.dumps(doc).encode()
-                else:
-                    status, headers, raw = scripted
-                time.sleep(delay)
-                try:
-                    self.send_response(status)
-                    for k, v in headers.items():
-                        self.send_header(k, v)
-                    self.send_header("Content-Length", str(len(raw)))
-                    self.end_headers()
-                    self.wfile.write(raw)
-                    self.wfile.flush()
-                except OSError:
-                    return  # the client went away: not served
-                with lock:
-                    outer.served[case["id"]] += 1
+    def _next(self, request: Received) -> Answer:
+        scripted = self.script.popleft() if self.script else None
+        if scripted is None:
+            sql = case_of(request, self.cases)["reference_sql"]
+            body = json.dumps(completion(answer(sql), model="fake")).encode()
+            return Answer(200, body, {}, self.delay)
+        status, headers, body = scripted
+        return Answer(status, body, headers, self.delay)
 
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+    def served_cases(self) -> collections.Counter[str]:
+        """Per case, the responses written out completely."""
+        return collections.Counter(case_of(r, self.cases)["id"] for r in self.served)
 
 
 @pytest.fixture
 def chat(home: Path) -> Iterator[Chat]:
     server = Chat(bank_json(home, "sales-fixture")["cases"])
     yield server
-    server.httpd.shutdown()
-    server.httpd.server_close()
+    server.close()
 
 
 def _go(home: Path, url: str, **plan: Any) -> Any:
@@ -214,8 +183,8 @@ def test_429_with_retry_after_then_200_is_one_attempt_with_two_tries(
     chat.script.append((429, {"Retry-After": "1"}, b'{"error": "slow down"}'))
     summary = _go(home, chat.url, retries=2)
     assert summary.status == "completed"
-    assert chat.calls == 8  # 7 cases, the first one asked twice
-    assert chat.times[1] - chat.times[0] >= 1.0  # Retry-After: 1 was honoured
+    assert len(chat.received) == 8  # 7 cases, the first one asked twice
+    assert chat.received[1].at - chat.received[0].at >= 1.0  # Retry-After: 1 was honoured
     first = _reply(home, "r", "sf-01")
     assert isinstance(first, events.ModelResponded)
     assert isinstance(first.tries, tuple)
@@ -267,7 +236,7 @@ def test_retry_after_as_an_http_date(home: Path, chat: Chat) -> None:
 def test_400_is_never_retried(home: Path, chat: Chat) -> None:
     chat.script.append((400, {}, b'{"error": "bad model"}'))
     _go(home, chat.url, retries=3)
-    assert chat.calls == 7
+    assert len(chat.received) == 7
     failed = _reply(home, "r", "sf-01")
     assert isinstance(failed, events.ProviderFailed)
     assert (failed.kind, failed.http_status, failed.message) == (
@@ -284,7 +253,7 @@ def test_503_three_times_is_retried_up_to_the_limit_and_every_try_recorded(
     for _ in range(3):
         chat.script.append((503, {}, b"busy"))
     summary = _go(home, chat.url, retries=2, backoff_s=0.2)
-    assert chat.calls == 9  # sf-01 three times, then one call per other case
+    assert len(chat.received) == 9  # sf-01 three times, then one call per other case
     failed = _reply(home, "r", "sf-01")
     assert isinstance(failed, events.ProviderFailed)
     assert (failed.kind, failed.http_status) == ("server_error", 503)
@@ -405,8 +374,9 @@ def test_every_answer_served_before_an_interrupt_is_recorded(home: Path, signum:
         time.sleep(0.5)  # the server thread counts a response after writing it
         stored = stream(home, "int")
         recorded = collections.Counter(e.case_id for e in _of(stored, events.ModelResponded))
-        assert sum(server.served.values()) < 21, "the interrupt must land mid-run"
-        assert recorded == server.served  # no call the server answered is unrecorded
+        served = server.served_cases()
+        assert sum(served.values()) < 21, "the interrupt must land mid-run"
+        assert recorded == served  # no call the server answered is unrecorded
         finished = _of(stored, events.RunFinished)
         assert [f.status for f in finished] == ["cancelled"]
         plan = [(c["id"], n) for c in bank_json(home, "sales-fixture")["cases"]
@@ -422,8 +392,7 @@ def test_every_answer_served_before_an_interrupt_is_recorded(home: Path, signum:
         assert resumed.returncode == 0, resumed.stderr
         check_attempts(stream(home, "int"), plan)
     finally:
-        server.httpd.shutdown()
-        server.httpd.server_close()
+        server.close()
 
 
 # ------------------------------------------------------------------ progress
