@@ -20,6 +20,7 @@ from __future__ import annotations
 import http.client
 import http.server
 import json
+import socket
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -47,6 +48,9 @@ class Answer:
     body: bytes = b""
     headers: Mapping[str, str] = field(default_factory=dict)
     delay: float = 0.0
+    #: Close the connection after reading the request, without a response (a reset
+    #: transport; the request is recorded as received, never as served).
+    hang_up: bool = False
 
 
 @dataclass(frozen=True)
@@ -146,6 +150,10 @@ class ChatServer:
                     outer.received.append(request)
                     reply = outer.answer(request)
                 time.sleep(reply.delay)
+                if reply.hang_up:
+                    self.close_connection = True
+                    self.connection.shutdown(socket.SHUT_RDWR)
+                    return
                 try:
                     self.send_response(reply.status)
                     for name, value in reply.headers.items():

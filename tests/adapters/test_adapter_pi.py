@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from chatserver import ChatServer, json_answer, sse_answer
+from chatserver import Answer, ChatServer, json_answer, sse_answer
 from pikit import KEY, KEY_ENV, chunks, models_json
 
 from ledger.adapters import Failure, Reply, Request, build_adapter
@@ -457,6 +457,18 @@ def test_a_server_that_does_not_stream_is_a_provider_failure(pi_path, fake_model
     assert failure.kind == "malformed_response"
     assert "no text and no output tokens" in failure.message
     assert len(fake_model.received) == 1
+
+
+def test_a_connection_cut_by_the_server_is_a_provider_failure(pi_path, fake_model, tmp_path):
+    """Issue 35 item 1: the server reads the request and closes the connection without a
+    response (a reset transport): a provider failure, never the model's empty answer."""
+    fake_model.reply(Answer(hang_up=True))
+    failure = call(adapter(pi_path, fake_model, tmp_path))
+    assert isinstance(failure, Failure)
+    # the class the openai adapter gives a server that hangs up (test_cli_run_end)
+    assert failure.kind == "connection_error"
+    assert len(fake_model.received) == 1  # one try: both of pi's retry layers are off
+    assert fake_model.served == []
 
 
 def test_an_empty_stream_is_a_provider_failure(pi_path, fake_model, tmp_path):
