@@ -57,9 +57,6 @@ KNOWN_UPWARD: frozenset[tuple[str, str]] = frozenset(
         ("ledger.bank", "ledger.app"),
         # engines load a bank's data files (bank.data) and DuckDB's build code is bank.build
         ("ledger.engines", "ledger.bank"),
-        # typed cells, the function catalog, dialect notes, the worker pool and the
-        # worker's reading live in the harness
-        ("ledger.engines", "ledger.harness"),
         # runner and session read their run's stream through app.snapshot
         ("ledger.harness", "ledger.app"),
         # runner, session and progress fold outcomes and totals with projections
@@ -78,12 +75,6 @@ KNOWN_LOCAL: frozenset[tuple[str, str]] = frozenset(
         ("ledger.bank.data", "ledger.errors"),
         ("ledger.bank.model", "ledger.engines.transpile"),
         ("ledger.engines.postgres", "ledger.bank.data"),
-        ("ledger.harness.functions", "ledger.engines.postgres"),
-        ("ledger.harness.functions", "ledger.engines.sqlite_catalog"),
-        ("ledger.harness.prompt", "ledger.engines"),
-        ("ledger.harness.reading", "ledger.harness.ast_rules"),
-        ("ledger.harness.reading", "ledger.harness.functions"),
-        ("ledger.harness.reading", "ledger.harness.limits"),
         # an adapter below the bank reads a benchmark through the bank's importer
         ("ledger.adapters.benchmark_files", "ledger.bank.importer"),
         # the engine registry imports an engine (and its driver) only when it is asked for

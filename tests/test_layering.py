@@ -21,7 +21,7 @@ FORBIDDEN = {
     "http",
     "ledger.store",
     "ledger.adapters",
-    "ledger.harness.worker",
+    "ledger.engines.duckdb_worker",
     "ledger.harness.runner",
 }
 FILES = sorted((REPO / "projections").rglob("*.py"))

@@ -21,11 +21,11 @@ from ledger.app import snapshot
 from ledger.app.evaluate import bank_context
 from ledger.bank.leak import leak_findings
 from ledger.bank.registry import PublishedBank, find_published
+from ledger.engines.duckdb_worker import WorkerPool
 from ledger.errors import AdapterError, BankError, UsageError
 from ledger.harness import pipeline, protocol
 from ledger.harness.attempt import BankContext
 from ledger.harness.runner import RunPlan, plan_keys, run, summarise
-from ledger.harness.worker import WorkerPool
 from ledger.keys import load_default_signer
 from ledger.store import Ledger
 
