@@ -22,7 +22,7 @@ FORBIDDEN = {
     "ledger.store",
     "ledger.adapters",
     "ledger.engines.duckdb_worker",
-    "ledger.harness.runner",
+    "ledger.run",
 }
 FILES = sorted((REPO / "projections").rglob("*.py"))
 

@@ -21,9 +21,7 @@
   compared by).
 - ``pipeline``: the one judge wiring guard -> execute (crash retried once) -> score.
 - ``attempt``: one adapter answer turned into the attempt's linked events.
-- ``runner``: plan cases x attempts, drive an adapter, append every step.
-  Its parts: ``progress`` (the counters and the summary of a run), ``calls`` (the
-  model calls on daemon threads), ``streak`` (the early stop), ``session`` (the run's
-  one writer), ``sqlpool`` (the run's SQL workers as one executor) and ``line`` (the
-  answers judged ahead and staged in arrival order).
+
+A run of many attempts is ``ledger.run``'s, a layer above (it folds outcomes and
+totals with ``projections``, which read this package's pure parts).
 """

@@ -1,6 +1,6 @@
 """A run's SQL workers: sandboxed executors started at once, used as one executor.
 
-Part of the runner (``ledger.harness.runner``): each statement runs on an idle worker;
+Part of the runner (``ledger.run.runner``): each statement runs on an idle worker;
 the model calls do not wait for the workers to start, only the judging of SQL does
 (issue 34). The runner passes the function that starts one (``executor_for``).
 """
