@@ -66,8 +66,6 @@ KNOWN_LOCAL: frozenset[tuple[str, str]] = frozenset(
         ("ledger.bank.build", "ledger.engines.base"),
         ("ledger.bank.build", "ledger.engines.sqlite_integrity"),
         ("ledger.bank.data", "ledger.engines.sqlite"),
-        ("ledger.bank.data", "ledger.errors"),
-        ("ledger.bank.model", "ledger.engines.transpile"),
         ("ledger.engines.postgres", "ledger.bank.data"),
         # an adapter below the bank reads a benchmark through the bank's importer
         ("ledger.adapters.benchmark_files", "ledger.bank.importer"),
@@ -78,16 +76,9 @@ KNOWN_LOCAL: frozenset[tuple[str, str]] = frozenset(
         # psycopg is imported only for a ledger on a server
         ("ledger.store", "ledger.stores.postgres"),
         ("ledger.cli.log", "ledger.stores.postgres"),
-        # import order inside one package, or a module imported only on one path
-        ("ledger.keys", "ledger.checkpoint"),
-        ("ledger.app.audit", "ledger.app.reporting"),
+        # ``caseledger run`` does not import calibration unless a run asks for variants
+        # (tests/cli/test_lazy_commands.py)
         ("ledger.app.evaluate", "ledger.calibration.diagnostics"),
-        ("ledger.app.importing", "ledger.engines.sqlite_integrity"),
-        ("ledger.app.importing", "ledger.engines.transpile"),
-        ("ledger.calibration.config", "ledger.calibration.operators"),
-        ("ledger.calibration.diagnostics", "ledger.calibration.config"),
-        ("ledger.calibration.relations", "ledger.bank.model"),
-        ("ledger.calibration.relations", "ledger.calibration.config"),
         # a CLI area imports what one of its commands needs when that command runs
         ("ledger.cli", "ledger.bounds"),
         ("ledger.cli", "ledger.errors"),
