@@ -131,7 +131,7 @@ print(json.dumps({"longest_s": longest, "busy": busy, "appended": done}), flush=
 _INDEX_CHILD = """
 import json, resource, sys
 from pathlib import Path
-from ledger.app import tree_index
+from ledger import tree_index
 from ledger.store import Ledger
 with Ledger.open(Path(sys.argv[1]), readonly=True) as ledger:
     index = tree_index.open_index(ledger)

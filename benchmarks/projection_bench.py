@@ -650,8 +650,8 @@ def _growth_template(home: Path) -> Path:
     from ledger.app.evaluate import bank_context
     from ledger.bank.publish import publish
     from ledger.bank.registry import BUILTIN_DIR
-    from ledger.harness import runner
     from ledger.keys import Signer
+    from ledger.run import runner
     from ledger.store import Ledger
 
     home.mkdir(parents=True, exist_ok=True)

@@ -7,7 +7,7 @@ Usage:
 Builds a fresh ledger in a temporary folder (a new operator key, the bank
 published from the built-in folder), writes a replay file answering every case
 with its reference SQL (so every attempt parses, passes the guard, executes and
-is compared with gold), and runs it through ``ledger.harness.runner.run`` with
+is compared with gold), and runs it through ``ledger.run.runner.run`` with
 one call at a time. A replay answers instantly, so the time between two
 progress callbacks is the harness's whole time for one attempt: prompt, parse,
 guard, SQL execution in the sandboxed worker, comparison, scoring, encoding,
@@ -50,8 +50,8 @@ from ledger.adapters import build_adapter
 from ledger.bank.publish import publish
 from ledger.bank.registry import builtin_banks
 from ledger.cli.run import bank_context, with_variants
-from ledger.harness.runner import Progress, RunPlan, run
 from ledger.keys import Signer
+from ledger.run.runner import Progress, RunPlan, run
 from ledger.store import Ledger
 
 TARGET_MS = 20.0

@@ -37,8 +37,8 @@ from pathlib import Path
 import duckdb
 import yaml
 
-from ledger.harness import cells
-from ledger.harness.worker import WorkerPool, connect_sandboxed, execute_once
+from ledger.engines import cells
+from ledger.engines.duckdb_worker import WorkerPool, connect_sandboxed, execute_once
 
 TARGET_MS = 5.0
 

@@ -41,8 +41,8 @@ import yaml
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from ledger.engines import cells  # noqa: E402
 from ledger.engines.postgres import ENV_VAR, PostgresEngine  # noqa: E402
-from ledger.harness import cells  # noqa: E402
 
 TARGET_MS = 5.0
 RETAIL = REPO / "ledger" / "banks" / "retail"

@@ -38,10 +38,10 @@ import yaml
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from ledger.engines import cells  # noqa: E402
 from ledger.engines.sqlite import SQLiteEngine  # noqa: E402
 from ledger.engines.sqlite_sandbox import open_sandboxed, typed_result  # noqa: E402
 from ledger.engines.transpile import transpile  # noqa: E402
-from ledger.harness import cells  # noqa: E402
 
 TARGET_MS = 5.0
 RETAIL = REPO / "ledger" / "banks" / "retail"

@@ -26,8 +26,8 @@ from ledger.app.reporting import report_bytes
 from ledger.bank.publish import publish
 from ledger.bank.registry import PublishedBank, find_published, resolve_source
 from ledger.errors import UsageError
-from ledger.harness.runner import Progress, RunPlan, RunSummary
 from ledger.keys import Signer, load_default_signer
+from ledger.run.runner import Progress, RunPlan, RunSummary
 from ledger.store import Ledger
 from ledger.stores import Location, is_url, parse_location
 

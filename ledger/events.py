@@ -93,7 +93,7 @@ __all__ = [
 
 LEDGER_STREAM = "ledger"
 
-# A result cell as encoded by ledger.harness.cells.encode_cell (no floats).
+# A result cell as encoded by ledger.engines.cells.encode_cell (no floats).
 Cell = Any
 
 

@@ -43,6 +43,7 @@ from ledger.checkpoint import (
 )
 from ledger.checkpoint import (
     parse_signer_key,
+    sign_note,
     signer_key_string,
     verifier_key_string,
 )
@@ -144,8 +145,6 @@ class Signer:
 
     def sign_note(self, text: str) -> str:
         """A C2SP signed note over ``text`` (which ends with a newline)."""
-        from ledger.checkpoint import sign_note
-
         return sign_note(text, self.name, self._private)
 
     def save(self, path: Path) -> None:

@@ -444,7 +444,7 @@ class Ledger:
     def indexed_stream(self, stream: str, stop: int) -> Iterator[tuple[int, bytes, bytes]]:
         """(seq, body, leaf hash) of the rows the stream index files under ``stream``
         below seq ``stop``, by stream_seq, as stored: the caller checks each body and the
-        stream's chain (``ledger.app.tree_index`` does, against a verified tree)."""
+        stream's chain (``ledger.tree_index`` does, against a verified tree)."""
         for row in self._db.stream_rows(stream, stop):
             yield row[:3]
 

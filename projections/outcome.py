@@ -17,7 +17,7 @@ or cancelled for a reason other than ``interrupted``; because the last terminal
 counts, an attempt cancelled as interrupted and then scored by a resume is final,
 and one scored and then cancelled as interrupted is not.
 
-Callers: ``projections/caseruns.resolve`` (reports), ``ledger/harness/runner``
+Callers: ``projections/caseruns.resolve`` (reports), ``ledger/run/runner``
 (resume, summary), ``ledger/app/rescore`` and ``ledger/app/baseline``. The function is
 pure: it reads its arguments only.
 """

@@ -21,8 +21,8 @@ FORBIDDEN = {
     "http",
     "ledger.store",
     "ledger.adapters",
-    "ledger.harness.worker",
-    "ledger.harness.runner",
+    "ledger.engines.duckdb_worker",
+    "ledger.run",
 }
 FILES = sorted((REPO / "projections").rglob("*.py"))
 

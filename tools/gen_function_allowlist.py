@@ -1,11 +1,11 @@
-"""Regenerate ledger/harness/duckdb_functions.json from DuckDB's own function catalog.
+"""Regenerate ledger/engines/duckdb_functions.json from DuckDB's own function catalog.
 
 Usage: python tools/gen_function_allowlist.py [--check]
 
 Reads ``duckdb_functions()`` of a default in-memory DuckDB (the extensions linked
 into the wheel are loaded, as in the worker's sealed connection: core_functions,
 icu, json, parquet), judges every (name, function type) with
-``ledger.harness.functions.DENY_RULES`` and writes the data file. Refuses to run
+``ledger.engines.functions.DENY_RULES`` and writes the data file. Refuses to run
 on any DuckDB but the pinned one: another version has another catalog.
 ``--check`` writes nothing and exits 1 when the checked-in file differs.
 Review the diff before committing: a new allowed name is a new capability.
@@ -22,9 +22,9 @@ import duckdb
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from ledger.harness import functions  # noqa: E402
+from ledger.engines import functions  # noqa: E402
 
-TARGET = REPO / "ledger" / "harness" / functions.DATA_FILE
+TARGET = REPO / "ledger" / "engines" / functions.DATA_FILE
 
 
 def generate() -> dict[str, Any]:

@@ -29,8 +29,7 @@ import psycopg
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from ledger.engines import postgres  # noqa: E402
-from ledger.harness import functions  # noqa: E402
+from ledger.engines import functions, postgres  # noqa: E402
 
 TARGET = REPO / "ledger" / "engines" / postgres.DATA_FILE
 

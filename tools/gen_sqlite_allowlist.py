@@ -23,7 +23,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from ledger.engines import sqlite_catalog  # noqa: E402
-from ledger.harness.functions import render  # noqa: E402
+from ledger.engines.functions import render  # noqa: E402
 
 TARGET = REPO / "ledger" / "engines" / sqlite_catalog.DATA_FILE
 

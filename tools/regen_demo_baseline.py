@@ -36,8 +36,8 @@ def main() -> int:
     from ledger.bank.publish import publish
     from ledger.bank.registry import builtin_banks
     from ledger.cli.run import bank_context
-    from ledger.harness.runner import RunPlan, run
     from ledger.keys import Signer
+    from ledger.run.runner import RunPlan, run
     from ledger.store import Ledger
 
     signer = Signer.from_seed("caseledger-demo-baseline", SEED)

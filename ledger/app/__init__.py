@@ -2,8 +2,8 @@
 
 - ``evaluate``: the one run sequence, a published bank and an adapter wired into the
   runner (``run``, the demo and ``ledger.api`` call it).
-- ``snapshot``: read the log into a projection state, every byte checked on the way;
-  ``tree_index``: verified leaf-hash blocks and stream heads beside a ledger file.
+- ``snapshot``: read the log into a projection state, every byte checked on the way
+  (through ``ledger.tree_index`` and ``ledger.stream_read``).
 - ``reporting``: report bytes from a ledger at a tree size.
 - ``rescore``: re-apply a scorer to recorded evidence; ``verify --recompute``.
 - ``baseline``, ``baseline_check``: freeze, check and pin a run as a baseline.

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from ledger.app.reporting import report_bytes
 from ledger.bank.model import Bank, validate_source
 from ledger.bank.source import CALIBRATION_FILE, BankSource, content_hash, read_source
 from ledger.codec import decode, leaf_hash, sha256_hex
@@ -448,8 +449,6 @@ def _export_banks(ledger: Ledger, banks_dir: Path, dest: Path) -> list[tuple[str
 def _export_reports(
     snapshot: Path, size: int, reports_dir: Path, dest: Path
 ) -> tuple[ReportSpec, list[str]]:
-    from ledger.app.reporting import report_bytes
-
     spec = _report_spec(reports_dir)
     if spec.at_size > size:
         raise UsageError(

@@ -19,9 +19,9 @@ from ledger.app.reporting import report_bytes
 from ledger.bank.publish import publish
 from ledger.bank.registry import builtin_banks
 from ledger.errors import UsageError
-from ledger.harness.runner import RunPlan, RunSummary
 from ledger.keys import Signer
 from ledger.proofs import issue_checkpoint
+from ledger.run.runner import RunPlan, RunSummary
 from ledger.store import Ledger
 from ledger.verify import verify_ledger
 

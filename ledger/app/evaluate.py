@@ -16,18 +16,17 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from ledger import codec
+from ledger import codec, stream_read
 from ledger.adapters.base import Adapter, Identity, build_adapter
 from ledger.adapters.command import CommandAdapter, sweep_stale_children
 from ledger.adapters.pi import PiAdapter
-from ledger.app import snapshot
 from ledger.bank.leak import leak_findings
 from ledger.bank.registry import PublishedBank, find_published
 from ledger.errors import UsageError
 from ledger.harness import prompt as prompt_mod
 from ledger.harness.attempt import BankContext
-from ledger.harness.runner import Progress, RunPlan, RunSummary, preflight, run
 from ledger.keys import Signer, load_default_signer
+from ledger.run.runner import Progress, RunPlan, RunSummary, preflight, run
 from ledger.store import Ledger
 from projections.runsummary import RetryFigures
 
@@ -146,7 +145,7 @@ class Evaluator:
            server's host and port accept a connection).
         6. The operator key; the bank's variant diagnostics unless ``variants`` is
            False (``--no-variants``).
-        7. The run (``ledger.harness.runner.run``) inside ``around_run()`` when
+        7. The run (``ledger.run.runner.run``) inside ``around_run()`` when
            given: the CLI's words for an interrupt, a full disk, a second writer.
 
         Raises:
@@ -256,7 +255,7 @@ def with_variants(ctx: BankContext, published: Any, stack: contextlib.ExitStack)
 def default_run_id(ledger: Ledger, profile: str) -> str:
     """``<profile>-<n>``: n counts the runs already in the log (deterministic, never random)."""
     slug = re.sub(r"[^A-Za-z0-9._-]+", "-", profile).strip("-") or "run"
-    taken = snapshot.stream_names(ledger)  # through the verified tree index (issue 34)
+    taken = stream_read.stream_names(ledger)  # through the verified tree index (issue 34)
     n = len(taken)
     while f"{slug}-{n:04d}" in taken:
         n += 1

@@ -52,8 +52,8 @@ from ledger.foreign import (
     link,
     signature_problem,
 )
-from ledger.harness.runner import RUN_ID_PATTERN
 from ledger.keys import Keyring, Signer, TrustEntry, encode_public_key
+from ledger.run.runner import RUN_ID_PATTERN
 from ledger.store import GENESIS_CHAIN, Draft, Ledger
 
 __all__ = [

@@ -24,6 +24,8 @@ from ledger.bank.importer import (
     write_bank,
 )
 from ledger.bank.publish import validate_bank
+from ledger.engines.sqlite_integrity import foreign_key_violations, format_violations
+from ledger.engines.transpile import transpile
 from ledger.errors import UsageError
 from ledger.events import EngineDifference, ForeignKeyViolation
 
@@ -140,8 +142,6 @@ def _import_one(
     version: str,
     progress: Callable[[str], None],
 ) -> ImportResult:
-    from ledger.engines.sqlite_integrity import foreign_key_violations, format_violations
-
     def write(
         out: Path, on: str = "sqlite", transpile: Callable[..., str] | None = None
     ) -> ImportedBank:
@@ -174,8 +174,6 @@ def _import_one(
             "and records the broken keys",
         )
     if engine == "duckdb":
-        from ledger.engines.transpile import transpile
-
         with tempfile.TemporaryDirectory(prefix="caseledger-import-") as tmp:
             original = write(Path(tmp) / "sqlite")
             progress(f"{original.db_id}: comparing gold on sqlite and duckdb")

@@ -31,9 +31,9 @@ from ledger.app.diagnostics import (
     run_state,
 )
 from ledger.bank.registry import PublishedBank, bank_paths
+from ledger.engines import engine_rules
 from ledger.errors import BankError, UsageError
 from ledger.events import BankPublished, SliceComputed
-from ledger.harness.functions import engine_rules
 from ledger.harness.score import SCORER_VERSION
 from ledger.harness.slices import SLICER_VERSION, first_divergence
 from ledger.keys import Signer

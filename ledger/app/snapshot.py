@@ -22,17 +22,14 @@ no longer read (and may be deleted).
 
 from __future__ import annotations
 
-import contextlib
-import weakref
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import TypeVar
 
 import msgspec
 
-from ledger import codec
-from ledger.app import tree_index
-from ledger.errors import ChainBrokenError, UsageError, VerificationError
+from ledger import codec, tree_index
+from ledger.errors import UsageError
 from ledger.events import (
     LEDGER_STREAM,
     BankPublished,
@@ -43,7 +40,16 @@ from ledger.events import (
     tag_of,
 )
 from ledger.merkle import TreeAccumulator
-from ledger.store import GENESIS_CHAIN, Ledger, StoredEvent, link_of
+from ledger.store import Ledger
+from ledger.stream_read import (
+    ENVELOPE,
+    Row,
+    check_stream,
+    decoded,
+    every_stream_listed,
+    stream_below,
+    tail_rows,
+)
 from projections import caseruns
 from projections.caseruns import ATTEMPT_EVENTS, State
 from projections.replay import paused_gc
@@ -54,28 +60,11 @@ __all__ = [
     "read_state",
     "run_listing",
     "run_snapshots",
-    "stream_events",
-    "stream_names",
 ]
 
 T = TypeVar("T")
 # A run's stored prompts (issue 22) are skipped with its attempt events when it is not asked for.
 _ATTEMPT_TAGS = frozenset(tag_of(cls) for cls in (*ATTEMPT_EVENTS, PromptStored))
-
-
-class _Envelope(msgspec.Struct):
-    """What filing an event needs; every other field of the body is skipped."""
-
-    type: str
-    stream: str
-    stream_seq: int
-    at: str
-    stream_prev: str | None = None
-    case_id: str | None = None
-    attempt: int | None = None
-
-
-_ENV: msgspec.json.Decoder[_Envelope] = msgspec.json.Decoder(_Envelope)
 
 
 @dataclass(frozen=True)
@@ -131,20 +120,21 @@ def _read_all(ledger: Ledger, stop: int, wanted: frozenset[str] | None) -> Snaps
     state = caseruns.initial()
     tree = TreeAccumulator()
     heads: dict[str, tuple[int, bytes]] = {}
-    apply, touch, decode, envelope = caseruns.apply, caseruns.touch_run, codec.decode, _ENV.decode
+    apply, touch, decode = caseruns.apply, caseruns.touch_run, codec.decode
+    envelope = ENVELOPE.decode
     attempt_tags = _ATTEMPT_TAGS
     with paused_gc():
         for row in ledger.scan_rows(stop):
             seq, body, leaf = row[0], row[1], row[2]
             tree.append(leaf)
-            head = _decoded(seq, envelope, body)
-            _check_stream(seq, head, heads)
+            head = decoded(seq, envelope, body)
+            check_stream(seq, head, heads)
             heads[head.stream] = (head.stream_seq, leaf)
             if head.type in attempt_tags and wanted is not None and head.stream not in wanted:
                 touch(state, head.stream, head.at)
                 state.size = seq + 1
                 continue
-            event = _decoded(seq, decode, body)
+            event = decoded(seq, decode, body)
             state = apply(state, (seq, leaf, event))
     state.size = stop
     # CaseRuns in key order (run, case, attempt), of listed runs only, as asked.
@@ -154,31 +144,10 @@ def _read_all(ledger: Ledger, stop: int, wanted: frozenset[str] | None) -> Snaps
     return Snapshot(state, stop, tree.root(), heads)
 
 
-def _decoded(seq: int, decoder: Callable[[bytes], T], body: bytes) -> T:
-    try:
-        return decoder(body)
-    except (msgspec.ValidationError, msgspec.DecodeError) as exc:
-        raise VerificationError(f"seq {seq}: body is not a known event: {exc}", seq=seq) from None
-
-
-def _check_stream(seq: int, head: _Envelope, heads: dict[str, tuple[int, bytes]]) -> None:
-    last = heads.get(head.stream)
-    want_seq, want_prev = (0, None) if last is None else (last[0] + 1, link_of(last[1]))
-    if head.stream_seq != want_seq or head.stream_prev != want_prev:
-        raise ChainBrokenError(
-            f"seq {seq}: stream {head.stream}: stream_seq {head.stream_seq} after "
-            f"{head.stream_prev}, expected stream_seq {want_seq} after {want_prev}",
-            seq=seq,
-        )
-
-
 _BANK_TAG = tag_of(BankPublished)
 _RUN_TAG = tag_of(RunStarted)
 #: A run imported from another machine starts with its RunStarted inside one (docs/exchange.md).
 _RUN_TAGS = (_RUN_TAG, tag_of(EventImported))
-
-#: (seq, leaf hash, body) of one checked row to fold.
-_Row = tuple[int, bytes, bytes]
 
 
 @dataclass
@@ -190,9 +159,9 @@ class _Indexed:
     index: tree_index.TreeIndex
     stop: int
     root: bytes
-    banks: list[_Row]
+    banks: list[Row]
     #: stream -> its rows from the index's size to ``stop`` (checked, in order).
-    tail: dict[str, list[_Row]]
+    tail: dict[str, list[Row]]
     #: stream -> (stream_seq, leaf) of its last event below ``stop``.
     heads: dict[str, tuple[int, bytes]]
 
@@ -203,17 +172,17 @@ def _indexed(ledger: Ledger, index: tree_index.TreeIndex, stop: int) -> _Indexed
     heads: dict[str, tuple[int, bytes]] = {}
     # Every event of the ledger stream is folded (banks, and whatever else a fold
     # reads from it); the fold ignores the rest (signers, checkpoints issued).
-    banks = [row for row, _ in _stream_below(ledger, index, LEDGER_STREAM, prefix, heads)]
-    tail: dict[str, list[_Row]] = {}
+    banks = [row for row, _ in stream_below(ledger, index, LEDGER_STREAM, prefix, heads)]
+    tail: dict[str, list[Row]] = {}
     if stop <= index.size:
         root = index.accumulator(stop).root()
     else:
         tree = index.accumulator(index.size)
         chains = {s: (n, leaf) for s, (n, _, leaf) in index.heads.items()}
-        for seq, body, leaf in _tail_rows(ledger, index.size, stop):
+        for seq, body, leaf in tail_rows(ledger, index.size, stop):
             tree.append(leaf)
-            head = _decoded(seq, _ENV.decode, body)
-            _check_stream(seq, head, chains)
+            head = decoded(seq, ENVELOPE.decode, body)
+            check_stream(seq, head, chains)
             chains[head.stream] = heads[head.stream] = (head.stream_seq, leaf)
             if head.type == _BANK_TAG or head.stream == LEDGER_STREAM:
                 banks.append((seq, leaf, body))
@@ -223,49 +192,13 @@ def _indexed(ledger: Ledger, index: tree_index.TreeIndex, stop: int) -> _Indexed
     return _Indexed(index, stop, root, banks, tail, heads)
 
 
-def _stream_below(
-    ledger: Ledger,
-    index: tree_index.TreeIndex,
-    stream: str,
-    prefix: int,
-    heads: dict[str, tuple[int, bytes]],
-) -> Iterator[tuple[_Row, _Envelope]]:
-    """The stream's rows below ``prefix`` found by the stream index, each checked.
-
-    Every body must hash to the verified leaf at its seq and name the stream; the
-    stream's chain must hold and end, below the index's size N, at the head the
-    index recorded (rows between ``prefix`` and N are checked, not yielded).
-    """
-    last: tuple[int, int, bytes] | None = None
-    # closed here, also when a check stops the read early, while the store is open
-    with contextlib.closing(ledger.indexed_stream_columns(stream, index.size)) as rows:
-        for count, (seq, body, leaf, stream_seq, kind) in enumerate(rows):
-            if type(body) is not bytes or codec.leaf_hash(body) != index.leaf(seq):
-                raise tree_index.IndexMismatch(f"seq {seq}: not the leaf of the tree")
-            head = _decoded(seq, _ENV.decode, body)
-            want_prev = None if last is None else link_of(last[2])
-            if head.stream != stream or head.stream_seq != count or head.stream_prev != want_prev:
-                raise tree_index.IndexMismatch(f"seq {seq}: stream chain")
-            if (stream_seq, kind) != (head.stream_seq, head.type):
-                # the columns were edited: the full read names the seq (exit 1)
-                raise tree_index.IndexMismatch(f"seq {seq}: the row's columns differ from its body")
-            if last is not None and seq <= last[1]:
-                raise tree_index.IndexMismatch(f"seq {seq}: stream out of order")
-            last = (count, seq, leaf)
-            if seq < prefix:
-                heads[stream] = (count, leaf)
-                yield (seq, leaf, body), head
-    if last != index.heads.get(stream):
-        raise tree_index.IndexMismatch(f"stream {stream}: head differs")
-
-
 def _fold_runs(ledger: Ledger, shared: _Indexed, wanted: frozenset[str]) -> Snapshot:
     """The state of the banks and the ``wanted`` runs, in seq order."""
     prefix = min(shared.index.size, shared.stop)
     heads: dict[str, tuple[int, bytes]] = {}
     items = list(shared.banks)
     for stream in sorted(wanted - {LEDGER_STREAM}):
-        items.extend(row for row, _ in _stream_below(ledger, shared.index, stream, prefix, heads))
+        items.extend(row for row, _ in stream_below(ledger, shared.index, stream, prefix, heads))
         items.extend(shared.tail.get(stream, ()))
     heads.update(shared.heads)  # the ledger stream's, and those of the rows after N
     items.sort()
@@ -273,7 +206,7 @@ def _fold_runs(ledger: Ledger, shared: _Indexed, wanted: frozenset[str]) -> Snap
     apply, decode = caseruns.apply, codec.decode
     with paused_gc():
         for seq, leaf, body in items:
-            state = apply(state, (seq, leaf, _decoded(seq, decode, body)))
+            state = apply(state, (seq, leaf, decoded(seq, decode, body)))
     state.size = shared.stop
     found = state.caseruns
     state.caseruns = {key: found[key] for key in sorted(found) if found[key].run_id in wanted}
@@ -337,7 +270,7 @@ def run_snapshots(
 
     Read through the tree index when there is one (the rows after it read once); a
     ledger on a server (no file for an index) gets one built in memory by checking the
-    whole log once (:func:`ledger.app.tree_index.in_memory`); without either (rows that
+    whole log once (:func:`ledger.tree_index.in_memory`); without either (rows that
     do not hold), the whole log is read into one snapshot, as before (it may then hold
     every run, and names the bad seq).
 
@@ -372,7 +305,7 @@ def _snapshots(
             shared = _indexed(ledger, index, stop)
             streams = set(index.heads) | set(shared.tail)
             if wanted is None:
-                _every_stream_listed(ledger, index)
+                every_stream_listed(ledger, index)
             else:
                 for stream in wanted - streams - {LEDGER_STREAM}:
                     # A run asked for that the index does not list must have no rows
@@ -385,33 +318,6 @@ def _snapshots(
         except tree_index.IndexMismatch:
             index = None if again else tree_index.rebuild(ledger)
     return iter([_read_all(ledger, stop, wanted)])
-
-
-def _every_stream_listed(ledger: Ledger, index: tree_index.TreeIndex) -> None:
-    """Raise IndexMismatch unless the index's stream heads cover every event below its
-    size: each head must be the row the verified tree has at its seq, naming that
-    stream and stream_seq (so the stream has exactly stream_seq + 1 events there), and
-    these counts must add up to the size. A stream dropped from the index (which would
-    drop a run from a report of every run) is caught so, for one row read per stream."""
-    if not index.heads_in_tree:
-        for stream, (_, seq, leaf) in index.heads.items():
-            if not 0 <= seq < index.size or index.leaf(seq) != leaf:
-                raise tree_index.IndexMismatch(f"stream {stream}: head is not in the tree")
-        index.heads_in_tree = True
-    total = 0
-    for stream, (count, seq, leaf) in index.heads.items():
-        try:
-            stored = ledger.get(seq)
-        except ChainBrokenError:
-            raise tree_index.IndexMismatch(f"seq {seq}: body") from None
-        if stored is None or stored.leaf_hash != leaf:
-            raise tree_index.IndexMismatch(f"stream {stream}: head row")
-        head = _decoded(seq, _ENV.decode, stored.body)
-        if head.stream != stream or head.stream_seq != count:
-            raise tree_index.IndexMismatch(f"stream {stream}: head names another event")
-        total += count + 1
-    if total != index.size:
-        raise tree_index.IndexMismatch(f"the streams hold {total} events, not {index.size}")
 
 
 def _each_run(
@@ -451,7 +357,7 @@ def _banks_state(shared: _Indexed) -> State:
     to (the published banks), as every run's snapshot holds them."""
     state = caseruns.initial()
     for seq, leaf, body in shared.banks:
-        state = caseruns.apply(state, (seq, leaf, _decoded(seq, codec.decode, body)))
+        state = caseruns.apply(state, (seq, leaf, decoded(seq, codec.decode, body)))
     state.size = shared.stop
     return state
 
@@ -477,7 +383,7 @@ def _recorded_run(
         if stored is None or stored.leaf_hash != leaf or index.leaf(seq) != leaf:
             raise tree_index.IndexMismatch(f"stream {stream}: head row")
         body = stored.body
-    last = _decoded(seq, _ENV.decode, body)
+    last = decoded(seq, ENVELOPE.decode, body)
     if last.stream != stream or last.type != _FINISHED_TAG:
         return None
     if not tail and last.stream_seq != count:
@@ -490,7 +396,7 @@ def _recorded_run(
         return None
     if named != (last.stream_seq, leaf, seq):
         return None
-    finished = _decoded(seq, codec.decode, body)
+    finished = decoded(seq, codec.decode, body)
     if not isinstance(finished, RunFinished) or isinstance(finished.totals, msgspec.UnsetType):
         return None
     if stream in index.heads:
@@ -499,7 +405,7 @@ def _recorded_run(
             raise tree_index.IndexMismatch(f"stream {stream}: first event")
     else:
         first_seq, _, first_body = tail[0] if tail else (-1, b"", b"")
-    started = _decoded(first_seq, codec.decode, first_body)
+    started = decoded(first_seq, codec.decode, first_body)
     if (
         not isinstance(started, RunStarted)
         or started.stream != stream
@@ -536,143 +442,4 @@ def _is_run(ledger: Ledger, index: tree_index.TreeIndex, shared: _Indexed, strea
             raise tree_index.IndexMismatch(f"stream {stream}: first event")
     else:
         seq, _, body = shared.tail[stream][0]
-    return _decoded(seq, _ENV.decode, body).type in _RUN_TAGS
-
-
-def stream_events(ledger: Ledger, stream: str) -> list[StoredEvent]:
-    """Every row of one stream (a run id, or ``ledger``) in order, read through the
-    verified tree index: what a run reads at its start and end (issue 34), without
-    reading the whole log as :meth:`Ledger.stream_events` does.
-
-    Checked as strongly as that read: below the index's size N (a signed stored
-    checkpoint's), the index's stream heads must cover every event (one row read per
-    stream, :func:`_every_stream_listed`, so no stream's rows can be hidden from it),
-    each of the stream's rows found by the store's stream index must hash to the
-    verified leaf at its seq, name the stream and continue its chain to the recorded
-    head; every row from N to the end is read in full (leaf, chain, every stream's
-    chain), as in a report. The index is extended to the newest checkpoint first
-    (:func:`ledger.app.tree_index.open_index`: only the rows since its last size).
-
-    The ledger is also handed the verified tree of the first N leaves
-    (:meth:`Ledger.adopt_tree`), so the checkpoint a writer signs at a run's end reads
-    only the rows after N under the write lock. A ledger on a server has no index
-    file: the whole log is checked into an index in memory first
-    (:func:`ledger.app.tree_index.in_memory`, N = the log's size), before the lock.
-    Without an index (no stored checkpoint, or an index that still disagrees after a
-    rebuild) the whole log is read, as before, which names a bad seq.
-    """
-    return _through_index(
-        ledger, lambda index: _stream_through(ledger, index, stream), ledger.stream_events, stream
-    )
-
-
-def stream_names(ledger: Ledger) -> set[str]:
-    """Every stream name of the log (run ids and ``ledger``), read through the verified
-    tree index as :func:`stream_events` reads a stream: the index's heads, each checked
-    against the tree and the stored row (:func:`_every_stream_listed`), and the streams
-    of the rows after it, read in full. Without an index, the whole log is read."""
-
-    def through(index: tree_index.TreeIndex) -> set[str]:
-        _every_stream_listed(ledger, index)
-        return set(index.heads) | {head.stream for *_, head in _rows_after(ledger, index)}
-
-    return _through_index(ledger, through, lambda _: set(ledger.streams()), "")
-
-
-#: The verified index each open ledger last read through (issue 34): a run reads four
-#: times (its bank, its run id, its start, its end), and the index is opened again only
-#: when a newer checkpoint was stored since.
-_OPENED: weakref.WeakKeyDictionary[Ledger, tree_index.TreeIndex] = weakref.WeakKeyDictionary()
-
-
-def _through_index(
-    ledger: Ledger,
-    read: Callable[[tree_index.TreeIndex], T],
-    whole: Callable[[str], T],
-    stream: str,
-) -> T:
-    """``read`` through the ledger's verified index (rebuilt once when it disagrees; a
-    server ledger's built in memory), the writer handed its tree
-    (:meth:`Ledger.adopt_tree`); else ``whole(stream)``."""
-    held = _OPENED.get(ledger)
-    index = tree_index.reopen(ledger, held)
-    if index is None and tree_index.index_path(ledger) is None:
-        # A ledger on a server has no index file: the whole log checked once into an
-        # index in memory (as run_snapshots does), read before the write lock, so the
-        # writer's checkpoint at a run's end reads only the rows after it under the lock.
-        index = tree_index.in_memory(ledger, ledger.size())
-    for again in (False, True):
-        if index is None:
-            break
-        try:
-            found = read(index)
-        except tree_index.IndexMismatch:
-            index = None if again else tree_index.rebuild(ledger)
-            continue
-        if index is not held:
-            ledger.adopt_tree(index.accumulator(index.size))
-            _OPENED[ledger] = index
-        return found
-    _OPENED.pop(ledger, None)
-    return whole(stream)
-
-
-def _stream_through(ledger: Ledger, index: tree_index.TreeIndex, stream: str) -> list[StoredEvent]:
-    """:func:`stream_events` through ``index``; IndexMismatch where it disagrees."""
-    _every_stream_listed(ledger, index)
-    if stream not in index.heads and next(iter(ledger.indexed_stream(stream, index.size)), None):
-        raise tree_index.IndexMismatch(f"stream {stream}: not in the index")
-    found = [row for row, _ in _stream_below(ledger, index, stream, index.size, {})]
-    found += [(seq, leaf, body) for seq, body, leaf, head in _rows_after(ledger, index)
-              if head.stream == stream]  # fmt: skip
-    out: list[StoredEvent] = []
-    for seq, leaf, body in found:
-        stored = ledger.get(seq)  # the whole row (chain, key id, signature), body hashed
-        if stored is None or stored.leaf_hash != leaf or stored.body != body:
-            raise tree_index.IndexMismatch(f"seq {seq}: row changed while read")
-        out.append(stored)
-    return out
-
-
-def _rows_after(
-    ledger: Ledger, index: tree_index.TreeIndex
-) -> Iterator[tuple[int, bytes, bytes, _Envelope]]:
-    """(seq, body, leaf, envelope) of every row from the index's size to the end, read
-    in full (:func:`_tail_rows`), each stream's chain continuing from the index's heads."""
-    chains = {s: (n, leaf) for s, (n, _, leaf) in index.heads.items()}
-    for seq, body, leaf in _tail_rows(ledger, index.size, ledger.size()):
-        head = _decoded(seq, _ENV.decode, body)
-        _check_stream(seq, head, chains)
-        chains[head.stream] = (head.stream_seq, leaf)
-        yield seq, body, leaf, head
-
-
-def _tail_rows(ledger: Ledger, start: int, stop: int) -> Iterator[tuple[int, bytes, bytes]]:
-    """(seq, body, leaf) of rows ``start`` .. ``stop``-1: no gap, each body hashing to its
-    leaf and the chain continuing from the stored chain of ``start``-1."""
-    prev = GENESIS_CHAIN
-    if start:
-        before = ledger.get(start - 1)
-        if before is None:
-            raise ChainBrokenError(f"seq {start - 1}: missing", seq=start - 1)
-        prev = before.chain
-    expected, chain_hash, leaf_of = start, codec.chain_hash, codec.leaf_hash
-    for row in ledger.iter_events(start, stop):
-        seq, body, leaf = row.seq, row.body, row.leaf_hash
-        if seq != expected:
-            raise ChainBrokenError(
-                f"seq {expected}: missing (the next stored row is seq {seq})", seq=expected
-            )
-        if type(body) is not bytes or type(leaf) is not bytes or leaf_of(body) != leaf:
-            raise ChainBrokenError(f"seq {seq}: body does not hash to its leaf hash", seq=seq)
-        prev = chain_hash(prev, leaf)
-        if prev != row.chain:
-            raise ChainBrokenError(
-                f"seq {seq}: chain is {link_of(row.chain)}, expected {link_of(prev)}", seq=seq
-            )
-        expected += 1
-        yield seq, body, leaf
-    if expected != stop:
-        raise ChainBrokenError(
-            f"seq {expected}: the ledger ends at size {expected}, not {stop}", seq=expected
-        )
+    return decoded(seq, ENVELOPE.decode, body).type in _RUN_TAGS

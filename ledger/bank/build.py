@@ -17,10 +17,10 @@ from ledger.bank.data import DATA_SQLITE, DataFiles, load_hint, parents_first
 from ledger.bank.model import Bank, CaseDef
 from ledger.bank.problems import Problems
 from ledger.codec import digest
+from ledger.engines.cells import encode_row
 from ledger.errors import BankError, DiskFullError, LedgerError, disk_full
 from ledger.events import BuildSettings, Column, ForeignKeyViolation, GoldResult, TableSchema
 from ledger.harness import determinism
-from ledger.harness.cells import encode_row
 
 __all__ = [
     "BUILD_SETTINGS",

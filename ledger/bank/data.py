@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from ledger.bank.problems import Problems
+from ledger.errors import BankError
 
 __all__ = [
     "DATA_DIR",
@@ -94,8 +95,6 @@ def _csv_batches(path: Path, width: int) -> Iterator[list[tuple[Any, ...]]]:
         batch: list[tuple[Any, ...]] = []
         for row in reader:
             if len(row) != width:
-                from ledger.errors import BankError
-
                 raise BankError(
                     f"{path.parent.name}/{path.name}: line {reader.line_num}: {len(row)} "
                     f"fields, the header has {width}",
@@ -170,8 +169,6 @@ class DataFiles:
         if name is None or self.kind == DATA_SQLITE:
             return
         found = _header(self.paths[name], self.kind)
-        from ledger.errors import BankError
-
         line = "line 1: " if self.kind == "csv" else ""
         if found is None:
             raise BankError(

@@ -16,6 +16,7 @@ from ledger.bank.purity import check_purity
 from ledger.bank.source import BankSource, content_hash, read_source
 from ledger.bounds import MAX_ROWS, MAX_WEIGHT, decimal_problem
 from ledger.codec import sha256_hex
+from ledger.engines.transpile import transpile
 from ledger.events import (
     BENCHMARKS,
     DIFFICULTIES,
@@ -160,8 +161,6 @@ class Bank:
         """``sql`` (written for ``written_for``) in the dialect of ``engine``."""
         if self.engine == self.written_for:
             return sql
-        from ledger.engines.transpile import transpile
-
         return transpile(sql, self.written_for, self.engine)
 
     @property

@@ -30,10 +30,10 @@ from ledger.bank.model import Bank, load_bank
 from ledger.bank.problems import Problems
 from ledger.bank.registry import DB_SUFFIX, REPO_ROOT, PublishedBank, bank_paths, list_published
 from ledger.engines import discard
+from ledger.engines.cells import type_class
 from ledger.errors import BankError, StoreConflictError, broken
 from ledger.events import LEDGER_STREAM, BankPublished, Column, EngineDifference, GoldResult
 from ledger.harness.align import column_info
-from ledger.harness.cells import type_class
 from ledger.harness.compare import compare
 from ledger.harness.prompt import render_prompt
 from ledger.keys import Signer

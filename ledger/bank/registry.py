@@ -6,12 +6,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from ledger.app.snapshot import stream_events
 from ledger.bank.leak import LeakContext, leak_context
 from ledger.bank.model import Bank, load_bank
 from ledger.errors import BankError
 from ledger.events import ENGINES, LEDGER_STREAM, BankPublished, CaseSpec, tag_of
 from ledger.store import Ledger
+from ledger.stream_read import stream_events
 
 __all__ = [
     "BUILTIN_DIR",
@@ -108,7 +108,7 @@ def list_published(ledger: Ledger, home: Path) -> list[PublishedBank]:
     """Every BankPublished event of a ledger, in log order.
 
     Banks are published on the ``ledger`` stream, which is read through the verified
-    tree index (``ledger.app.snapshot.stream_events``: not the whole log, issue 34).
+    tree index (``ledger.stream_read.stream_events``: not the whole log, issue 34).
     """
     out = []
     tag = tag_of(BankPublished).encode()

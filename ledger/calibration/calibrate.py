@@ -35,9 +35,9 @@ from ledger.calibration.config import Calibration
 from ledger.calibration.operators import OPERATORS, Mutant, mutants_for, render
 from ledger.calibration.oracle import Judged, Oracle
 from ledger.calibration.variants import BASE, VariantDb, prepare_variants
+from ledger.engines.cells import type_class
 from ledger.errors import broken
 from ledger.events import GoldResult
-from ledger.harness.cells import type_class
 from ledger.harness.compare import fraction_to_decimal
 from ledger.harness.guard import fold
 

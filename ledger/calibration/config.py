@@ -21,6 +21,7 @@ from ledger.bank.model import Bank
 from ledger.bank.problems import Problems
 from ledger.bank.purity import check_purity
 from ledger.bank.source import CALIBRATION_FILE, canonical_text, normalise_text, parse_yaml
+from ledger.calibration.operators import OPERATOR_NAMES
 from ledger.errors import broken
 
 __all__ = [
@@ -208,8 +209,6 @@ def _variants(raw: Any, r: _Reader) -> list[Variant]:
 
 
 def _equivalents(raw: Any, path: tuple[Any, ...], cid: str, r: _Reader) -> list[EquivalentMutant]:
-    from ledger.calibration.operators import OPERATOR_NAMES
-
     if raw is None:
         return []
     if not isinstance(raw, list):

@@ -25,7 +25,7 @@ from typing import Any
 
 from ledger.bank.model import Bank, CaseDef
 from ledger.calibration.calibrate import read_gold, read_schema
-from ledger.calibration.config import Calibration
+from ledger.calibration.config import Calibration, load_calibration
 from ledger.calibration.oracle import Oracle
 from ledger.calibration.variants import prepare_variants
 from ledger.codec import canonical_json
@@ -185,8 +185,6 @@ def open_for_published(published: Any) -> VariantDiagnostics | None:
     variants, and for a bank on another engine than DuckDB (variant databases are
     DuckDB builds). Variant databases are cached beside the bank's database.
     """
-    from ledger.calibration.config import load_calibration
-
     if published.event.build.engine != "duckdb":
         return None
 

@@ -20,12 +20,12 @@ from typing import Any
 
 from ledger.bank.model import CaseDef
 from ledger.codec import digest
+from ledger.engines.duckdb_worker import WorkerPool
 from ledger.engines.process import ExecResult
 from ledger.errors import InternalError, LedgerError, broken
 from ledger.events import CaseSpec, GoldResult, OutputParsed, Plan
 from ledger.harness import pipeline
 from ledger.harness.score import SCORER_VERSION
-from ledger.harness.worker import WorkerPool
 
 __all__ = ["Judged", "Oracle"]
 

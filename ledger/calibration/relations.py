@@ -19,9 +19,9 @@ from pathlib import Path
 from typing import Any
 
 from ledger.bank.build import build_database, freeze_gold, open_bank_db
-from ledger.bank.model import Bank
+from ledger.bank.model import Bank, load_bank
 from ledger.bank.problems import Problem
-from ledger.calibration.config import Calibration, Relation, RelationSide
+from ledger.calibration.config import Calibration, Relation, RelationSide, load_calibration
 from ledger.calibration.variants import VariantDb, prepare_variants
 from ledger.events import GoldResult
 
@@ -124,8 +124,5 @@ def check_relations(
 
 def check_folder_relations(folder: Path) -> list[Problem]:
     """Load the bank folder and its calibration.yaml and check every relation (publish flag)."""
-    from ledger.bank.model import load_bank
-    from ledger.calibration.config import load_calibration
-
     bank = load_bank(folder)
     return check_relations(bank, load_calibration(bank))

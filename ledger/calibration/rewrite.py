@@ -26,7 +26,7 @@ __all__ = [
     "nodes",
 ]
 
-# table -> column -> type class (ledger.harness.cells.type_class), names folded.
+# table -> column -> type class (ledger.engines.cells.type_class), names folded.
 Schema = dict[str, dict[str, str]]
 # Receives the copy's nodes in walk order, edits them in place, returns the new root.
 Edit = Callable[[list[exp.Expr]], exp.Expr]

@@ -22,7 +22,7 @@ from ledger.cli.common import exit_with
 from ledger.errors import DiskFullError, LedgerError, StoreConflictError, UsageError
 from ledger.events import ENGINES
 from ledger.harness.limits import BOUNDS, DEFAULT_LIMITS, validate
-from ledger.harness.runner import DEFAULT_MAX_CONSECUTIVE_FAILURES, Progress, RunPlan, RunSummary
+from ledger.run.runner import DEFAULT_MAX_CONSECUTIVE_FAILURES, Progress, RunPlan, RunSummary
 from ledger.store import Ledger
 
 if TYPE_CHECKING:

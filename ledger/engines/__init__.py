@@ -4,7 +4,12 @@
 it. ``process`` is the SQL worker protocol every engine's executor shares (the
 messages, the child's loop and watchdog, ``ProcessExecutor``: spawn, request and
 reply, deadline kill, memory bound, pids, close, a crashed worker replaced); each
-engine supplies its worker's open, run and classify. SQLite's parts:
+engine supplies its worker's open, run and classify. ``reading``: the protocol's
+"read this SQL" messages (the harness's reader, named, answers them); ``cells``: the
+typed result cells every worker returns. DuckDB's parts: ``functions`` (its function
+catalog judged, the catalog parts the others share, its dialect notes),
+``duckdb_worker`` (its worker process and executor) and ``duckdb_sandbox`` (the
+worker's locked-down connection, parse check, shadowed functions). SQLite's parts:
 ``sqlite_sandbox`` (the locked-down connection, text checks, typing rule),
 ``sqlite_worker`` (its worker process and executor), ``sqlite_catalog`` (its function
 catalog judged) and ``sqlite_integrity`` (foreign keys a file's data breaks, for
@@ -13,7 +18,8 @@ and an executor reads), ``postgres_catalog`` (its function catalog judged),
 ``postgres_worker`` (the SQL worker process) and ``postgres_executor`` (its executor:
 the parent side). ``transpile`` rewrites a bank written for one engine into another's
 dialect.
-:func:`get_engine` is the one place an engine name becomes an engine, and
+:func:`get_engine` is the one place an engine name becomes an engine,
+:func:`engine_rules` the one place it becomes the guard's dialect and catalog, and
 :func:`executor_for` the one place a published bank gets its sandboxed executor.
 """
 
@@ -25,8 +31,10 @@ from pathlib import Path
 
 import msgspec
 
+from ledger.engines import functions, postgres_catalog, sqlite_catalog
 from ledger.engines.base import ENGINES, Engine, EngineQueryError, Executor
-from ledger.errors import UsageError
+from ledger.engines.functions import Catalog
+from ledger.errors import UsageError, broken
 from ledger.events import BankPublished
 
 __all__ = [
@@ -35,6 +43,7 @@ __all__ = [
     "EngineQueryError",
     "Executor",
     "discard",
+    "engine_rules",
     "executor_for",
     "get_engine",
     "sql_timeout_s",
@@ -69,6 +78,18 @@ def get_engine(name: str, *, environ: Mapping[str, str] | None = None) -> Engine
 
         return from_environment(os.environ if environ is None else environ)
     raise UsageError(f"unknown engine {name!r}", hint=f"an engine is one of {', '.join(ENGINES)}")
+
+
+def engine_rules(engine: str) -> tuple[str, Catalog]:
+    """The sqlglot dialect and function allow-list the guard uses for a bank on ``engine``
+    (each catalog is data beside its engine; no engine's driver is imported for it)."""
+    if engine == "duckdb":
+        return "duckdb", functions.catalog()
+    if engine == "sqlite":
+        return "sqlite", sqlite_catalog.catalog()
+    if engine == "postgres":
+        return "postgres", postgres_catalog.catalog()
+    raise broken(f"no guard rules for engine {engine!r}")
 
 
 def discard(engine: str, database: Path) -> None:

@@ -1,5 +1,5 @@
 """The DuckDB engine (the default): the bank build of ``ledger.bank.build`` and the
-sandboxed worker of ``ledger.harness.worker`` behind the engine contract."""
+sandboxed worker of ``ledger.engines.duckdb_worker`` behind the engine contract."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ import duckdb
 
 from ledger.bank.build import REQUIRED_DUCKDB, build_sql, open_bank_db, run_query, table_snapshot
 from ledger.engines.base import EngineQueryError
+from ledger.engines.duckdb_worker import WorkerPool
+from ledger.engines.functions import DIALECT_NOTES
 from ledger.events import Column, TableSchema
-from ledger.harness.prompt import DIALECT_NOTES
-from ledger.harness.worker import WorkerPool
 
 if TYPE_CHECKING:
     from ledger.bank.data import DataFiles

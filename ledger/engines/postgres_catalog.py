@@ -2,7 +2,7 @@
 
 Part of the PostgreSQL engine (``ledger.engines.postgres``): the deny rules by name
 and signature, the grammar functions, the judging of one catalog function, and the
-checked-in allow-list read as a ``ledger.harness.functions.Catalog``
+checked-in allow-list read as a ``ledger.engines.functions.Catalog``
 (``tools/gen_postgres_allowlist.py`` writes it from a live server).
 """
 
@@ -12,7 +12,7 @@ import functools
 import json
 from importlib import resources
 
-from ledger.harness.functions import Catalog, DenyRule, FunctionEntry, denied_by, fold, name_denial
+from ledger.engines.functions import Catalog, DenyRule, FunctionEntry, denied_by, fold, name_denial
 
 DATA_FILE = "postgres_functions.json"
 
@@ -160,7 +160,7 @@ def all_rules() -> tuple[DenyRule, ...]:
 
 @functools.cache
 def catalog() -> Catalog:
-    """The checked-in PostgreSQL allow-list as a :class:`ledger.harness.functions.Catalog`.
+    """The checked-in PostgreSQL allow-list as a :class:`ledger.engines.functions.Catalog`.
 
     The file names the server version ``server_version``; Catalog reads the
     version from ``duckdb_version``, so it is passed under that key too.

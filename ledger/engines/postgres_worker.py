@@ -19,6 +19,7 @@ import psycopg
 from psycopg.adapt import Loader
 from psycopg.pq import Format
 
+from ledger.engines import cells
 from ledger.engines.process import (
     ExecResult,
     Request,
@@ -30,7 +31,6 @@ from ledger.engines.process import (
     too_large,
 )
 from ledger.events import Column
-from ledger.harness import cells
 
 #: How long after the timeout the worker's watchdog cancels a statement the server did not.
 WATCHDOG_SLACK_S = 0.25
@@ -42,7 +42,7 @@ FETCH_MAX = 1024
 # ------------------------------------------------------------------------------ types
 
 # Built-in type OIDs (pg_type.dat; stable across PostgreSQL versions) -> DuckDB-style names
-# that ledger.harness.cells.type_class understands.
+# that ledger.engines.cells.type_class understands.
 _BUILTIN_TYPES: dict[int, str] = {
     16: "BOOLEAN",
     17: "BLOB",  # bytea

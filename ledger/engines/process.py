@@ -9,8 +9,8 @@ the engine's own part:
   :class:`Reply`, and :class:`ExecResult` (an execution or its classified failure,
   kinds as :data:`ERROR_KINDS`; failures are data, only a broken harness raises
   ``SandboxError``);
-- the child side: :func:`serve` (open, say ready, answer until EOF; a
-  ``ReadRequest`` is read by ``ledger.harness.reading``), the :class:`Watchdog`
+- the child side: :func:`serve` (open, say ready, answer until EOF; a ``ReadRequest``
+  is read by the module ``ledger.engines.reading.READER`` names), the :class:`Watchdog`
   (the deadline interrupt, the resident-memory bound ending the process with
   :data:`MEMORY_EXIT_CODE`, the orphan check), :func:`limit_address_space`;
 - the parent side: :class:`ProcessWorker` (spawn with Ctrl-C held off, wait for
@@ -20,7 +20,7 @@ the engine's own part:
 
 An engine supplies its worker's entry point (open, run and classify, given to
 :func:`serve`) and a :class:`ProcessExecutor` subclass that spawns it: DuckDB
-(``ledger.harness.worker``), SQLite (``ledger.engines.sqlite_worker``) and
+(``ledger.engines.duckdb_worker``), SQLite (``ledger.engines.sqlite_worker``) and
 PostgreSQL (``ledger.engines.postgres_executor``).
 """
 
@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import abc
 import contextlib
+import importlib
 import multiprocessing
 import os
 import queue
@@ -46,9 +47,9 @@ import msgspec
 from msgspec import UNSET, UnsetType
 
 from ledger import events
+from ledger.engines import cells
+from ledger.engines.reading import READER, Reading, ReadRequest
 from ledger.errors import SandboxError, UsageError
-from ledger.harness import cells, reading
-from ledger.harness.reading import Reading, ReadRequest
 
 __all__ = [
     "ERROR_KINDS",
@@ -110,7 +111,7 @@ MEMORY_MESSAGE = (
 class ExecResult(msgspec.Struct, frozen=True, kw_only=True):
     """One execution, shaped like the fields of ``events.SqlExecuted``.
 
-    ``rows`` hold cells encoded by :func:`ledger.harness.cells.encode_cell`;
+    ``rows`` hold cells encoded by :func:`ledger.engines.cells.encode_cell`;
     ``row_count`` is the number of rows kept (at most ``max_rows``) and
     ``truncated`` says that more existed.  ``sql_us`` is measured inside the
     worker around execute + fetch (for a kill or crash: the parent's wait).
@@ -135,8 +136,8 @@ class ExecResult(msgspec.Struct, frozen=True, kw_only=True):
 class Request(msgspec.Struct, frozen=True, tag="execute"):
     """One query sent to a worker process (every engine's worker reads this shape).
 
-    A worker also answers a :class:`ledger.harness.reading.ReadRequest` (read the SQL,
-    run nothing) with a ``reading`` reply: see ``ledger.harness.reading``.
+    A worker also answers a :class:`ledger.engines.reading.ReadRequest` (read the SQL,
+    run nothing) with a ``reading`` reply: see ``ledger.engines.reading``.
     """
 
     sql: str
@@ -370,8 +371,9 @@ def serve(
         if not send_or_quit(conn, encoder.encode(Reply(kind="ready"))):
             return
         # While the parent prepares the run: import what reading SQL needs (sqlglot, the
-        # guard), so that the first ReadRequest does not wait for it.
-        reading.prepare()
+        # guard: the harness's reader, named by READER), so that the first ReadRequest
+        # does not wait for it.
+        reader = importlib.import_module(READER)
         decoder: msgspec.msgpack.Decoder[Request | ReadRequest] = msgspec.msgpack.Decoder(
             Request | ReadRequest
         )
@@ -383,7 +385,7 @@ def serve(
             req = decoder.decode(raw)
             try:
                 if isinstance(req, ReadRequest):
-                    reply = Reply(kind="reading", reading=reading.read(req))
+                    reply = Reply(kind="reading", reading=reader.read(req))
                 else:
                     reply = Reply(kind="result", result=run(session, req))
             except Exception:

@@ -4,14 +4,14 @@ The allow-list is generated from the linked SQLite's own catalog (``PRAGMA
 function_list`` and ``PRAGMA module_list`` of a default in-memory connection)
 by ``tools/gen_sqlite_allowlist.py`` and checked in as ``sqlite_functions.json``
 beside this module, in the format of DuckDB's list
-(``ledger.harness.functions``). Every (name, type) is either allowed or denied
+(``ledger.engines.functions``). Every (name, type) is either allowed or denied
 by the first rule of ``DENY_RULES`` that matches its name; a function the list
 does not know is refused (fail closed), so a newer SQLite with more functions
 gains nothing until the list is regenerated and reviewed.
 
 Two consumers read the same list: the SQLite worker's authorizer (a call of a
 name that is not allowed is refused before the statement runs) and the guard
-(:class:`SQLiteCatalog`, a :class:`ledger.harness.functions.Catalog`).
+(:class:`SQLiteCatalog`, a :class:`ledger.engines.functions.Catalog`).
 
 Table-valued functions (eponymous virtual tables: ``json_each``,
 ``json_tree``, ``pragma_*``, ``dbstat``, ...) are all denied: SQLite registers
@@ -35,7 +35,7 @@ from typing import Any
 
 import msgspec
 
-from ledger.harness.functions import Catalog, DenyRule, FunctionEntry, fold, name_denial
+from ledger.engines.functions import Catalog, DenyRule, FunctionEntry, fold, name_denial
 
 __all__ = [
     "DATA_FILE",

@@ -24,11 +24,11 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from ledger.engines import cells
 from ledger.engines.process import parse_memory_limit as worker_memory_limit
 from ledger.engines.sqlite_catalog import allowed_calls, catalog, fold
 from ledger.errors import UsageError
 from ledger.events import Column
-from ledger.harness import cells
 
 __all__ = [
     "Authorizer",

@@ -6,7 +6,7 @@ the DuckDB worker. In the worker the bank is opened by
 hard_heap_limit`` bounds SQLite's memory (``memory``); a progress handler stops
 a query at its deadline (``timeout``); the parent SIGKILLs a worker that does
 not answer within a grace and starts a fresh one. Rows are read one at a time
-under the result caps of ``ledger.harness.cells``, typed by the one rule of
+under the result caps of ``ledger.engines.cells``, typed by the one rule of
 ``sqlite_sandbox.column_plan`` and encoded. Failures are data
 (:class:`ledger.engines.process.ExecResult`); a refusal (the text check, the
 one-statement check, the authorizer) is ``refused``: nothing ran.
@@ -24,6 +24,7 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
+from ledger.engines import cells
 from ledger.engines.process import (
     ExecResult,
     ProcessExecutor,
@@ -46,7 +47,6 @@ from ledger.engines.sqlite_sandbox import (
     statement_refusal,
 )
 from ledger.events import Column
-from ledger.harness import cells
 
 __all__ = ["SQLiteExecutor"]
 

@@ -4,14 +4,12 @@
 - ``protocol``: parse the model's raw answer (query-plan-v1) into plan, SQL, summary.
 - ``limits``: the caps on what one attempt may cost (output, SQL, nesting, results);
   ``depth``: the nesting depths of a SQL text read from its tokens, before any parser.
-- ``sqlparse``: one sqlglot parse per SQL text; ``functions``: DuckDB's function
-  catalog judged into an allow-list; ``determinism``: what the guard's
+- ``sqlparse``: one sqlglot parse per SQL text; ``determinism``: what the guard's
   deterministic check refuses, per engine; ``ast_rules``: capability rules over
-  the AST; ``guard``: the static decision whether the SQL may run at all;
-  ``reading``: that reading done in the SQL worker about to execute it.
-- ``worker``: the sandboxed, read-only DuckDB process that executes it (``worker_sandbox``:
-  its locked-down connection, DuckDB's own parse check, the shadowed functions);
-  ``cells``: typed result cells.
+  the AST; ``guard``: the static decision whether the SQL may run at all (with the
+  engine's function catalog, ``ledger.engines.functions``); ``reading``: that reading,
+  also done in the SQL worker about to execute it (the engines name this module).
+- The SQL then runs on the bank's engine (``ledger.engines``: its worker, typed cells).
 - ``align``, ``matching``, ``compare``: the result against the frozen gold
   (column alignment, multiset rows by bipartite matching, order, tolerances);
   ``benchmark_sql``: what Spider's evaluator rewrites in SQL text first.
@@ -23,9 +21,7 @@
   compared by).
 - ``pipeline``: the one judge wiring guard -> execute (crash retried once) -> score.
 - ``attempt``: one adapter answer turned into the attempt's linked events.
-- ``runner``: plan cases x attempts, drive an adapter, append every step.
-  Its parts: ``progress`` (the counters and the summary of a run), ``calls`` (the
-  model calls on daemon threads), ``streak`` (the early stop), ``session`` (the run's
-  one writer), ``sqlpool`` (the run's SQL workers as one executor) and ``line`` (the
-  answers judged ahead and staged in arrival order).
+
+A run of many attempts is ``ledger.run``'s, a layer above (it folds outcomes and
+totals with ``projections``, which read this package's pure parts).
 """

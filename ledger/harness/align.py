@@ -48,8 +48,8 @@ from itertools import repeat
 from operator import itemgetter
 from typing import Any
 
+from ledger.engines import cells
 from ledger.events import Column
-from ledger.harness import cells
 from ledger.harness.matching import unique_perfect_matching
 
 __all__ = [

@@ -26,10 +26,10 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from ledger import codec, events
 from ledger.adapters.base import Failure, Reply
+from ledger.engines.cells import stored_size
 from ledger.errors import broken
 from ledger.harness import limits as limits_mod
 from ledger.harness import pipeline, protocol
-from ledger.harness.cells import stored_size
 from ledger.secrets import SecretSet
 from ledger.store import StoredEvent, link_of
 

@@ -48,7 +48,7 @@ from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-from ledger.harness.cells import type_class
+from ledger.engines.cells import type_class
 from ledger.harness.claim_words import (
     _APPROX,
     _ARABIC,

@@ -1,7 +1,7 @@
 """Compare a model's typed result with the frozen gold result: columns, rows, order.
 
 Pure: both sides arrive as ``events.Column`` pairs plus rows of cells encoded
-by ``ledger.harness.cells`` (never raw DuckDB values), so a rescore from
+by ``ledger.engines.cells`` (never raw DuckDB values), so a rescore from
 recorded events sees exactly what the live comparison saw.
 
 Steps (DESIGN.md "Comparison" and "Fine print"):

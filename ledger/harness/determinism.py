@@ -41,7 +41,7 @@ kinds of construct are refused, both fail closed:
 
 DuckDB needs no literal rule: it reads ``'now'``/``'today'`` as no date at all
 (a conversion error, the same on every run). Its approximate aggregates
-(``approx_*``, ``reservoir_*``) are denied by name (``ledger.harness.functions``).
+(``approx_*``, ``reservoir_*``) are denied by name (``ledger.engines.functions``).
 """
 
 from __future__ import annotations
@@ -54,7 +54,8 @@ from sqlglot import exp
 from sqlglot.errors import SqlglotError
 from sqlglot.optimizer.scope import Scope, traverse_scope
 
-from ledger.harness import functions, sqlparse
+from ledger.engines import engine_rules, functions
+from ledger.harness import sqlparse
 
 __all__ = [
     "CHECK",
@@ -699,7 +700,7 @@ def refusals(sql: str, engine: str) -> tuple[str, ...]:
     >>> refusals("SELECT count(*) FROM t", "duckdb")
     ()
     """
-    dialect, cat = functions.engine_rules(engine)
+    dialect, cat = engine_rules(engine)
     try:
         statements = [s for s in sqlparse.parse(sql, dialect) if s is not None]
     except (SqlglotError, RecursionError):

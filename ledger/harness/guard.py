@@ -29,7 +29,7 @@ Rules, in the order reported (docs/protocol-and-guard.md explains each one):
 - ``file_references``: no string literal, file, glob or URL name in FROM (``FROM 'x.csv'``);
 - ``table_references``: only published ``main`` tables or CTEs in scope;
 - ``function_allowlist``: every function call is on the allow-list generated from
-  DuckDB's catalog (``ledger.harness.functions``); unknown means refused;
+  DuckDB's catalog (``ledger.engines.functions``); unknown means refused;
 - ``deterministic``: nothing whose result depends on the clock, the machine's time
   zone or locale, a random or sampling source (``ledger.harness.determinism``; a
   call the allow-list denies as a clock or a random source is reported here too).
@@ -53,9 +53,10 @@ from sqlglot.optimizer.normalize_identifiers import normalize_identifiers
 from sqlglot.tokenizer_core import TokenType
 
 from ledger.codec import sha256_hex
+from ledger.engines import engine_rules, functions
 from ledger.errors import broken
 from ledger.events import Violation
-from ledger.harness import depth, determinism, functions, sqlparse
+from ledger.harness import depth, determinism, sqlparse
 
 __all__ = [
     "ALLOWED_TABLE_FUNCTIONS",
@@ -662,7 +663,7 @@ def _judge(sql: str, allowed: frozenset[str], engine: str = "duckdb") -> Verdict
     if too_deep is not None:
         violation = Violation(check="too_complex", message=too_deep)
         return Verdict(passed=False, violations=(violation,), ast_digest=None)
-    dialect, catalog = functions.engine_rules(engine)
+    dialect, catalog = engine_rules(engine)
     statements, failure = _parse(sql, dialect)
     if failure is not None:
         return Verdict(passed=False, violations=(failure,), ast_digest=None)

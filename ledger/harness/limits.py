@@ -34,7 +34,7 @@ What remains (parse, guard, AST rules and the structural match, all done
 before the SQL runs) is bounded by those two caps; its CPU time is measured
 and a judge that went over the budget rejects the SQL as ``too_complex``.
 A ``RecursionError`` anywhere in that work also means ``too_complex``.
-Result caps are enforced inside the SQL worker (``ledger.harness.cells``).
+Result caps are enforced inside the SQL worker (``ledger.engines.cells``).
 """
 
 from __future__ import annotations
@@ -46,12 +46,12 @@ from typing import Any
 
 import msgspec
 
+from ledger.engines import cells, engine_rules
+from ledger.engines.cells import prefix_within, stored_size
 from ledger.errors import UsageError
 from ledger.events import AstRule, Limits, TextCut, Violation
-from ledger.harness import cells, functions
 from ledger.harness import guard as guard_mod
 from ledger.harness.ast_rules import check_rules, structural_match
-from ledger.harness.cells import prefix_within, stored_size
 from ledger.harness.depth import nesting_depth
 from ledger.secrets import SecretSet
 
@@ -295,7 +295,7 @@ def judge_sql(
         )
     try:
         verdict = guard_mod.guard(sql, tables, engine)
-        dialect = functions.engine_rules(engine)[0]
+        dialect = engine_rules(engine)[0]
         if verdict.violations and verdict.violations[0].check == "too_complex":
             return Judged(False, verdict.violations, None)  # the guard's depth rule
         if _too_deep(verdict.violations):

@@ -33,11 +33,11 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from ledger import events
+from ledger.engines import engine_rules
 from ledger.engines.process import ExecResult
-from ledger.harness import functions
+from ledger.engines.reading import Reading, Readings, ReadRequest
 from ledger.harness import limits as limits_mod
 from ledger.harness import score as score_mod
-from ledger.harness.reading import Reading, Readings, ReadRequest
 from ledger.secrets import MARKER, SecretSet
 
 if TYPE_CHECKING:
@@ -310,7 +310,7 @@ def judge(
             provider_failure=failure,
             reference_sql=bench.reference_sql,
             version=version,
-            dialect=functions.engine_rules(bench.engine)[0],
+            dialect=engine_rules(bench.engine)[0],
             readings=readings,
         )
     except score_mod.ScoringError as exc:
@@ -321,7 +321,7 @@ def judge(
 def execution_differences(recorded: events.SqlExecuted, rerun: ExecResult) -> list[str]:
     """The :data:`COMPARED_FIELDS` in which a re-execution differs from the recorded one.
 
-    Cells are compared as stored (typed, encoded by ``ledger.harness.cells``), so a
+    Cells are compared as stored (typed, encoded by ``ledger.engines.cells``), so a
     re-execution is equal exactly when its event would carry the same bytes in these
     fields. A recorded execution with secrets ``scrubbed`` from its result (issue 30)
     cannot be equal (the re-execution, made without the run's secrets, prints them): its

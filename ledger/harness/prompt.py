@@ -16,6 +16,8 @@ import re
 import msgspec
 
 from ledger.codec import canonical_json, digest
+from ledger.engines import get_engine
+from ledger.engines.functions import DIALECT_NOTES
 from ledger.events import BankPublished, CaseSpec
 from ledger.harness.protocol import OUTPUT_CONTRACT, QUERY_PLAN_V1_SCHEMA
 
@@ -32,34 +34,11 @@ __all__ = [
 # The canonical text (sorted keys, compact) is what digests cover.
 QUERY_PLAN_V1_SCHEMA_TEXT: str = canonical_json(QUERY_PLAN_V1_SCHEMA).decode("utf-8")
 
-DIALECT_NOTES = """\
-SQL dialect: DuckDB 1.5.5.
-- The session time zone is UTC. TIMESTAMP values are naive and read as UTC;
-  TIMESTAMPTZ values are instants. Convert with `ts AT TIME ZONE 'Asia/Shanghai'`
-  (TIMESTAMPTZ -> local naive TIMESTAMP) or `local_ts AT TIME ZONE 'Asia/Shanghai'`
-  (naive local TIMESTAMP -> TIMESTAMPTZ).
-- Dates: `DATE '2026-09-01'`, `TIMESTAMP '2026-09-01 00:00:00'`, `INTERVAL 1 MONTH`,
-  `date_trunc('month', ts)`, `date_part('year', d)`, `strftime(ts, '%Y-%m')`,
-  `date_diff('day', a, b)`, `last_day(d)`. Prefer half-open ranges: `ts >= start AND ts < end`.
-- Calendar spines: `generate_series(DATE '2026-01-01', DATE '2026-12-01', INTERVAL 1 MONTH)`
-  or `range(...)` in FROM; `unnest([...])` for literal lists.
-- Window functions: ROW_NUMBER/RANK/DENSE_RANK/LAG/LEAD/SUM(...) OVER (...); filter on
-  them with QUALIFY. GROUP BY ALL, ORDER BY ALL, GROUPING SETS, ROLLUP and CUBE exist.
-- `count(DISTINCT x)`, `sum(x) FILTER (WHERE ...)`, `coalesce`, `nullif`, `CASE WHEN`.
-  Integer division `/` returns a DOUBLE; use `//` for integer division.
-- NULL semantics are standard SQL: `x = NULL` is never true, `NOT IN` with a NULL matches
-  nothing; use `IS NULL`, `IS DISTINCT FROM` and `NOT EXISTS`.
-- The query must be a single read-only SELECT (WITH allowed) over the tables below; no
-  DDL, DML, PRAGMA, SET, ATTACH, COPY or file functions.
-"""
-
 
 def dialect_notes(engine: str) -> str:
     """What the prompt's ``{{dialect}}`` says for a bank on ``engine``."""
     if engine == "duckdb":
         return DIALECT_NOTES
-    from ledger.engines import get_engine
-
     return get_engine(engine).dialect_notes()
 
 

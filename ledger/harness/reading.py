@@ -26,84 +26,14 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 
-import msgspec
-
 from ledger import events
+from ledger.engines import engine_rules
+from ledger.engines.reading import Reading, Readings, ReadRequest
 from ledger.errors import BankError
+from ledger.harness import ast_rules
+from ledger.harness import limits as limits_mod
 
-__all__ = ["ReadRequest", "Reading", "Readings", "prepare", "read", "readings_of"]
-
-
-class ReadRequest(msgspec.Struct, frozen=True, tag="read"):
-    """Read one SQL text (the worker answers with a :class:`Reading`; nothing runs)."""
-
-    sql: str
-    tables: tuple[str, ...]
-    rules: tuple[str, ...]
-    reference_sql: str | None
-    engine: str
-    limits: events.Limits
-    #: CPU time (ns) the attempt's judging used before this request (the output parse).
-    spent_ns: int = 0
-
-
-class Readings(msgspec.Struct, frozen=True):
-    """The AST rules and structural match of one SQL text, as the scorer asks for them.
-
-    ``match`` None: not computed (no reference SQL, or it could not be); ``rules``
-    None: not computed (the guard refused the SQL, or they could not be). The scorer
-    calls :meth:`structural_match` and :meth:`check_rules` instead of the functions of
-    ``ledger.harness.ast_rules``; for any other text or arguments, or a value not
-    computed, they call those functions, so the result is always theirs.
-    """
-
-    sql: str
-    dialect: str
-    reference_sql: str | None
-    rule_names: tuple[str, ...]
-    match: bool | None = None
-    rules: tuple[events.AstRule, ...] | None = None
-
-    def structural_match(self, sql: str, reference_sql: str, dialect: str) -> bool:
-        """``ast_rules.structural_match(sql, reference_sql, dialect)``."""
-        if self.match is not None and (sql, reference_sql, dialect) == (
-            self.sql,
-            self.reference_sql,
-            self.dialect,
-        ):
-            return self.match
-        from ledger.harness import ast_rules
-
-        return ast_rules.structural_match(sql, reference_sql, dialect)
-
-    def check_rules(
-        self, sql: str, rules: Sequence[str], dialect: str
-    ) -> tuple[events.AstRule, ...]:
-        """``ast_rules.check_rules(sql, rules, dialect)``."""
-        if self.rules is not None and (sql, tuple(rules), dialect) == (
-            self.sql,
-            self.rule_names,
-            self.dialect,
-        ):
-            return self.rules
-        from ledger.harness import ast_rules
-
-        return ast_rules.check_rules(sql, rules, dialect)
-
-
-class Reading(msgspec.Struct, frozen=True):
-    """The guard stage of one attempt (``limits.Judged``) and the readings the scorer uses."""
-
-    passed: bool
-    violations: tuple[events.Violation, ...]
-    ast_digest: str | None
-    readings: Readings
-
-
-def prepare() -> None:
-    """Import what :func:`read` needs (a worker calls this once it is ready, before its
-    first request, so that the import overlaps the parent's own preparations)."""
-    from ledger.harness import ast_rules, limits  # noqa: F401
+__all__ = ["read", "readings_of"]
 
 
 def readings_of(
@@ -119,8 +49,6 @@ def readings_of(
     """What the scorer will ask of ``sql``: the structural match (when there is a reference)
     and the AST rules (when the guard ``passed`` it). ``match`` and ``found``: those already
     computed (``limits.Judged``), used as they are; what raises is left not computed."""
-    from ledger.harness import ast_rules
-
     try:
         if match is None and reference_sql is not None:
             match = ast_rules.structural_match(sql, reference_sql, dialect)
@@ -138,8 +66,6 @@ def readings_of(
 
 def read(req: ReadRequest) -> Reading:
     """Read ``req.sql`` as ``limits.judge_sql`` does (in the calling thread's CPU budget)."""
-    from ledger.harness import functions
-    from ledger.harness import limits as limits_mod
 
     start = time.thread_time_ns()
 
@@ -155,7 +81,7 @@ def read(req: ReadRequest) -> Reading:
         spent_ns=spent_ns,
         engine=req.engine,
     )
-    dialect = functions.engine_rules(req.engine)[0]
+    dialect = engine_rules(req.engine)[0]
     readings = readings_of(
         req.sql,
         req.rules,

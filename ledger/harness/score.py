@@ -31,11 +31,13 @@ old ones alone.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from fractions import Fraction
 from typing import Any
 
+from ledger.engines.reading import Readings
 from ledger.errors import BankError, LedgerError, UsageError, broken
 from ledger.events import (
     AstRule,
@@ -56,7 +58,6 @@ from ledger.harness.compare import (
     tidy,
 )
 from ledger.harness.protocol import OUTPUT_TOO_LARGE
-from ledger.harness.reading import Readings
 
 __all__ = [
     "ITEM_PLACES",
@@ -153,11 +154,9 @@ class Scorer:
             detail = _guard_limit(guarded)
             try:
                 # SQL refused by a cap is never handed to sqlglot.
-                match_of = structural_match if readings is None else readings.structural_match
-                rules_of = check_rules if readings is None else readings.check_rules
                 if reference_sql is not None and detail is None:
-                    fields["sql_structural_match"] = match_of(sql, reference_sql, dialect)
-                rules = rules_of(sql, case.required_ast, dialect) if guarded.passed else ()
+                    fields["sql_structural_match"] = _match(readings, sql, reference_sql, dialect)
+                rules = _rules(readings, sql, case.required_ast, dialect) if guarded.passed else ()
             except RecursionError:
                 fields["sql_structural_match"] = None
                 detail, rules = "too_complex", ()
@@ -256,6 +255,20 @@ class Scorer:
             and not c.non_finite
             and c.mapped
         )
+
+
+def _match(readings: Readings | None, sql: str, reference_sql: str, dialect: str) -> bool:
+    """The structural match a SQL worker read (``readings``), else computed here."""
+    found = None if readings is None else readings.match_for(sql, reference_sql, dialect)
+    return structural_match(sql, reference_sql, dialect) if found is None else found
+
+
+def _rules(
+    readings: Readings | None, sql: str, rules: Sequence[str], dialect: str
+) -> tuple[AstRule, ...]:
+    """The AST rules a SQL worker read (``readings``), else checked here."""
+    found = None if readings is None else readings.rules_for(sql, rules, dialect)
+    return check_rules(sql, rules, dialect) if found is None else found
 
 
 def _guard_limit(guarded: SqlGuarded) -> str | None:

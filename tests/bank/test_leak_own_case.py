@@ -17,9 +17,9 @@ from support import BENCHMARKS
 from ledger.bank import leak_context, leak_findings, publish, validate_bank
 from ledger.bank.leak import shared_findings
 from ledger.cli import main
+from ledger.engines.cells import encode_cell
 from ledger.errors import BankError
 from ledger.events import Column, GoldResult
-from ledger.harness.cells import encode_cell
 from ledger.keys import Signer
 from ledger.store import Ledger
 

@@ -44,7 +44,7 @@ def _build(folder: Path) -> Path:
     from ledger.app.evaluate import bank_context
     from ledger.bank.publish import publish
     from ledger.bank.registry import builtin_banks
-    from ledger.harness import runner
+    from ledger.run import runner
 
     folder.mkdir(parents=True)
     signer = operator()

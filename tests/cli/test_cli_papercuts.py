@@ -24,7 +24,7 @@ import pytest
 from click.testing import CliRunner, Result
 from support import TINY
 
-import ledger.harness.runner as runner_module
+import ledger.run.runner as runner_module
 from ledger.cli import main
 from ledger.cli.common import program_name
 from ledger.cli.demo import _activation_hint, report_commands

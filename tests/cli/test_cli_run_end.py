@@ -30,8 +30,8 @@ from ledger.adapters import Failure, Request, build_adapter
 from ledger.app.evaluate import bank_context, summary_text
 from ledger.bank.registry import find_published
 from ledger.cli.run import Reporter, duration_text, fit, progress_text
-from ledger.harness.runner import Progress, RunPlan, run
 from ledger.keys import load_default_signer
+from ledger.run.runner import Progress, RunPlan, run
 from ledger.store import Ledger
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "harness"))

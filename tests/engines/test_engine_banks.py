@@ -24,8 +24,8 @@ from ledger.app.rescore import recompute_hook
 from ledger.bank.publish import publish
 from ledger.bank.registry import BUILTIN_DIR
 from ledger.errors import BankError
-from ledger.harness.runner import RunPlan, run
 from ledger.keys import Signer
+from ledger.run.runner import RunPlan, run
 from ledger.store import Ledger
 from ledger.verify import verify_ledger
 

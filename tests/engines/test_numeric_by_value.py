@@ -23,8 +23,8 @@ from ledger import events
 from ledger.adapters.base import build_adapter
 from ledger.app.evaluate import bank_context
 from ledger.bank.publish import publish
-from ledger.harness.runner import RunPlan, run
 from ledger.keys import Signer
+from ledger.run.runner import RunPlan, run
 from ledger.store import Ledger
 
 SCHEMA = """CREATE TABLE items (

@@ -30,6 +30,7 @@ from hypothesis import strategies as st
 from pgcluster import PgCluster, find_bin_dir
 
 from ledger.engines.base import EngineQueryError
+from ledger.engines.cells import encode_row, type_class
 from ledger.engines.postgres import (
     FORMAT,
     PostgresEngine,
@@ -42,7 +43,6 @@ from ledger.engines.postgres import (
 )
 from ledger.errors import BankError, SandboxError, UsageError
 from ledger.events import Column, TableSchema
-from ledger.harness.cells import encode_row, type_class
 
 REPO = Path(__file__).resolve().parents[2]
 BANKS = REPO / "ledger" / "banks"

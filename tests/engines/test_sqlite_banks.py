@@ -20,10 +20,10 @@ from test_retail_traps import EXPECTED as RETAIL_EXPECTED
 from test_sales_fixture import EXPECTED as SALES_EXPECTED
 
 from ledger.engines.base import EngineQueryError
+from ledger.engines.cells import encode_row
 from ledger.engines.sqlite import SQLiteEngine, SQLiteExecutor
 from ledger.engines.sqlite_sandbox import split_statements
 from ledger.engines.transpile import transpile
-from ledger.harness.cells import encode_row
 
 REPO = Path(__file__).resolve().parents[2]
 BANKS = REPO / "ledger" / "banks"

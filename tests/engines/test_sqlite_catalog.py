@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from ledger.engines import sqlite_catalog
+from ledger.engines.functions import render
 from ledger.harness import determinism
-from ledger.harness.functions import render
 
 REPO = Path(__file__).resolve().parents[2]
 DATA = REPO / "ledger" / "engines" / sqlite_catalog.DATA_FILE

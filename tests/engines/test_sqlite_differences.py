@@ -17,9 +17,9 @@ from decimal import Decimal
 import pytest
 
 from ledger.engines import Executor, get_engine
+from ledger.engines.duckdb_worker import ExecResult
 from ledger.harness.compare import compare
 from ledger.harness.guard import guard
-from ledger.harness.worker import ExecResult
 
 # Nine visits, seven returned: the share is 7/9, as a percentage 700/9 = 77.777...
 SCHEMA = "CREATE TABLE visits (id INTEGER, returned INTEGER);"

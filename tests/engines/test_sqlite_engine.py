@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from ledger.engines import get_engine
 from ledger.engines.base import EngineQueryError
+from ledger.engines.cells import encode_row
 from ledger.engines.sqlite import SQLiteEngine, build_from_file, canonical_digest
 from ledger.engines.sqlite_sandbox import (
     column_plan,
@@ -25,7 +26,6 @@ from ledger.engines.sqlite_sandbox import (
 )
 from ledger.errors import BankError, UsageError
 from ledger.events import Column, TableSchema
-from ledger.harness.cells import encode_row
 
 ENGINE = SQLiteEngine()
 

@@ -16,10 +16,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from support import alive, wait_dead
 
+from ledger.engines.cells import encode_row
 from ledger.engines.sqlite import SQLiteEngine, SQLiteExecutor, canonical_digest
 from ledger.errors import SandboxError
 from ledger.events import Column
-from ledger.harness.cells import encode_row
 
 REPO = Path(__file__).resolve().parents[2]
 ENGINE = SQLiteEngine()

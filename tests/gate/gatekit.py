@@ -76,7 +76,7 @@ def build_gate_ledger(folder: Path) -> Path:
     from ledger.app.evaluate import bank_context
     from ledger.bank.publish import publish
     from ledger.bank.registry import BUILTIN_DIR
-    from ledger.harness.runner import RunPlan, run
+    from ledger.run.runner import RunPlan, run
 
     folder.mkdir(parents=True, exist_ok=True)
     signer = Signer.from_seed("gate-test-operator", bytes(range(32)))

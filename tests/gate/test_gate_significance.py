@@ -54,7 +54,7 @@ def ledger_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from ledger.app.evaluate import bank_context
     from ledger.bank.publish import publish
     from ledger.bank.registry import BUILTIN_DIR
-    from ledger.harness.runner import RunPlan, run
+    from ledger.run.runner import RunPlan, run
 
     folder = tmp_path_factory.mktemp("significance")
     signer = Signer.from_seed("significance-operator", bytes(range(32)))

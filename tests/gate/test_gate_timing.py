@@ -39,7 +39,7 @@ def reference_report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]
     from ledger.app.evaluate import bank_context
     from ledger.bank.publish import publish
     from ledger.bank.registry import BUILTIN_DIR
-    from ledger.harness.runner import RunPlan, run
+    from ledger.run.runner import RunPlan, run
 
     folder = tmp_path_factory.mktemp("timing")
     signer = Signer.from_seed("timing-operator", bytes(range(32)))

@@ -47,10 +47,10 @@ from traps import RETAIL_TRAPS, TRAPS
 from ledger.bank.build import build_database
 from ledger.bank.model import load_bank
 from ledger.cli import main
+from ledger.engines.duckdb_worker import WorkerPool
 from ledger.engines.sqlite import SQLiteEngine
 from ledger.harness import determinism
 from ledger.harness.guard import guard
-from ledger.harness.worker import WorkerPool
 
 ENGINES = ("duckdb", "sqlite", "postgres")
 CORPUS = {engine: load(f"nondeterministic_{engine}.sql") for engine in ENGINES}

@@ -16,8 +16,8 @@ from support import REPO
 from ledger import events
 from ledger.bank.publish import publish
 from ledger.bank.registry import builtin_banks
+from ledger.engines.duckdb_worker import WorkerPool
 from ledger.harness import pipeline, protocol
-from ledger.harness.worker import WorkerPool
 from ledger.keys import Signer
 from ledger.store import Ledger
 

@@ -13,12 +13,12 @@ from typing import Any
 import duckdb
 import pytest
 
-from ledger.harness import functions
+from ledger.engines import functions
+from ledger.engines.duckdb_worker import connect_sandboxed
 from ledger.harness.guard import guard
-from ledger.harness.worker import connect_sandboxed
 
 REPO = Path(__file__).resolve().parents[2]
-DATA = REPO / "ledger" / "harness" / functions.DATA_FILE
+DATA = REPO / "ledger" / "engines" / functions.DATA_FILE
 TABLES = ("orders", "customers")
 
 

@@ -17,8 +17,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlglot.errors import SqlglotError
 
+from ledger.engines import functions
 from ledger.events import Violation
-from ledger.harness import functions
 from ledger.harness.guard import (
     ALLOWED_TABLE_FUNCTIONS,
     CHECKS,

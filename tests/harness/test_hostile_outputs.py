@@ -27,8 +27,9 @@ from hypothesis import strategies as st
 from runkit import CASELEDGER, bank_json, check_attempts, cli, fresh_home, stream
 
 from ledger import events
+from ledger.engines import cells
 from ledger.errors import UsageError
-from ledger.harness import cells, limits
+from ledger.harness import limits
 from ledger.harness.limits import DEFAULT_LIMITS
 
 TABLES = frozenset({"stores", "sales", "sale_tags"})

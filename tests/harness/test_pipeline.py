@@ -17,8 +17,8 @@ from hypothesis import strategies as st
 from ledger import events
 from ledger.bank.publish import publish
 from ledger.bank.registry import BUILTIN_DIR, PublishedBank
+from ledger.engines.duckdb_worker import ExecResult, WorkerPool
 from ledger.harness import pipeline, protocol
-from ledger.harness.worker import ExecResult, WorkerPool
 from ledger.keys import Signer
 from ledger.store import Ledger
 

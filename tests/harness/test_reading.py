@@ -28,9 +28,10 @@ from test_sqlparse_copy import CORPUS
 
 from ledger import events
 from ledger.bank.registry import PublishedBank
+from ledger.engines.duckdb_worker import ExecResult, ProcessWorker, WorkerPool, _worker_main
+from ledger.engines.reading import Reading, ReadRequest
 from ledger.engines.sqlite_worker import SQLiteExecutor
-from ledger.harness import ast_rules, limits, pipeline, reading
-from ledger.harness.worker import ExecResult, ProcessWorker, WorkerPool, _worker_main
+from ledger.harness import ast_rules, limits, pipeline
 
 RULES = tuple(sorted(ast_rules.KNOWN_RULES))
 TABLES = ("customers", "order_items", "orders", "products", "sales", "stores", "visits")
@@ -48,12 +49,12 @@ def pool(bank: PublishedBank) -> Iterator[WorkerPool]:
 
 
 def request(sql: str, reference: str | None, engine: str = "duckdb", **kw: Any) -> Any:
-    return reading.ReadRequest(
+    return ReadRequest(
         sql, TABLES, RULES, reference, engine, kw.pop("limits", limits.DEFAULT_LIMITS), **kw
     )
 
 
-def here(req: reading.ReadRequest) -> tuple[Any, ...]:
+def here(req: ReadRequest) -> tuple[Any, ...]:
     """What this process reads: the guard stage of ``judge_sql`` and the scorer's two calls."""
     judged = limits.judge_sql(
         req.sql,
@@ -80,7 +81,7 @@ def here(req: reading.ReadRequest) -> tuple[Any, ...]:
     return (judged.passed, tuple(judged.violations), judged.ast_digest, match, rules)
 
 
-def there(found: reading.Reading | None) -> tuple[Any, ...]:
+def there(found: Reading | None) -> tuple[Any, ...]:
     assert found is not None
     r = found.readings
     return (found.passed, found.violations, found.ast_digest, r.match, r.rules)

@@ -14,19 +14,18 @@ import msgspec
 import pytest
 from runkit import answer, bank_json, check_attempts, fenced, fresh_home, head
 
-from ledger import events
+from ledger import events, stream_read
 from ledger.adapters import build_adapter
 from ledger.adapters.base import Reply, Request
-from ledger.app import snapshot
 from ledger.app.evaluate import bank_context
 from ledger.bank.leak import leak_findings
 from ledger.bank.registry import PublishedBank, find_published
+from ledger.engines.duckdb_worker import WorkerPool
 from ledger.errors import AdapterError, BankError, UsageError
 from ledger.harness import pipeline, protocol
 from ledger.harness.attempt import BankContext
-from ledger.harness.runner import RunPlan, plan_keys, run, summarise
-from ledger.harness.worker import WorkerPool
 from ledger.keys import load_default_signer
+from ledger.run.runner import RunPlan, plan_keys, run, summarise
 from ledger.store import Ledger
 
 AT = "2026-12-02T10:00:00.000000Z"
@@ -194,7 +193,7 @@ def test_a_run_reads_the_log_once_at_its_start_and_once_at_its_end(
     bank = published(ledger, home, "retail")
     reads: list[str] = []
     whole: list[int | None] = []
-    through_index = snapshot.stream_events
+    through_index = stream_read.stream_events
     scan_rows = Ledger.scan_rows
 
     def counted(ledger: Ledger, stream: str) -> list[Any]:
@@ -205,7 +204,7 @@ def test_a_run_reads_the_log_once_at_its_start_and_once_at_its_end(
         whole.append(stop)
         return scan_rows(self, stop)
 
-    monkeypatch.setattr(snapshot, "stream_events", counted)
+    monkeypatch.setattr(stream_read, "stream_events", counted)
     monkeypatch.setattr(Ledger, "scan_rows", scanned)
     summary = go(ledger, home, bank_context(bank, ledger.path, tmp_path), reference(bank),
                  run_id="once", attempts=1)  # fmt: skip

@@ -19,9 +19,9 @@ from ledger.adapters import build_adapter
 from ledger.app.evaluate import bank_context
 from ledger.bank.registry import find_published
 from ledger.errors import SecretLeakError
-from ledger.harness import runner as runner_mod
-from ledger.harness.runner import RunPlan, run
 from ledger.keys import load_default_signer
+from ledger.run import runner as runner_mod
+from ledger.run.runner import RunPlan, run
 from ledger.store import Ledger
 
 AT = "2026-12-03T10:00:00.000000Z"

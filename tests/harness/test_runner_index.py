@@ -21,15 +21,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from runkit import cli, fresh_home
 
-from ledger import events
+from ledger import events, stream_read, tree_index
 from ledger.adapters import build_adapter
-from ledger.app import snapshot, tree_index
 from ledger.app.evaluate import bank_context, default_run_id
 from ledger.bank.registry import find_published
 from ledger.errors import ChainBrokenError
 from ledger.events import PromptSent, RunFinished
-from ledger.harness.runner import RunPlan, run
 from ledger.keys import Signer, load_default_signer
+from ledger.run.runner import RunPlan, run
 from ledger.store import Draft, Ledger
 from ledger.stores.sqlite import SqliteBackend
 
@@ -203,14 +202,14 @@ def test_a_tampered_row_of_the_runs_own_stream_under_the_checkpoint_is_caught(
     run_once(home, "long-1")
     path = home / "ledger.db"
     with Ledger.open(path) as ledger:
-        rows = snapshot.stream_events(ledger, "long-1")
+        rows = stream_read.stream_events(ledger, "long-1")
         assert [r.event().stream_seq for r in rows] == list(range(len(rows)))
         assert isinstance(rows[-1].event(), events.RunFinished)
         # The run's PromptSent events: under the newest checkpoint, covered by the index.
         sent = [r.seq for r in rows if isinstance(r.event(), events.PromptSent)]
     tamper(path, sent[3])
     with Ledger.open(path) as ledger:
-        _expect_seq(lambda: snapshot.stream_events(ledger, "long-1"), sent[3])
+        _expect_seq(lambda: stream_read.stream_events(ledger, "long-1"), sent[3])
     # A run that starts now on this ledger is refused before its first model call.
     done = cli(home, "run", "--bank", "retail", "--adapter", "reference", "--attempts", "1",
                "--run-id", "long-2", "--no-variants")  # fmt: skip
@@ -230,10 +229,10 @@ def test_a_tampered_row_after_the_newest_checkpoint_is_caught(home: Path) -> Non
     assert newest_checkpoint(path)[0] <= seqs[0]
     tamper(path, seqs[1])
     with Ledger.open(path) as ledger:
-        _expect_seq(lambda: snapshot.stream_events(ledger, "open-run"), seqs[1])
+        _expect_seq(lambda: stream_read.stream_events(ledger, "open-run"), seqs[1])
         # a stream the tampered row does not belong to: the rows after the checkpoint are
         # read in full all the same
-        _expect_seq(lambda: snapshot.stream_events(ledger, "filler-1"), seqs[1])
+        _expect_seq(lambda: stream_read.stream_events(ledger, "filler-1"), seqs[1])
 
 
 def test_a_deleted_index_is_rebuilt_outside_the_lock(home: Path, reads: list[Read]) -> None:
@@ -350,7 +349,7 @@ def test_a_fresh_writer_signs_the_head_of_every_row_whatever_the_sizes(
     assert newest_checkpoint(path)[0] == before + 1
     reads.clear()
     with Ledger.open(path, clock=clock) as fresh:
-        assert len(snapshot.stream_events(fresh, "a")) == before
+        assert len(stream_read.stream_events(fresh, "a")) == before
         drafts = [filler_prompt("c", i) for i in range(batch - 1)]
         fresh.append([*drafts, Draft(RunFinished, "c", {"status": "completed"})], signer)
     # under the lock, nothing below the checkpoint was read but single rows

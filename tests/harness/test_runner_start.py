@@ -22,8 +22,8 @@ from ledger import events
 from ledger.adapters import build_adapter
 from ledger.app.evaluate import bank_context
 from ledger.bank.registry import find_published
-from ledger.harness.runner import Progress, RunPlan, run
 from ledger.keys import load_default_signer
+from ledger.run.runner import Progress, RunPlan, run
 from ledger.store import Ledger
 
 AT = "2026-12-06T10:00:00.000000Z"

@@ -11,8 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ledger import events
+from ledger.engines.duckdb_worker import ExecResult
 from ledger.harness import limits, pipeline
-from ledger.harness.worker import ExecResult
 from ledger.secrets import SecretSet
 
 KEY = "sk-proj-Q7vX2mN9pL4kR8tY1wZ5bC3dF6gH0jK"

@@ -27,8 +27,7 @@ import pytest
 from support import alive, wait_dead
 
 from ledger import events
-from ledger.errors import SandboxError
-from ledger.harness.worker import (
+from ledger.engines.duckdb_worker import (
     KILL_GRACE_S,
     ExecResult,
     WorkerPool,
@@ -37,6 +36,7 @@ from ledger.harness.worker import (
     execute_once,
     shadow_denied_functions,
 )
+from ledger.errors import SandboxError
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -339,7 +339,7 @@ def test_list_aggregate_of_a_big_range_ends_as_memory(patient_pool: WorkerPool) 
 _HUGE_VALUE_SCRIPT = """
 import json, re, resource, sys
 from pathlib import Path
-from ledger.harness.worker import WorkerPool
+from ledger.engines.duckdb_worker import WorkerPool
 
 def resident(pid):
     status = Path(f"/proc/{pid}/status").read_text("ascii")
@@ -455,7 +455,7 @@ def test_execute_once_leaves_nothing(bank_db: Path) -> None:
 _ORPHAN_SCRIPT = """
 import os, signal, sys, threading, time
 from pathlib import Path
-from ledger.harness.worker import WorkerPool
+from ledger.engines.duckdb_worker import WorkerPool
 
 if __name__ == "__main__":
     pool = WorkerPool(Path(sys.argv[1]))

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from store_kit import Store, caseledger
 
-from ledger.app import tree_index
+from ledger import tree_index
 from ledger.app.reporting import report_bytes
 from ledger.app.snapshot import read_state, run_snapshots
 from projections.report.build import build_report, build_report_v2, to_json

@@ -13,7 +13,7 @@ from typing import Any
 from ledger_testkit import operator, prompt
 from store_kit import Store, merkle_root, sha256
 
-from ledger.app import snapshot
+from ledger import stream_read
 from ledger.events import RunFinished
 from ledger.store import Draft, Ledger
 
@@ -55,7 +55,7 @@ def test_a_fresh_writer_signs_from_the_index_tree_on_every_store(store: Store) -
     checkpointed = 1 + 300 + 1
     assert [n for n, _ in first.stored_checkpoints()] == [checkpointed]
     fresh = store.open()
-    assert len(snapshot.stream_events(fresh, "run-a")) == 301
+    assert len(stream_read.stream_events(fresh, "run-a")) == 301
     seen = _watch(fresh)
     fresh.append([Draft(RunFinished, "run-b", {"status": "completed"})], operator())
     under_lock = [r for r in seen if r[2]]

@@ -392,7 +392,7 @@ def build_real_ledger(folder: Path) -> Path:
     from ledger.app.evaluate import bank_context
     from ledger.bank.publish import publish
     from ledger.bank.registry import BUILTIN_DIR
-    from ledger.harness import runner
+    from ledger.run import runner
 
     folder.mkdir(parents=True, exist_ok=True)
     signer = operator()

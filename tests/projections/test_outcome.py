@@ -27,7 +27,7 @@ from ledger.events import (
     ScoreItems,
     VariantChecked,
 )
-from ledger.harness.runner import plan_keys, summarise
+from ledger.run.runner import plan_keys, summarise
 from projections.caseruns import CaseRun, Step, resolve
 from projections.outcome import terminal
 

@@ -30,8 +30,8 @@ from ledger import codec
 from ledger.cli import main
 from ledger.errors import VerificationError
 from ledger.events import PromptSent, PromptStored
-from ledger.harness import runner
-from ledger.harness.session import Session
+from ledger.run import runner
+from ledger.run.session import Session
 from ledger.store import Draft, Ledger
 from ledger.verify import verify_ledger
 from projections import caseruns

@@ -20,7 +20,8 @@ from hypothesis import strategies as st
 from ledger_audit import COPIED_WITHOUT_BANKS, TAMPERED, TEST_SCORER
 from report_testkit import build_real_ledger, fixed_clock, operator
 
-from ledger.app import snapshot, tree_index
+from ledger import tree_index
+from ledger.app import snapshot
 from ledger.app.rescore import rescore
 from ledger.cli import main
 from ledger.harness import score as score_mod

@@ -12,7 +12,10 @@ Table functions are allowed only in FROM and only ``unnest``, ``range`` and
 aggregate, window and macro functions are allowed unless a rule denies them.
 docs/protocol-and-guard.md lists the rules with their reasons.
 ``sqlglot_call_refusal`` maps a sqlglot function node to DuckDB's names for it
-and judges it (the guard's ``function_allowlist`` check).
+and judges it (the guard's ``function_allowlist`` check). The SQLite and PostgreSQL
+catalogs (``sqlite_catalog``, ``postgres_catalog``) are built from the same parts
+(``Catalog``, ``DenyRule``, ``name_denial``); ``DIALECT_NOTES`` is what the prompt tells
+a model about DuckDB's SQL.
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ __all__ = [
     "CALL_TYPES",
     "DATA_FILE",
     "DENY_RULES",
+    "DIALECT_NOTES",
     "DUCKDB_VERSION",
     "SYNTAX_CALLS",
     "Catalog",
@@ -47,7 +51,6 @@ __all__ = [
     "catalog",
     "denied_by",
     "document",
-    "engine_rules",
     "fold",
     "judge_entry",
     "matches",
@@ -59,6 +62,28 @@ __all__ = [
 ]
 
 DUCKDB_VERSION = "1.5.5"
+
+#: What the prompt's ``{{dialect}}`` tells a model about DuckDB's SQL (the bank's engine).
+DIALECT_NOTES = """\
+SQL dialect: DuckDB 1.5.5.
+- The session time zone is UTC. TIMESTAMP values are naive and read as UTC;
+  TIMESTAMPTZ values are instants. Convert with `ts AT TIME ZONE 'Asia/Shanghai'`
+  (TIMESTAMPTZ -> local naive TIMESTAMP) or `local_ts AT TIME ZONE 'Asia/Shanghai'`
+  (naive local TIMESTAMP -> TIMESTAMPTZ).
+- Dates: `DATE '2026-09-01'`, `TIMESTAMP '2026-09-01 00:00:00'`, `INTERVAL 1 MONTH`,
+  `date_trunc('month', ts)`, `date_part('year', d)`, `strftime(ts, '%Y-%m')`,
+  `date_diff('day', a, b)`, `last_day(d)`. Prefer half-open ranges: `ts >= start AND ts < end`.
+- Calendar spines: `generate_series(DATE '2026-01-01', DATE '2026-12-01', INTERVAL 1 MONTH)`
+  or `range(...)` in FROM; `unnest([...])` for literal lists.
+- Window functions: ROW_NUMBER/RANK/DENSE_RANK/LAG/LEAD/SUM(...) OVER (...); filter on
+  them with QUALIFY. GROUP BY ALL, ORDER BY ALL, GROUPING SETS, ROLLUP and CUBE exist.
+- `count(DISTINCT x)`, `sum(x) FILTER (WHERE ...)`, `coalesce`, `nullif`, `CASE WHEN`.
+  Integer division `/` returns a DOUBLE; use `//` for integer division.
+- NULL semantics are standard SQL: `x = NULL` is never true, `NOT IN` with a NULL matches
+  nothing; use `IS NULL`, `IS DISTINCT FROM` and `NOT EXISTS`.
+- The query must be a single read-only SELECT (WITH allowed) over the tables below; no
+  DDL, DML, PRAGMA, SET, ATTACH, COPY or file functions.
+"""
 DATA_FILE = "duckdb_functions.json"
 
 # Function types a call in an expression resolves to (window functions are aggregates
@@ -353,25 +378,10 @@ _TYPE_REASONS = {
 }
 
 
-def engine_rules(engine: str) -> tuple[str, Catalog]:
-    """The sqlglot dialect and function allow-list the guard uses for a bank on ``engine``."""
-    if engine == "duckdb":
-        return "duckdb", catalog()
-    if engine == "sqlite":
-        from ledger.engines import sqlite_catalog
-
-        return "sqlite", sqlite_catalog.catalog()
-    if engine == "postgres":
-        from ledger.engines import postgres
-
-        return "postgres", postgres.catalog()
-    raise broken(f"no guard rules for engine {engine!r}")
-
-
 @functools.cache
 def catalog() -> Catalog:
     """The checked-in catalog, loaded once."""
-    text = resources.files("ledger.harness").joinpath(DATA_FILE).read_text(encoding="utf-8")
+    text = resources.files("ledger.engines").joinpath(DATA_FILE).read_text(encoding="utf-8")
     return Catalog(json.loads(text))
 
 

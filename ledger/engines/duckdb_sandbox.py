@@ -1,6 +1,6 @@
 """The DuckDB SQL worker's sandbox: its own parse check and its shadowed functions.
 
-Part of ``ledger.harness.worker`` (the child side): :func:`connect_sandboxed` opens
+Part of ``ledger.engines.duckdb_worker`` (the child side): :func:`connect_sandboxed` opens
 a bank database with the worker's locked-down settings; ``Sandbox`` holds the worker's two
 connections, one that reads a statement with DuckDB's own parser
 (:func:`duckdb_refusals`: one query, known tables only, no random or clock functions)
@@ -14,7 +14,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ledger.harness import functions
+from ledger.engines import functions
 
 __all__ = ["Sandbox", "connect_sandboxed", "duckdb_refusals", "shadow_denied_functions"]
 

@@ -76,17 +76,18 @@ from typing import Any
 
 import duckdb
 
-from ledger import __version__, codec, events
+from ledger import __version__, codec, events, stream_read
 from ledger.adapters.base import Adapter, Answer, Failure, Request, RetryPolicy, adapter_secrets
-from ledger.app import snapshot
 from ledger.engines import executor_for
 from ledger.errors import BankError, InternalError, LedgerError, StoreConflictError, UsageError
 from ledger.harness import score
 from ledger.harness.attempt import AttemptKey, AttemptWriter, BankContext, Prepared
-from ledger.harness.calls import AdapterFault, Calls, Outcome
 from ledger.harness.limits import DEFAULT_LIMITS, TextPolicy, text_cap, validate
-from ledger.harness.line import Line
-from ledger.harness.progress import (
+from ledger.harness.protocol import OUTPUT_CONTRACT
+from ledger.keys import Signer
+from ledger.run.calls import AdapterFault, Calls, Outcome
+from ledger.run.line import Line
+from ledger.run.progress import (
     TERMINAL,
     Progress,
     RunSummary,
@@ -97,11 +98,9 @@ from ledger.harness.progress import (
     progress_of,
     summarise,
 )
-from ledger.harness.protocol import OUTPUT_CONTRACT
-from ledger.harness.session import Session
-from ledger.harness.sqlpool import SqlWorkers, hold_ctrl_c
-from ledger.harness.streak import DEFAULT_MAX_CONSECUTIVE_FAILURES, EarlyStop, Streak
-from ledger.keys import Signer
+from ledger.run.session import Session
+from ledger.run.sqlpool import SqlWorkers, hold_ctrl_c
+from ledger.run.streak import DEFAULT_MAX_CONSECUTIVE_FAILURES, EarlyStop, Streak
 from ledger.store import Ledger, StoredEvent
 from projections.outcome import Terminal
 from projections.report.schema import CONTRACT as REPORT_CONTRACT
@@ -273,7 +272,7 @@ def _existing_run(
             f"bad run id {plan.run_id!r}",
             hint="use letters, digits and . _ : - (at most 128, not 'ledger')",
         )
-    existing = snapshot.stream_events(ledger, plan.run_id)
+    existing = stream_read.stream_events(ledger, plan.run_id)
     if existing and not plan.resume:
         raise UsageError(
             f"run {plan.run_id} already exists in {ledger.path}",
@@ -428,7 +427,7 @@ def _run_planned(
     status, message = stopped or ("completed", "")
     stream = session.finish(status, message)
     if stream is None:
-        stream = snapshot.stream_events(ledger, plan.run_id)
+        stream = stream_read.stream_events(ledger, plan.run_id)
     return summarise(stream, planned, published)
 
 

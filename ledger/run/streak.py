@@ -1,6 +1,6 @@
 """The early stop: attempts in a row failing the same provider or infrastructure way.
 
-Part of the runner (``ledger.harness.runner``): ``Streak`` counts the recorded
+Part of the runner (``ledger.run.runner``): ``Streak`` counts the recorded
 attempts and raises ``EarlyStop`` at ``--max-consecutive-failures`` (docs/running.md).
 A refusal or a tool request is the model's own answer and never counts.
 """

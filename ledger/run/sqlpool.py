@@ -1,6 +1,6 @@
 """A run's SQL workers: sandboxed executors started at once, used as one executor.
 
-Part of the runner (``ledger.harness.runner``): each statement runs on an idle worker;
+Part of the runner (``ledger.run.runner``): each statement runs on an idle worker;
 the model calls do not wait for the workers to start, only the judging of SQL does
 (issue 34). The runner passes the function that starts one (``executor_for``).
 """
@@ -16,15 +16,15 @@ from types import TracebackType
 
 from ledger.engines import Executor
 from ledger.engines.process import ExecResult
+from ledger.engines.reading import Reading, ReadRequest
 from ledger.events import BankPublished
 from ledger.harness.attempt import BankContext
-from ledger.harness.reading import Reading, ReadRequest
 
 
 def hold_ctrl_c() -> None:
     """Block SIGINT in this (non-main) thread, so a worker process it starts (or restarts
     after a crash) inherits a blocked SIGINT, as one started on the main thread does
-    (``ledger.harness.worker``): a Ctrl-C to the whole process group cannot stop it
+    (``ledger.engines.duckdb_worker``): a Ctrl-C to the whole process group cannot stop it
     half-started. Python handles signals on the main thread only, which keeps them."""
     signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
 

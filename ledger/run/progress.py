@@ -1,4 +1,4 @@
-"""A run's counters and its summary, folded from its stream (``ledger.harness.runner``).
+"""A run's counters and its summary, folded from its stream (``ledger.run.runner``).
 
 ``Progress`` is what the CLI shows while a run goes; ``RunSummary`` the end-of-run
 numbers, made by :func:`summarise` from the run's stream (the final outcome of each

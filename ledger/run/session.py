@@ -1,6 +1,6 @@
 """The one writer of a run: appends its batches and keeps its stream head true to the log.
 
-Part of the runner (``ledger.harness.runner``): one attempt per transaction, or several
+Part of the runner (``ledger.run.runner``): one attempt per transaction, or several
 in a group commit (``stage`` then ``flush``); ``finish`` closes the run with
 RunFinished and its totals.
 """
@@ -10,14 +10,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ledger import events
+from ledger import events, stream_read
 from ledger.adapters.base import MissingRecording, Request
-from ledger.app import snapshot
 from ledger.errors import InternalError, LedgerError, broken
 from ledger.harness.attempt import AttemptKey, AttemptWriter, Stream
-from ledger.harness.calls import Outcome
 from ledger.harness.limits import TextPolicy
 from ledger.keys import Signer
+from ledger.run.calls import Outcome
 from ledger.store import Ledger, StoredEvent
 from projections.caseruns import BankInfo
 from projections.report.build import stream_totals
@@ -58,7 +57,9 @@ class Session:
         again).
         """
         self.group = []
-        self.stored = snapshot.stream_events(self.ledger, self.run_id) if stored is None else stored
+        self.stored = (
+            stream_read.stream_events(self.ledger, self.run_id) if stored is None else stored
+        )
         last = self.stored[-1] if self.stored else None
         self.stream = Stream(self.run_id, self.clock, last, self.texts)
 
@@ -144,7 +145,7 @@ class Session:
         fields: dict[str, Any] = {"status": status, "message": message}
         rows: list[StoredEvent] | None = None
         if self.bank is not None:
-            rows = snapshot.stream_events(self.ledger, self.run_id)
+            rows = stream_read.stream_events(self.ledger, self.run_id)
             totals = stream_totals(
                 BankInfo(-1, self.bank), ((r.seq, r.leaf_hash, r.event()) for r in rows)
             )

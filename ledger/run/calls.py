@@ -1,6 +1,6 @@
 """A run's model calls on daemon threads, their answers back through one queue.
 
-Part of the runner (``ledger.harness.runner``): ``Calls`` makes each call under its
+Part of the runner (``ledger.run.runner``): ``Calls`` makes each call under its
 retry policy and never runs more than ``concurrency`` answers ahead of the recording
 thread; ``AdapterFault`` carries an exception the adapter raised to that thread.
 """

@@ -8,7 +8,7 @@ A query that runs past its timeout is interrupted inside the worker; if it
 does not stop within a short grace the parent kills the process with SIGKILL
 and starts a fresh one.  Rows are read one at a time under the result caps
 (cells over ``max_cell_bytes`` truncated, reading stopped once the result is
-over ``max_result_bytes``: see ``ledger.harness.cells``).  The process protocol
+over ``max_result_bytes``: see ``ledger.engines.cells``).  The process protocol
 (pipe, deadline kill, memory bound, pids, close, replacement) is every engine's,
 ``ledger.engines.process``; this module is DuckDB's part of it: the worker's open,
 run and classify, and :class:`WorkerPool`, its ``ProcessExecutor``.  Failures are data
@@ -33,6 +33,13 @@ from pathlib import Path
 from typing import Any
 
 from ledger import events
+from ledger.engines import cells
+from ledger.engines.duckdb_sandbox import (
+    Sandbox,
+    connect_sandboxed,
+    duckdb_refusals,
+    shadow_denied_functions,
+)
 from ledger.engines.process import (
     KILL_GRACE_S,
     RSS_MARGIN_BYTES,
@@ -47,13 +54,6 @@ from ledger.engines.process import (
     serve,
     success,
     too_large,
-)
-from ledger.harness import cells
-from ledger.harness.worker_sandbox import (
-    Sandbox,
-    connect_sandboxed,
-    duckdb_refusals,
-    shadow_denied_functions,
 )
 
 # ExecResult, KILL_GRACE_S and ProcessWorker are also named here for the callers that

@@ -1,6 +1,6 @@
 """The judging line of a run: answers taken from the calls, judged ahead, staged in order.
 
-Part of the runner (``ledger.harness.runner``): each answer is judged
+Part of the runner (``ledger.run.runner``): each answer is judged
 (``AttemptWriter.prepare``) on a judge thread while the recording thread stages the
 oldest one's batch into the session's open group, in the order the answers arrived.
 """
@@ -18,8 +18,8 @@ from ledger import events
 from ledger.adapters.base import Answer, MissingRecording, Reply, Request
 from ledger.errors import InternalError, LedgerError
 from ledger.harness.attempt import AttemptKey, AttemptWriter, Prepared, Stream
-from ledger.harness.calls import AdapterFault, Calls, Outcome
-from ledger.harness.session import Session
+from ledger.run.calls import AdapterFault, Calls, Outcome
+from ledger.run.session import Session
 
 #: How long the recording thread waits for a new answer at a time while the oldest
 #: one is being judged (``Line._fill``): it checks the judgement between waits.
