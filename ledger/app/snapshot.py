@@ -32,6 +32,7 @@ import msgspec
 
 from ledger import codec
 from ledger.app import tree_index
+from ledger.app.tree_index import check_stream
 from ledger.errors import ChainBrokenError, UsageError, VerificationError
 from ledger.events import (
     LEDGER_STREAM,
@@ -138,7 +139,7 @@ def _read_all(ledger: Ledger, stop: int, wanted: frozenset[str] | None) -> Snaps
             seq, body, leaf = row[0], row[1], row[2]
             tree.append(leaf)
             head = _decoded(seq, envelope, body)
-            _check_stream(seq, head, heads)
+            check_stream(seq, head, heads)
             heads[head.stream] = (head.stream_seq, leaf)
             if head.type in attempt_tags and wanted is not None and head.stream not in wanted:
                 touch(state, head.stream, head.at)
@@ -159,17 +160,6 @@ def _decoded(seq: int, decoder: Callable[[bytes], T], body: bytes) -> T:
         return decoder(body)
     except (msgspec.ValidationError, msgspec.DecodeError) as exc:
         raise VerificationError(f"seq {seq}: body is not a known event: {exc}", seq=seq) from None
-
-
-def _check_stream(seq: int, head: _Envelope, heads: dict[str, tuple[int, bytes]]) -> None:
-    last = heads.get(head.stream)
-    want_seq, want_prev = (0, None) if last is None else (last[0] + 1, link_of(last[1]))
-    if head.stream_seq != want_seq or head.stream_prev != want_prev:
-        raise ChainBrokenError(
-            f"seq {seq}: stream {head.stream}: stream_seq {head.stream_seq} after "
-            f"{head.stream_prev}, expected stream_seq {want_seq} after {want_prev}",
-            seq=seq,
-        )
 
 
 _BANK_TAG = tag_of(BankPublished)
@@ -213,7 +203,7 @@ def _indexed(ledger: Ledger, index: tree_index.TreeIndex, stop: int) -> _Indexed
         for seq, body, leaf in _tail_rows(ledger, index.size, stop):
             tree.append(leaf)
             head = _decoded(seq, _ENV.decode, body)
-            _check_stream(seq, head, chains)
+            check_stream(seq, head, chains)
             chains[head.stream] = heads[head.stream] = (head.stream_seq, leaf)
             if head.type == _BANK_TAG or head.stream == LEDGER_STREAM:
                 banks.append((seq, leaf, body))
@@ -315,6 +305,11 @@ def run_listing(ledger: Ledger) -> Iterator[Snapshot | RecordedRun]:
     :class:`RecordedRun` when its last event is a RunFinished with totals, else as the
     snapshot :func:`run_snapshots` folds.
 
+    Every row of the log is checked first, streamed (:func:`ledger.app.tree_index.check_log`:
+    body to leaf hash, chain, the row's columns against its body, and each leaf against
+    the signed tree below the index's size), so a damaged row of a run listed from two
+    of its rows still stops the listing, naming its seq (issue 33).
+
     A run is read as recorded only through the verified tree index (a ledger file's,
     or the one a server ledger gets in memory), when its last event there (the head the
     index recorded, checked against the tree by :func:`run_snapshots`' own check of
@@ -365,6 +360,10 @@ def _snapshots(
         # A ledger on a server (issue 21): the whole log checked once into an index in
         # memory (32 bytes an event), then each run read through the store's stream index.
         index = tree_index.in_memory(ledger, stop)
+    if recorded:
+        # A finished run is listed from two of its rows: every row is checked first
+        # (issue 33), against the signed tree too where the index has one.
+        tree_index.check_log(ledger, index)
     for again in (False, True):
         if index is None:
             break
@@ -642,7 +641,7 @@ def _rows_after(
     chains = {s: (n, leaf) for s, (n, _, leaf) in index.heads.items()}
     for seq, body, leaf in _tail_rows(ledger, index.size, ledger.size()):
         head = _decoded(seq, _ENV.decode, body)
-        _check_stream(seq, head, chains)
+        check_stream(seq, head, chains)
         chains[head.stream] = (head.stream_seq, leaf)
         yield seq, body, leaf, head
 
