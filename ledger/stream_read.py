@@ -22,12 +22,12 @@ import msgspec
 from ledger import codec, tree_index
 from ledger.errors import ChainBrokenError, VerificationError
 from ledger.store import GENESIS_CHAIN, Ledger, StoredEvent, link_of
+from ledger.tree_index import check_stream
 
 __all__ = [
     "ENVELOPE",
     "Envelope",
     "Row",
-    "check_stream",
     "decoded",
     "every_stream_listed",
     "rows_after",
@@ -64,17 +64,6 @@ def decoded(seq: int, decoder: Callable[[bytes], T], body: bytes) -> T:
         return decoder(body)
     except (msgspec.ValidationError, msgspec.DecodeError) as exc:
         raise VerificationError(f"seq {seq}: body is not a known event: {exc}", seq=seq) from None
-
-
-def check_stream(seq: int, head: Envelope, heads: dict[str, tuple[int, bytes]]) -> None:
-    last = heads.get(head.stream)
-    want_seq, want_prev = (0, None) if last is None else (last[0] + 1, link_of(last[1]))
-    if head.stream_seq != want_seq or head.stream_prev != want_prev:
-        raise ChainBrokenError(
-            f"seq {seq}: stream {head.stream}: stream_seq {head.stream_seq} after "
-            f"{head.stream_prev}, expected stream_seq {want_seq} after {want_prev}",
-            seq=seq,
-        )
 
 
 def stream_below(

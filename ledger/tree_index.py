@@ -35,16 +35,27 @@ import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
 import msgspec
 
 from ledger import codec
-from ledger.errors import ChainBrokenError, LedgerError
+from ledger.errors import ChainBrokenError, LedgerError, ProofError, VerificationError
 from ledger.merkle import HASH_SIZE, TreeAccumulator, perfect_root
 from ledger.proofs import read_checkpoint
 from ledger.store import GENESIS_CHAIN, Ledger, envelope_of, link_of
 
-__all__ = ["BLOCK", "TreeIndex", "in_memory", "index_path", "open_index", "reopen"]
+__all__ = [
+    "BLOCK",
+    "VERIFY_HINT",
+    "TreeIndex",
+    "check_log",
+    "check_stream",
+    "in_memory",
+    "index_path",
+    "open_index",
+    "reopen",
+]
 
 #: Leaves per block: a block is a perfect subtree of height 8.
 BLOCK_HEIGHT = 8
@@ -66,6 +77,17 @@ CREATE TABLE IF NOT EXISTS streams (
 #: What reading a checkpoint's signers from rows nobody checked yet may raise; the
 #: full read then names the bad seq.
 _UNREADABLE = (LedgerError, msgspec.MsgspecError, ValueError)
+
+
+class _Linked(Protocol):
+    """A body's stream envelope (the store's, or a reader's wider one)."""
+
+    @property
+    def stream(self) -> str: ...
+    @property
+    def stream_seq(self) -> int: ...
+    @property
+    def stream_prev(self) -> str | None: ...
 
 
 class IndexMismatch(Exception):
@@ -214,6 +236,90 @@ def rebuild(ledger: Ledger) -> TreeIndex | None:
     )
     _remove(path)
     return open_index(ledger)
+
+
+#: What a reader that found a damaged row tells the user to do next.
+VERIFY_HINT = "run `caseledger verify` on this ledger"
+
+
+def check_log(ledger: Ledger, index: TreeIndex | None) -> None:
+    """Every row of the log read once, streamed, and checked (issue 33: fail closed).
+
+    Each row passes :meth:`Ledger.scan_rows`, the one checked read of every reader
+    (seq with no gap, the body hashing to its stored leaf hash, the chain, and the
+    ``stream``, ``stream_seq`` and ``type`` columns equal to the body's envelope), and
+    continues its stream's own chain (:func:`check_stream`, as a report checks it).
+    Below the size of ``index``, when it was verified against a signed checkpoint (it
+    has a file), the leaves read must also be the signed tree's: each full block of
+    256 must have the block's verified Merkle root, those of the last partial block
+    must be its verified leaves. No signature is checked (``verify`` does) and nothing
+    is kept but one block of leaf hashes, whatever the ledger's size. What ``runs``
+    and ``bank list`` check before listing, so that no row they do not fold can hide
+    damage.
+
+    Raises:
+        ChainBrokenError / VerificationError: the first row that does not hold (as
+            every reader names it), or ProofError: a leaf the signed tree does not
+            have; each names the seq and says to run ``caseledger verify`` (exit 1).
+    """
+    tree = index if index is not None and index.path is not None else None
+    signed = 0 if tree is None else tree.size
+    block: list[bytes] = []  # the leaves read of block ``number``, below ``signed``
+    number = 0
+    heads: dict[str, tuple[int, bytes]] = {}
+    try:
+        for row in ledger.scan_rows(ledger.size()):
+            head = row[9]
+            check_stream(row[0], head, heads)
+            heads[head.stream] = (head.stream_seq, row[2])
+            if row[0] < signed:
+                block.append(row[2])
+                if len(block) == BLOCK:
+                    _same_leaves(tree, number, block)
+                    block, number = [], number + 1
+    except VerificationError as exc:
+        exc.hint = exc.hint or VERIFY_HINT
+        # A leaf the signed tree lacks, read before the row that stopped the read (a
+        # rewritten body breaks the next event's stream chain), is the first bad seq.
+        _same_leaves(tree, number, block)
+        raise
+    _same_leaves(tree, number, block)
+
+
+def check_stream(seq: int, head: _Linked, heads: dict[str, tuple[int, bytes]]) -> None:
+    """Raise ChainBrokenError unless the event at ``seq`` continues its stream's chain:
+    ``heads`` maps each stream to (stream_seq, leaf hash) of its last event so far."""
+    last = heads.get(head.stream)
+    want_seq, want_prev = (0, None) if last is None else (last[0] + 1, link_of(last[1]))
+    if head.stream_seq != want_seq or head.stream_prev != want_prev:
+        raise ChainBrokenError(
+            f"seq {seq}: stream {head.stream}: stream_seq {head.stream_seq} after "
+            f"{head.stream_prev}, expected stream_seq {want_seq} after {want_prev}",
+            seq=seq,
+        )
+
+
+def _same_leaves(index: TreeIndex | None, number: int, leaves: list[bytes]) -> None:
+    """Raise ProofError naming the first seq whose leaf is not the verified one there:
+    ``leaves`` are those read from the start of block ``number`` (a full block is
+    compared by its Merkle root, the fast path)."""
+    if index is None or not leaves:
+        return
+    if len(leaves) == BLOCK and perfect_root(leaves) == index.nodes[number]:
+        return
+    try:
+        signed = index._block(number) if number < len(index.nodes) else index.last
+    except IndexMismatch:  # the index file's leaves were edited: the block's first seq
+        signed = []
+    first = number * BLOCK
+    for seq, leaf in enumerate(leaves, first):
+        if signed[seq - first : seq - first + 1] != [leaf]:
+            raise ProofError(
+                f"seq {seq}: leaf hash {link_of(leaf)} is not the one the signed "
+                f"checkpoint at size {index.size} holds there (the log was rewritten)",
+                seq=seq,
+                hint=VERIFY_HINT,
+            )
 
 
 # ----------------------------------------------------------------- internals

@@ -44,12 +44,12 @@ from ledger.store import Ledger
 from ledger.stream_read import (
     ENVELOPE,
     Row,
-    check_stream,
     decoded,
     every_stream_listed,
     stream_below,
     tail_rows,
 )
+from ledger.tree_index import check_stream
 from projections import caseruns
 from projections.caseruns import ATTEMPT_EVENTS, State
 from projections.replay import paused_gc
@@ -248,6 +248,11 @@ def run_listing(ledger: Ledger) -> Iterator[Snapshot | RecordedRun]:
     :class:`RecordedRun` when its last event is a RunFinished with totals, else as the
     snapshot :func:`run_snapshots` folds.
 
+    Every row of the log is checked first, streamed (:func:`ledger.tree_index.check_log`:
+    body to leaf hash, chain, the row's columns against its body, and each leaf against
+    the signed tree below the index's size), so a damaged row of a run listed from two
+    of its rows still stops the listing, naming its seq (issue 33).
+
     A run is read as recorded only through the verified tree index (a ledger file's,
     or the one a server ledger gets in memory), when its last event there (the head the
     index recorded, checked against the tree by :func:`run_snapshots`' own check of
@@ -298,6 +303,10 @@ def _snapshots(
         # A ledger on a server (issue 21): the whole log checked once into an index in
         # memory (32 bytes an event), then each run read through the store's stream index.
         index = tree_index.in_memory(ledger, stop)
+    if recorded:
+        # A finished run is listed from two of its rows: every row is checked first
+        # (issue 33), against the signed tree too where the index has one.
+        tree_index.check_log(ledger, index)
     for again in (False, True):
         if index is None:
             break

@@ -12,6 +12,7 @@ from ledger.errors import BankError
 from ledger.events import ENGINES, LEDGER_STREAM, BankPublished, CaseSpec, tag_of
 from ledger.store import Ledger
 from ledger.stream_read import stream_events
+from ledger.tree_index import check_log, open_index
 
 __all__ = [
     "BUILTIN_DIR",
@@ -104,12 +105,17 @@ class PublishedBank:
         )
 
 
-def list_published(ledger: Ledger, home: Path) -> list[PublishedBank]:
+def list_published(ledger: Ledger, home: Path, *, whole_log: bool = False) -> list[PublishedBank]:
     """Every BankPublished event of a ledger, in log order.
 
     Banks are published on the ``ledger`` stream, which is read through the verified
     tree index (``ledger.stream_read.stream_events``: not the whole log, issue 34).
+    With ``whole_log`` (what ``bank list`` shows), every row of the log is checked
+    first (:func:`ledger.tree_index.check_log`, issue 33): a damaged row of any
+    stream stops the listing, naming its seq.
     """
+    if whole_log:
+        check_log(ledger, open_index(ledger))
     out = []
     tag = tag_of(BankPublished).encode()
     for stored in stream_events(ledger, LEDGER_STREAM):

@@ -113,7 +113,7 @@ def list_cmd(ctx: Context) -> None:
     click.echo("published:" if ledger is not None else "published: (no ledger)")
     if ledger is not None:
         with ledger:
-            for pb in list_published(ledger, ctx.home):
+            for pb in list_published(ledger, ctx.home, whole_log=True):
                 cases = len(pb.event.cases)
                 ref = label(pb)
                 click.echo(f"  {ref:<24} {pb.event.content_sha256}  seq {pb.seq}  {cases} cases")

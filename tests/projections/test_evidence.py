@@ -22,6 +22,7 @@ from ledger_audit import EARLIER_RELEASE, TAMPERED
 from report_testkit import build_real_ledger
 
 from ledger.cli import main
+from ledger.cli.report import RUNS_HEADER
 
 LEGACY = Path(__file__).resolve().parents[1] / "data" / "legacy-v1"
 COLUMNS = "seq, body, leaf_hash, chain, key_id, sig, stream, stream_seq, type"
@@ -81,13 +82,21 @@ def rows(path: Path) -> list[list[object]]:
     return out
 
 
-def rewrite(path: Path, new_rows: list[list[object]], *, drop_checkpoints: bool = False) -> None:
-    """Replace every row, renumbering seq and recomputing the chain (needs no key)."""
+def rewrite(
+    path: Path,
+    new_rows: list[list[object]],
+    *,
+    drop_checkpoints: bool = False,
+    rechain: bool = True,
+) -> None:
+    """Replace every row, renumbering seq and recomputing the chain (needs no key;
+    ``rechain=False`` keeps each row's stored chain)."""
     chain = bytes(32)
     for seq, row in enumerate(new_rows):
         row[0] = seq
         chain = hashlib.sha256(chain + row[2]).digest()  # type: ignore[operator]
-        row[3] = chain
+        if rechain:
+            row[3] = chain
     conn = sqlite3.connect(path)
     conn.execute("DROP TRIGGER events_refuse_delete")
     conn.execute("DROP TRIGGER events_refuse_update")
@@ -299,7 +308,6 @@ def test_resume_never_trusts_edited_columns(copy: Path) -> None:
     # hide model-b's last events from the stream column: a resume must not see a
     # shorter run, call the model again and sign a fork
     all_rows = rows(copy)
-    banks = cli(copy, "bank", "list")
     tail = [int(r[0]) for r in all_rows if r[6] == "model-b"][-4:]  # type: ignore[call-overload]
     conn = sqlite3.connect(copy)
     conn.execute("DROP TRIGGER events_refuse_update")
@@ -324,14 +332,136 @@ def test_resume_never_trusts_edited_columns(copy: Path) -> None:
     assert code == 1, err
     assert edited in err, err
     assert len(rows(copy)) == len(all_rows)  # nothing appended
-    for command in (["runs"], ["report"]):
+    # bank list and runs check every row of the log before listing (issue 33), though
+    # they list from the ledger stream and from each run's first and last rows.
+    for command in (["runs"], ["report"], ["bank", "list"]):
         code, _, err = cli(copy, *command)
         assert code == 1, (command, err)
         assert edited in err, (command, err)
-    # bank list reads only the ledger stream through the verified tree index (issue 34):
-    # the edited rows are model-b's, not read, and every bank listed is a verified body.
-    assert banks[0] == 0
-    assert cli(copy, "bank", "list") == banks
+
+
+def leaf_of(body: bytes) -> bytes:
+    """RFC 9162 leaf hash: SHA-256 of 0x00 and the body."""
+    return hashlib.sha256(b"\0" + body).digest()
+
+
+def damage_inside(path: Path, row: list[object], damage: str, bit: int) -> str:
+    """Damage ``row`` (a row of ``path``) in one way; the error line it must cause,
+    worked out from the rows (``runs``/``bank list`` check every row, issue 33)."""
+    seq, body, leaf, stream, stream_seq, kind = (row[i] for i in (0, 1, 2, 6, 7, 8))
+    assert isinstance(seq, int)
+    assert isinstance(body, bytes)
+    assert isinstance(leaf, bytes)
+    assert isinstance(stream_seq, int)
+    all_rows = rows(path)
+    columns = {"type": "signer.retired.v1", "stream": "elsewhere", "stream_seq": 999}
+    if damage in columns:
+        edited = {"stream": stream, "stream_seq": stream_seq, "type": kind}
+        edited[damage] = columns[damage]
+        conn = sqlite3.connect(path)
+        conn.execute("DROP TRIGGER events_refuse_update")
+        # S608: the column is a key of the dict above
+        conn.execute(f"UPDATE events SET {damage} = ? WHERE seq = ?", (columns[damage], seq))  # noqa: S608
+        conn.commit()
+        conn.close()
+        return (
+            f"error: seq {seq}: the row's columns say stream {edited['stream']!r}, stream_seq "
+            f"{edited['stream_seq']!r}, type {edited['type']!r}; its body says {stream!r}, "
+            f"{stream_seq}, {kind!r} (the columns were edited)"
+        )
+    if damage == "body":  # one bit of the body flipped, nothing else changed
+        flipped = bytearray(body)
+        flipped[len(body) // 2] ^= 1 << bit
+        all_rows[seq][1] = bytes(flipped)
+        rewrite(path, all_rows, rechain=False)
+        return (
+            f"error: seq {seq}: body hashes to sha256:{leaf_of(bytes(flipped)).hex()}, "
+            f"stored leaf hash is sha256:{leaf.hex()}"
+        )
+    if damage == "forged":  # another body, its leaf hash and every chain after it made again
+        other = body.replace(b'"at":"2', b'"at":"1', 1)  # the year 2xxx made 1xxx
+        assert other != body
+        all_rows[seq][1:3] = [other, leaf_of(other)]
+        rewrite(path, all_rows)
+        return (
+            f"error: seq {seq}: leaf hash sha256:{leaf_of(other).hex()} is not the one the "
+            f"signed checkpoint at size {len(all_rows)} holds there (the log was rewritten)"
+        )
+    deleted = all_rows[:seq] + all_rows[seq + 1 :]
+    before, after = all_rows[seq - 1], all_rows[seq + 1]
+    if damage == "deleted":  # the rows after it renumbered, their stored chains kept
+        rewrite(path, deleted, rechain=False)
+        expected = hashlib.sha256(before[3] + after[2]).digest()  # type: ignore[operator]
+        return (
+            f"error: seq {seq}: chain is sha256:{after[3].hex()}, expected "  # type: ignore[union-attr]
+            f"sha256:{expected.hex()} (SHA-256 of the previous chain and this leaf)"
+        )
+    # deleted, the chain made again: the run's next event names the deleted one
+    rewrite(path, deleted)
+    return (
+        f"error: seq {seq}: stream {stream}: stream_seq {stream_seq + 1} after "
+        f"sha256:{leaf.hex()}, expected stream_seq {stream_seq} after "
+        f"sha256:{before[2].hex()}"  # type: ignore[union-attr]
+    )
+
+
+DAMAGES = ("body", "type", "stream", "stream_seq", "deleted", "deleted-rechained", "forged")
+
+
+@TAMPERED
+@settings(
+    max_examples=50,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+    derandomize=True,
+)
+@given(
+    run=st.sampled_from(["self-test", "model-a", "model-b"]),
+    where=st.floats(min_value=0, max_value=1, exclude_max=True),
+    damage=st.sampled_from(DAMAGES),
+    bit=st.integers(min_value=0, max_value=7),
+    command=st.sampled_from([("runs",), ("runs", "--json"), ("bank", "list")]),
+)
+def test_a_damaged_row_inside_a_finished_run_stops_runs_and_bank_list(
+    master: Path,
+    tmp_path_factory: pytest.TempPathFactory,
+    run: str,
+    where: float,
+    damage: str,
+    bit: int,
+    command: tuple[str, ...],
+) -> None:
+    # runs lists a finished run from its RunStarted and RunFinished and bank list reads
+    # the ledger stream, both through the verified tree index; neither folds the row
+    # damaged here (strictly between the run's first and last), yet both refuse it.
+    home = tmp_path_factory.mktemp("inside")
+    path = home / "ledger.db"
+    shutil.copyfile(master, path)
+    assert cli(path, "runs")[0] == 0  # its tree index, verified at the last checkpoint
+    inside = [r for r in rows(path) if r[6] == run][1:-1]
+    line = damage_inside(path, inside[int(len(inside) * where)], damage, bit)
+    code, out, err = cli(path, *command)
+    assert code == 1, err
+    errors = [x for x in err.splitlines() if x.startswith("error: ")]
+    assert errors == [line], err
+    assert err.endswith(f"{line}\n  hint: run `caseledger verify` on this ledger\n"), err
+    assert "published:" in out if command == ("bank", "list") else out == ""
+
+
+def test_runs_and_bank_list_of_an_honest_ledger(master: Path) -> None:
+    # the whole log is checked, nothing is said: the same rows as a fold of every run
+    code, out, err = cli(master, "runs")
+    assert (code, err) == (0, "")
+    assert cli(master, "runs", "--fold") == (0, out, "")
+    assert out.splitlines()[0].split() == list(RUNS_HEADER)
+    assert [line.split()[0] for line in out.splitlines()[1:]] == ["model-a", "model-b", "self-test"]
+    code, out, err = cli(master, "bank", "list")
+    assert (code, err) == (0, "")
+    published = out.split("published:\n")[1].splitlines()
+    assert len(published) == 1
+    assert published[0].split()[0] == "sales-fixture@v1"
+    # seq 0 registers the operator's key (Ledger.create); cases.yaml has sf-01 .. sf-07
+    assert published[0].endswith("  seq 1  7 cases"), published
 
 
 def test_cut_tail_caught_by_the_stored_checkpoint_or_an_exported_one(copy: Path) -> None:
