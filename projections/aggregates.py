@@ -15,7 +15,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from decimal import Decimal
 from fractions import Fraction
-from typing import Any
 
 import msgspec
 
@@ -29,12 +28,14 @@ from ledger.events import (
 )
 from projections.caseruns import Attempt
 from projections.numbers import RATE_PLACES, SCORE_PLACES, pop_stddev, show
+from projections.report import schema as S
 
 __all__ = [
     "CONSUMES",
     "DIFFICULTIES",
     "DIMENSIONS",
     "CaseStats",
+    "RunScores",
     "attempt_total",
     "case_stats",
     "summarize",
@@ -50,6 +51,14 @@ class CaseStats(msgspec.Struct, frozen=True):
     mean: Fraction
     nonzero_rate: Fraction
     stddev: Decimal
+
+
+class RunScores(msgspec.Struct, frozen=True, kw_only=True):
+    """A run's weighted scores and its per-case table (the report's ``scores`` and
+    ``cases``)."""
+
+    scores: S.Scores
+    cases: list[S.CaseScores]
 
 
 def attempt_total(attempt: Attempt) -> Decimal:
@@ -92,7 +101,7 @@ def _shown(value: Fraction | None) -> str | None:
     return None if value is None else show(value, SCORE_PLACES)
 
 
-def summarize(cases: Sequence[CaseSpec], attempts: Sequence[Attempt]) -> dict[str, Any]:
+def summarize(cases: Sequence[CaseSpec], attempts: Sequence[Attempt]) -> RunScores:
     """The per-case table and the weighted scores of one run's planned attempts.
 
     ``cases`` are the run's cases in bank order; ``attempts`` every planned attempt.
@@ -100,25 +109,26 @@ def summarize(cases: Sequence[CaseSpec], attempts: Sequence[Attempt]) -> dict[st
     by_case: dict[str, list[Attempt]] = {c.id: [] for c in cases}
     for attempt in attempts:
         by_case.setdefault(attempt.case_id, []).append(attempt)
-    rows, means = [], {}
+    rows: list[S.CaseScores] = []
+    means: dict[str, Fraction] = {}
     for case in cases:
         mine = sorted(by_case[case.id], key=lambda a: a.attempt)
         totals = [attempt_total(a) for a in mine]
         stats = case_stats(totals)
         means[case.id] = stats.mean
         rows.append(
-            {
-                "case": case.id,
-                "dimension": case.dimension,
-                "difficulty": case.difficulty,
-                "weight": str(case.weight),
-                "totals": [show(t, SCORE_PLACES) for t in totals],
-                "outcomes": [a.outcome for a in mine],
-                "result_correct": [_correct(a) for a in mine],
-                "mean": show(stats.mean, SCORE_PLACES),
-                "nonzero_rate": show(stats.nonzero_rate, RATE_PLACES),
-                "stddev": show(stats.stddev, SCORE_PLACES),
-            }
+            S.CaseScores(
+                case=case.id,
+                dimension=case.dimension,
+                difficulty=case.difficulty,
+                weight=str(case.weight),
+                totals=[show(t, SCORE_PLACES) for t in totals],
+                outcomes=[a.outcome for a in mine],
+                result_correct=[_correct(a) for a in mine],
+                mean=show(stats.mean, SCORE_PLACES),
+                nonzero_rate=show(stats.nonzero_rate, RATE_PLACES),
+                stddev=show(stats.stddev, SCORE_PLACES),
+            )
         )
 
     def over(subset: Iterable[CaseSpec]) -> str | None:
@@ -132,12 +142,15 @@ def summarize(cases: Sequence[CaseSpec], attempts: Sequence[Attempt]) -> dict[st
     levels: tuple[str, ...] = DIFFICULTIES
     if any(c.difficulty == UNASSIGNED for c in cases):
         levels = (*DIFFICULTIES, UNASSIGNED)
-    return {
-        "model_score": over(cases),
-        "dimensions": {d: over(c for c in cases if c.dimension == d) for d in dims},
-        "difficulties": {d: over(c for c in cases if c.difficulty == d) for d in levels},
-        "cases": rows,
-    }
+    return RunScores(
+        scores=S.Scores(
+            auxiliary=True,
+            model_score=over(cases),
+            dimensions={d: over(c for c in cases if c.dimension == d) for d in dims},
+            difficulties={d: over(c for c in cases if c.difficulty == d) for d in levels},
+        ),
+        cases=rows,
+    )
 
 
 def _correct(attempt: Attempt) -> bool | None:

@@ -40,6 +40,7 @@ from ledger.events import (
 )
 from ledger.harness.benchmark_sql import spider_distinct, spider_rewritten
 from projections.caseruns import Attempt
+from projections.report import schema as S
 
 __all__ = [
     "RULES",
@@ -396,7 +397,7 @@ def reason(
 
 def summarize(
     bank: BankPublished, cases: Sequence[CaseSpec], attempts: Sequence[Attempt]
-) -> dict[str, Any] | None:
+) -> S.BenchmarkBlock | None:
     """The benchmark block of one run: EX per attempt, totals, and every disagreement
     with its reason. None for a bank not imported from a benchmark."""
     source = bank.benchmark
@@ -404,8 +405,8 @@ def summarize(
         return None
     gold = {g.case_id: g for g in bank.gold}
     specs = {c.id: c for c in cases}
-    verdicts = []
-    disagreements = []
+    verdicts: list[S.BenchmarkVerdict] = []
+    disagreements: list[S.BenchmarkDisagreement] = []
     correct = judged = caseledger = agree = 0
     for a in attempts:
         case = specs.get(a.case_id)
@@ -414,7 +415,9 @@ def summarize(
         ex, why = verdict(source.name, case, gold[a.case_id], a)
         ours = a.score.result_correct if a.score is not None else None
         ours_bool = ours is True
-        verdicts.append({"case": a.case_id, "attempt": a.attempt, "ex": ex, "caseledger": ours})
+        verdicts.append(
+            S.BenchmarkVerdict(case=a.case_id, attempt=a.attempt, ex=ex, caseledger=ours)
+        )
         if ex is not None:
             judged += 1
             correct += ex
@@ -423,23 +426,23 @@ def summarize(
             agree += 1
             continue
         disagreements.append(
-            {
-                "case": a.case_id,
-                "attempt": a.attempt,
-                "ex": ex,
-                "caseledger": ours,
-                "reason": why or reason(case, gold[a.case_id], a, ex, source.name),
-            }
+            S.BenchmarkDisagreement(
+                case=a.case_id,
+                attempt=a.attempt,
+                ex=ex,
+                caseledger=ours,
+                reason=why or reason(case, gold[a.case_id], a, ex, source.name),
+            )
         )
-    return {
-        "name": source.name,
-        "rule": RULES.get(source.name, source.name),
-        "rows": source.rows,
-        "attempts": len(verdicts),
-        "ex_correct": correct,
-        "ex_judged": judged,
-        "caseledger_correct": caseledger,
-        "agree": agree,
-        "verdicts": verdicts,
-        "disagreements": disagreements,
-    }
+    return S.BenchmarkBlock(
+        name=source.name,
+        rule=RULES.get(source.name, source.name),
+        rows=source.rows,
+        attempts=len(verdicts),
+        ex_correct=correct,
+        ex_judged=judged,
+        caseledger_correct=caseledger,
+        agree=agree,
+        verdicts=verdicts,
+        disagreements=disagreements,
+    )

@@ -12,14 +12,18 @@ the counts come from the judged events and the kill rate is null.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
 
+import msgspec
+
+from ledger.errors import InternalError
 from ledger.events import (
     CalibrationControlChecked,
     CalibrationFinished,
     CalibrationMutantJudged,
 )
 from projections.caseruns import CalibrationRecord
+from projections.report import schema as S
 
 __all__ = ["APPLICABLE", "CONSUMES", "STATUSES", "summarize"]
 
@@ -30,21 +34,38 @@ STATUSES = ("killed", "survived", "equivalent", "blocked", "unsupported", "not_a
 APPLICABLE = ("killed", "survived", "equivalent", "blocked")
 
 
-def _mutant(m: CalibrationMutantJudged) -> dict[str, Any]:
-    return {
-        "case": m.case_id,
-        "mutant": m.mutant_id,
-        "operator": m.operator,
-        "pattern": m.pattern,
-        "sql_sha256": m.sql_sha256,
-    }
+def _mutant(m: CalibrationMutantJudged) -> S.Mutant:
+    """A survived or equivalent mutant: it ran, so its SQL has a hash."""
+    if m.sql_sha256 is None:
+        raise InternalError(ValueError(f"mutant {m.mutant_id} without SQL"), where="calibration")
+    return S.Mutant(
+        case=m.case_id,
+        mutant=m.mutant_id,
+        operator=m.operator,
+        pattern=m.pattern,
+        sql_sha256=m.sql_sha256,
+    )
 
 
-def summarize(record: CalibrationRecord | None) -> dict[str, Any]:
+def _counts(counts: Mapping[str, int]) -> S.MutantCounts:
+    unknown = sorted(set(counts) - set(STATUSES))
+    if unknown:
+        raise InternalError(ValueError(f"mutant status {unknown[0]!r}"), where="calibration")
+    return S.MutantCounts(
+        killed=counts.get("killed", 0),
+        survived=counts.get("survived", 0),
+        equivalent=counts.get("equivalent", 0),
+        blocked=counts.get("blocked", 0),
+        unsupported=counts.get("unsupported", 0),
+        not_applicable=counts.get("not_applicable", 0),
+    )
+
+
+def summarize(record: CalibrationRecord | None) -> S.Calibration:
     """The calibration block of a run entry (every number a count or a decimal string).
 
     >>> s = summarize(None)
-    >>> s["finished"], s["kill_rate"], s["counts"]["killed"], s["positive_controls"]["total"]
+    >>> s.finished, s.kill_rate, s.counts.killed, s.positive_controls.total
     (False, None, 0, 0)
     """
     record = record or CalibrationRecord()
@@ -70,35 +91,37 @@ def summarize(record: CalibrationRecord | None) -> dict[str, Any]:
         passed = sum(1 for c in record.controls if c.passed)
         total = len(record.controls)
     failed = [
-        {"case": c.case_id, "index": c.index, "sql_sha256": c.sql_sha256}
+        S.FailedControl(case=c.case_id, index=c.index, sql_sha256=c.sql_sha256)
         for c in record.controls
         if not c.passed
     ]
-    return {
-        "finished": fin is not None,
-        "calibration_sha256": None if fin is None else fin.calibration_sha256,
-        "scorer_version": None if fin is None else fin.scorer_version,
-        "kill_rate": None if fin is None or fin.kill_rate is None else str(fin.kill_rate),
-        "counts": {s: counts.get(s, 0) for s in STATUSES},
-        "applicable": sum(counts.get(s, 0) for s in APPLICABLE),
-        "judged_events": len(record.mutants),
-        "positive_controls": {"passed": passed, "total": total, "failed": failed},
-        "passed": None if fin is None else fin.passed,
-        "survivors": [_mutant(m) for m in record.mutants if m.status == "survived"],
-        "equivalents": [
-            {**_mutant(m), "review": m.review} for m in record.mutants if m.status == "equivalent"
+    return S.Calibration(
+        finished=fin is not None,
+        calibration_sha256=None if fin is None else fin.calibration_sha256,
+        scorer_version=None if fin is None else fin.scorer_version,
+        kill_rate=None if fin is None or fin.kill_rate is None else str(fin.kill_rate),
+        counts=_counts({s: counts.get(s, 0) for s in STATUSES}),
+        applicable=sum(counts.get(s, 0) for s in APPLICABLE),
+        judged_events=len(record.mutants),
+        positive_controls=S.PositiveControls(passed=passed, total=total, failed=failed),
+        passed=None if fin is None else fin.passed,
+        survivors=[_mutant(m) for m in record.mutants if m.status == "survived"],
+        equivalents=[
+            S.ReviewedMutant(**msgspec.structs.asdict(_mutant(m)), review=m.review)
+            for m in record.mutants
+            if m.status == "equivalent"
         ],
-        "operators": {name: operators[name] for name in sorted(operators)},
-        "variants": []
+        operators={name: _counts(operators[name]) for name in sorted(operators)},
+        variants=[]
         if fin is None
         else [
-            {
-                "id": v.variant_id,
-                "stale": v.stale,
-                "tables_digest": v.tables_digest,
-                "gold_digest": v.gold_digest,
-            }
+            S.VariantDatabase(
+                id=v.variant_id,
+                stale=v.stale,
+                tables_digest=v.tables_digest,
+                gold_digest=v.gold_digest,
+            )
             for v in fin.variants
         ],
-        "report_digest": None if fin is None else fin.report_digest,
-    }
+        report_digest=None if fin is None else fin.report_digest,
+    )

@@ -22,15 +22,19 @@ A run with no checkable claim has no rates (None), never an empty 100%.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
+import msgspec
+
+from ledger.errors import InternalError
 from ledger.events import ClaimsChecked, OutputParsed
-from ledger.harness.claims import CONTRADICTED, KINDS, SUPPORTED, VERDICTS
+from ledger.harness.claims import CONTRADICTED, KINDS, SUPPORTED, UNVERIFIABLE, VERDICTS
 from projections.caseruns import Attempt
 from projections.numbers import rate
+from projections.report import schema as S
 
 __all__ = [
     "CONSUMES",
+    "ClaimRow",
     "attempt_claims",
     "attempt_rows",
     "claims_of",
@@ -61,83 +65,101 @@ def has_claims(attempts: Sequence[Attempt]) -> bool:
     return any(claims_of(a) is not None for a in attempts)
 
 
-def _verdicts(values: Sequence[str]) -> dict[str, int]:
+def _verdicts(values: Sequence[str]) -> S.ClaimCounts:
     counts = dict.fromkeys(VERDICTS, 0)
     for v in values:
-        counts[v] = counts.get(v, 0) + 1
-    return counts
+        if v not in counts:
+            raise InternalError(ValueError(f"claim verdict {v!r}"), where="claims")
+        counts[v] += 1
+    return S.ClaimCounts(
+        supported=counts[SUPPORTED],
+        contradicted=counts[CONTRADICTED],
+        unverifiable=counts[UNVERIFIABLE],
+    )
 
 
-def summarize(attempts: Sequence[Attempt]) -> dict[str, Any]:
+def summarize(attempts: Sequence[Attempt]) -> S.ClaimBlock:
     """Claim counts and the three rates of one run (docs/claims.md).
 
     >>> s = summarize([])
-    >>> s["claims"], s["faithfulness_rate"], s["correct_contradicted_share"]
+    >>> s.claims, s.faithfulness_rate, s.correct_contradicted_share
     (0, None, None)
     """
     checked = [(a, c) for a in attempts if (c := claims_of(a)) is not None]
     verdicts = [x.verdict for _, c in checked for x in c.claims]
     counts = _verdicts(verdicts)
     gold = _verdicts([x.gold_verdict for _, c in checked for x in c.claims if x.gold_verdict])
-    checkable = counts[SUPPORTED] + counts[CONTRADICTED]
+    checkable = counts.supported + counts.contradicted
     correct = [c for a, c in checked if a.score is not None and a.score.result_correct is True]
     correct_bad = sum(1 for c in correct if any(x.verdict == CONTRADICTED for x in c.claims))
     kinds = {
         k: _verdicts([x.verdict for _, c in checked for x in c.claims if x.kind == k])
         for k in KINDS
     }
-    return {
-        "diagnostic_only": True,
-        "claims_versions": sorted({c.claims_version for _, c in checked}),
-        "attempts_checked": len(checked),
-        "attempts_with_claims": sum(1 for _, c in checked if c.claims),
-        "claims": len(verdicts),
-        "counts": counts,
-        "checkable": checkable,
-        "faithfulness_rate": rate(counts[SUPPORTED], checkable),
-        "contradicted_rate": rate(counts[CONTRADICTED], len(verdicts)),
-        "correct_checked": len(correct),
-        "correct_contradicted": correct_bad,
-        "correct_contradicted_share": rate(correct_bad, len(correct)),
-        "kinds": {k: v for k, v in kinds.items() if any(v.values())},
-        "gold_counts": gold,
-    }
+    return S.ClaimBlock(
+        diagnostic_only=True,
+        claims_versions=sorted({c.claims_version for _, c in checked}),
+        attempts_checked=len(checked),
+        attempts_with_claims=sum(1 for _, c in checked if c.claims),
+        claims=len(verdicts),
+        counts=counts,
+        checkable=checkable,
+        faithfulness_rate=rate(counts.supported, checkable),
+        contradicted_rate=rate(counts.contradicted, len(verdicts)),
+        correct_checked=len(correct),
+        correct_contradicted=correct_bad,
+        correct_contradicted_share=rate(correct_bad, len(correct)),
+        kinds={k: v for k, v in kinds.items() if v.supported or v.contradicted or v.unverifiable},
+        gold_counts=gold,
+    )
 
 
-def attempt_claims(a: Attempt) -> list[dict[str, Any]] | None:
+def attempt_claims(a: Attempt) -> list[S.CaseRunClaim] | None:
     """The claims of one attempt for its drill-down (None when it has no ClaimsChecked)."""
     found = claims_of(a)
     if found is None:
         return None
     return [
-        {
-            "kind": x.kind,
-            "reading": x.reading,
-            "text": x.text,
-            "verdict": x.verdict,
-            "detail": x.detail,
-            "gold_verdict": x.gold_verdict,
-        }
+        S.CaseRunClaim(
+            kind=x.kind,
+            reading=x.reading,
+            text=x.text,
+            verdict=x.verdict,
+            detail=x.detail,
+            gold_verdict=x.gold_verdict,
+        )
         for x in found.claims
     ]
 
 
-def attempt_rows(attempts: Sequence[Attempt]) -> list[dict[str, Any]]:
+class ClaimRow(msgspec.Struct, frozen=True, kw_only=True):
+    """One planned attempt as ``caseledger claims --json`` lists it."""
+
+    case: str
+    attempt: int
+    result_correct: bool | None
+    summary: str | None
+    #: None, like ``claims``, when no ClaimsChecked was recorded.
+    counts: S.ClaimCounts | None
+    claims: list[S.CaseRunClaim] | None
+
+
+def attempt_rows(attempts: Sequence[Attempt]) -> list[ClaimRow]:
     """Every planned attempt with its claims (for ``--json``): ``claims`` is None when
     no ClaimsChecked was recorded (not executed, no summary)."""
     rows = []
     for a in attempts:
         correct = None if a.score is None else a.score.result_correct
         claims = attempt_claims(a)
-        counts = _verdicts([c["verdict"] for c in claims]) if claims is not None else None
+        counts = _verdicts([c.verdict for c in claims]) if claims is not None else None
         rows.append(
-            {
-                "case": a.case_id,
-                "attempt": a.attempt,
-                "result_correct": correct,
-                "summary": a.parsed.summary if a.parsed is not None else None,
-                "counts": counts,
-                "claims": claims,
-            }
+            ClaimRow(
+                case=a.case_id,
+                attempt=a.attempt,
+                result_correct=correct,
+                summary=a.parsed.summary if a.parsed is not None else None,
+                counts=counts,
+                claims=claims,
+            )
         )
     return rows

@@ -16,11 +16,12 @@ are listed, and the ones that differ are named, but they never break the class.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 from ledger.events import Invocation, ModelResponded, ProviderFailed
 from projections.caseruns import Attempt
 from projections.numbers import rate
+from projections.report import schema as S
 
 __all__ = [
     "CONSTRAINTS",
@@ -95,13 +96,13 @@ def _one_or_list(values: list[Any]) -> Any:
     return values[0] if len(values) == 1 else (sorted(values, key=repr) if values else None)
 
 
-def classify(runs: Sequence[tuple[str, Sequence[Attempt] | RunInvocations]]) -> dict[str, Any]:
+def classify(runs: Sequence[tuple[str, Sequence[Attempt] | RunInvocations]]) -> S.Fairness:
     """The fairness block for model runs ``[(run id, planned attempts), ...]`` (any order);
     a run may be given as its :class:`RunInvocations` instead (the same block: every
     value below depends only on the distinct invocations in order and the two counts)."""
     ordered = sorted(runs, key=lambda r: r[0])
-    controls: dict[str, dict[str, Any]] = {}
-    disclosed: dict[str, dict[str, Any]] = {}
+    controls: dict[str, S.Controls] = {}
+    disclosed: dict[str, S.Disclosed] = {}
     coverage: dict[str, str | None] = {}
     per_run: dict[str, list[Invocation]] = {}
     missing: list[str] = []
@@ -112,17 +113,19 @@ def classify(runs: Sequence[tuple[str, Sequence[Attempt] | RunInvocations]]) -> 
         coverage[run_id] = rate(found.invocations, found.attempts)
         if found.invocations < found.attempts or not found.attempts:
             missing.append(run_id)
-        controls[run_id] = {c: _one_or_list(_values(invocations, c)) for c in CONTROLS}
+        controls[run_id] = S.Controls(
+            **{c: _one_or_list(_values(invocations, c)) for c in CONTROLS}
+        )
         params: dict[str, Any] = {}
         for inv in invocations:
             for key, value in inv.parameters.items():
                 params.setdefault(key, [])
                 if value not in params[key]:
                     params[key].append(value)
-        disclosed[run_id] = {
+        disclosed[run_id] = S.Disclosed(
             **{d: _one_or_list(_values(invocations, d)) for d in DISCLOSED},
-            "parameters": {k: _one_or_list(v) for k, v in sorted(params.items())},
-        }
+            parameters={k: _one_or_list(v) for k, v in sorted(params.items())},
+        )
     differing: list[str] = []
     if missing:
         differing.append("invocation_evidence")
@@ -132,32 +135,33 @@ def classify(runs: Sequence[tuple[str, Sequence[Attempt] | RunInvocations]]) -> 
         wanted = CONSTRAINTS.get(control, values[0] if values else None)
         if len(values) > 1 or (values and values[0] != wanted):
             differing.append(control)
+    klass: Literal["single_model", "controlled_harness", "not_controlled"]
     if len(ordered) < 2:
         klass = "single_model"
     else:
         klass = "controlled_harness" if not differing else "not_controlled"
-    return {
-        "class": klass,
-        "runs": [r for r, _ in ordered],
-        "controls": controls,
-        "differing_controls": differing,
-        "missing_invocation_evidence": missing,
-        "invocation_coverage": coverage,
-        "disclosed": disclosed,
-        "disclosed_differences": _disclosed_differences(disclosed),
-    }
+    return S.Fairness(
+        class_=klass,
+        runs=[r for r, _ in ordered],
+        controls=controls,
+        differing_controls=differing,
+        missing_invocation_evidence=missing,
+        invocation_coverage=coverage,
+        disclosed=disclosed,
+        disclosed_differences=_disclosed_differences(disclosed),
+    )
 
 
-def _disclosed_differences(disclosed: dict[str, dict[str, Any]]) -> list[str]:
+def _disclosed_differences(disclosed: dict[str, S.Disclosed]) -> list[str]:
     if len(disclosed) < 2:
         return []
     found = []
     rows = list(disclosed.values())
     for name in DISCLOSED:
-        if len({repr(r[name]) for r in rows}) > 1:
+        if len({repr(getattr(r, name)) for r in rows}) > 1:
             found.append(name)
-    keys = sorted({k for r in rows for k in r["parameters"]})
+    keys = sorted({k for r in rows for k in r.parameters})
     for key in keys:
-        if len({repr(r["parameters"].get(key)) for r in rows}) > 1:
+        if len({repr(r.parameters.get(key)) for r in rows}) > 1:
             found.append(key)
     return found

@@ -13,11 +13,11 @@ crashed twice, a scoring fault) also counts as an ``infrastructure`` failure.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from ledger.events import AttemptCancelled, OutputParsed, ScoreComputed, SqlExecuted
 from projections.caseruns import Attempt
 from projections.numbers import rate
+from projections.report import schema as S
 
 __all__ = ["CONSUMES", "FAILURE_CATEGORIES", "NO_CONTRACT", "imported_only", "summarize"]
 
@@ -46,7 +46,7 @@ def imported_only(attempts: Sequence[Attempt]) -> bool:
     return bool(parsed) and all(p.imported is True for p in parsed)
 
 
-def summarize(attempts: Sequence[Attempt]) -> dict[str, Any]:
+def summarize(attempts: Sequence[Attempt]) -> S.Quality:
     """Counts and rates over every planned attempt of a run. ``format_ok_rate`` is None
     for a run of a benchmark's own predictions (:func:`imported_only`)."""
     total = len(attempts)
@@ -74,18 +74,18 @@ def summarize(attempts: Sequence[Attempt]) -> dict[str, Any]:
         else:
             unscored += 1
     unknown = total - correct - wrong
-    return {
-        "total": total,
-        "evaluated": evaluated,
-        "coverage": rate(evaluated, total),
-        "correct": correct,
-        "wrong": wrong,
-        "unknown": unknown,
-        "unscored": unscored,
-        "result_correct_rate": rate(correct, total),
-        "format_ok_rate": None if imported_only(attempts) else rate(format_ok, total),
-        "sql_exec_success_rate": rate(sql_ok, total),
-        "failures": dict(sorted(failures.items())),
-        "failure_rates": {k: rate(v, total) for k, v in sorted(failures.items())},
-        "cancelled": dict(sorted(cancelled.items())),
-    }
+    return S.Quality(
+        total=total,
+        evaluated=evaluated,
+        coverage=rate(evaluated, total),
+        correct=correct,
+        wrong=wrong,
+        unknown=unknown,
+        unscored=unscored,
+        result_correct_rate=rate(correct, total),
+        format_ok_rate=None if imported_only(attempts) else rate(format_ok, total),
+        sql_exec_success_rate=rate(sql_ok, total),
+        failures=dict(sorted(failures.items())),
+        failure_rates={k: rate(v, total) for k, v in sorted(failures.items())},
+        cancelled=dict(sorted(cancelled.items())),
+    )

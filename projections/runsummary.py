@@ -1,7 +1,7 @@
 """The end-of-run figures of one run, as the report computes them (issue 20, "The run").
 
 ``caseledger run`` prints these at the end of a run. Nothing here defines a metric:
-the weighted score is ``projections.aggregates.summarize``'s ``model_score``, the
+the weighted score is ``projections.aggregates.summarize``'s ``scores.model_score``, the
 rates and the failure categories are ``projections.quality.summarize``'s, each over
 the run's planned attempts under the scorer version the run recorded, as the
 report and ``caseledger runs`` show them. What is added is the breakdown of each
@@ -172,19 +172,19 @@ def run_figures(bank: BankPublished, run_events: Iterable[tuple[int, bytes, Even
             else seen._replace(attempts=seen.attempts + 1)
         )
     return RunFigures(
-        planned=q["total"],
-        scored=q["evaluated"],
-        correct=q["correct"],
+        planned=q.total,
+        scored=q.evaluated,
+        correct=q.correct,
         format_ok=sum(
             1 for a in attempts if a.outcome == "scored" and a.score and a.score.format_ok
         ),
         format_ok_na=quality.NO_CONTRACT if quality.imported_only(attempts) else None,
-        result_correct_rate=q["result_correct_rate"],
-        format_ok_rate=q["format_ok_rate"],
-        model_score=aggregates.summarize(cases, attempts)["model_score"],
-        failures={k: v for k, v in q["failures"].items() if v},
-        cancelled=dict(q["cancelled"]),
+        result_correct_rate=q.result_correct_rate,
+        format_ok_rate=q.format_ok_rate,
+        model_score=aggregates.summarize(cases, attempts).scores.model_score,
+        failures={k: v for k, v in q.failures.items() if v},
+        cancelled=dict(q.cancelled),
         groups=tuple(sorted(groups.values(), key=lambda g: (g.category, -g.attempts, g.sub_kind))),
-        wrong=q["wrong"],
+        wrong=q.wrong,
         retries=retry_figures(attempts),
     )

@@ -19,14 +19,25 @@ that answer yet) are counted and listed, never dropped, and stay out of
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Literal
+
+import msgspec
 
 from ledger.events import CaseSpec, SliceComputed
 from ledger.harness.slices import COMPONENTS, NONE, UNKNOWN
 from projections.caseruns import Attempt
 from projections.numbers import rate
+from projections.report import schema as S
 
-__all__ = ["CONSUMES", "NOT_RECORDED", "ROWS", "attempt_rows", "has_slices", "summarize"]
+__all__ = [
+    "CONSUMES",
+    "NOT_RECORDED",
+    "ROWS",
+    "SliceRow",
+    "attempt_rows",
+    "has_slices",
+    "summarize",
+]
 
 CONSUMES = (SliceComputed,)
 #: A wrong attempt whose answer has no SliceComputed yet.
@@ -48,25 +59,25 @@ def _component(a: Attempt) -> str:
     return a.slice.component if a.slice is not None else NOT_RECORDED
 
 
-def _counts(attempts: Sequence[Attempt]) -> dict[str, Any]:
+def _counts(attempts: Sequence[Attempt]) -> S.SliceCounts:
     counts = dict.fromkeys(ROWS, 0)
     for a in attempts:
         counts[_component(a)] = counts.get(_component(a), 0) + 1
     checked = sum(counts[c] for c in (*COMPONENTS, NONE))
-    return {
-        "wrong": len(attempts),
-        "checked": checked,
-        "counts": counts,
-        "shares": {c: rate(counts[c], checked) for c in (*COMPONENTS, NONE)},
-    }
+    return S.SliceCounts(
+        wrong=len(attempts),
+        checked=checked,
+        counts=counts,
+        shares={c: rate(counts[c], checked) for c in (*COMPONENTS, NONE)},
+    )
 
 
-def summarize(attempts: Sequence[Attempt], cases: Mapping[str, CaseSpec]) -> dict[str, Any]:
+def summarize(attempts: Sequence[Attempt], cases: Mapping[str, CaseSpec]) -> S.SliceBlock:
     """Counts of first divergences over the run's wrong attempts, overall and per dimension.
 
     ``cases``: the bank's cases by id (for the dimension of each attempt).
 
-    >>> summarize([], {})["checked"], summarize([], {})["shares"]["joins"]
+    >>> summarize([], {}).checked, summarize([], {}).shares["joins"]
     (0, None)
     """
     wrong = [a for a in attempts if _is_wrong(a)]
@@ -75,24 +86,42 @@ def summarize(attempts: Sequence[Attempt], cases: Mapping[str, CaseSpec]) -> dic
     for a in wrong:
         case = cases.get(a.case_id)
         dims.setdefault(case.dimension if case is not None else "?", []).append(a)
-    out["diagnostic_only"] = True
-    out["slicer_versions"] = sorted({a.slice.slicer_version for a in wrong if a.slice is not None})
-    out["dimensions"] = {d: _counts(dims[d]) for d in sorted(dims)}
-    out["unattributed"] = [
-        {"case": a.case_id, "attempt": a.attempt, "component": _component(a), "detail": _detail(a)}
-        for a in wrong
-        if _component(a) in (UNKNOWN, NOT_RECORDED)
-    ]
-    return out
+    return S.SliceBlock(
+        wrong=out.wrong,
+        checked=out.checked,
+        counts=out.counts,
+        shares=out.shares,
+        diagnostic_only=True,
+        slicer_versions=sorted({a.slice.slicer_version for a in wrong if a.slice is not None}),
+        dimensions={d: _counts(dims[d]) for d in sorted(dims)},
+        unattributed=[
+            S.SliceAttempt(
+                case=a.case_id, attempt=a.attempt, component=_component(a), detail=_detail(a)
+            )
+            for a in wrong
+            if _component(a) in (UNKNOWN, NOT_RECORDED)
+        ],
+    )
 
 
 def _detail(a: Attempt) -> str:
     return a.slice.detail if a.slice is not None else "no slice recorded for this answer"
 
 
-def attempt_rows(
-    attempts: Sequence[Attempt], cases: Mapping[str, CaseSpec]
-) -> list[dict[str, Any]]:
+class SliceRow(msgspec.Struct, frozen=True, kw_only=True):
+    """One planned attempt as ``caseledger slices --json`` lists it."""
+
+    case: str
+    attempt: int
+    dimension: str | None
+    verdict: Literal["correct", "wrong", "not_executed"]
+    counted: bool
+    component: str | None
+    detail: str | None
+    slicer_version: str | None
+
+
+def attempt_rows(attempts: Sequence[Attempt], cases: Mapping[str, CaseSpec]) -> list[SliceRow]:
     """Every planned attempt: its verdict and, where recorded, its slice (for ``--json``).
 
     ``verdict``: correct, wrong, not_executed (no result: a failure, a cancellation or
@@ -101,6 +130,7 @@ def attempt_rows(
     """
     rows = []
     for a in attempts:
+        verdict: Literal["correct", "wrong", "not_executed"]
         if a.score is None:
             verdict = "not_executed"
         elif a.score.result_correct is True:
@@ -111,15 +141,15 @@ def attempt_rows(
             verdict = "not_executed"
         case = cases.get(a.case_id)
         rows.append(
-            {
-                "case": a.case_id,
-                "attempt": a.attempt,
-                "dimension": case.dimension if case is not None else None,
-                "verdict": verdict,
-                "counted": verdict == "wrong",
-                "component": a.slice.component if a.slice is not None else None,
-                "detail": a.slice.detail if a.slice is not None else None,
-                "slicer_version": a.slice.slicer_version if a.slice is not None else None,
-            }
+            SliceRow(
+                case=a.case_id,
+                attempt=a.attempt,
+                dimension=case.dimension if case is not None else None,
+                verdict=verdict,
+                counted=verdict == "wrong",
+                component=a.slice.component if a.slice is not None else None,
+                detail=a.slice.detail if a.slice is not None else None,
+                slicer_version=a.slice.slicer_version if a.slice is not None else None,
+            )
         )
     return rows

@@ -13,11 +13,11 @@ checked / total.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from ledger.events import VariantChecked
 from projections.caseruns import Attempt
 from projections.numbers import rate
+from projections.report import schema as S
 
 __all__ = ["CONSUMES", "FLAGS", "caserun_variants", "summarize"]
 
@@ -26,10 +26,10 @@ CONSUMES = (VariantChecked,)
 FLAGS = ("scope_leak", "variant_mismatch")
 
 
-def summarize(attempts: Sequence[Attempt]) -> dict[str, Any]:
+def summarize(attempts: Sequence[Attempt]) -> S.VariantDiagnostics:
     """Counts of checked and flagged attempts over every planned attempt of a run.
 
-    >>> summarize([])["flags"], summarize([])["coverage"]
+    >>> summarize([]).flags, summarize([]).coverage
     ({'scope_leak': 0, 'variant_mismatch': 0}, None)
     """
     total = len(attempts)
@@ -45,33 +45,33 @@ def summarize(attempts: Sequence[Attempt]) -> dict[str, Any]:
         hashes.add(check.calibration_sha256)
         for flag in set(check.flags):
             flags[flag] = flags.get(flag, 0) + 1
-    return {
-        "diagnostic_only": True,
-        "total": total,
-        "checked": checked,
-        "coverage": rate(checked, total),
-        "flagged": flagged,
-        "flags": dict(sorted(flags.items())),
-        "calibration_sha256": sorted(hashes),
-    }
+    return S.VariantDiagnostics(
+        diagnostic_only=True,
+        total=total,
+        checked=checked,
+        coverage=rate(checked, total),
+        flagged=flagged,
+        flags=dict(sorted(flags.items())),
+        calibration_sha256=sorted(hashes),
+    )
 
 
-def caserun_variants(attempt: Attempt) -> dict[str, Any] | None:
+def caserun_variants(attempt: Attempt) -> S.CaseRunVariants | None:
     """The variant diagnostics of one CaseRun (None when its scored batch has none)."""
     check = attempt.variant
     if check is None:
         return None
-    return {
-        "calibration_sha256": check.calibration_sha256,
-        "flags": sorted(set(check.flags)),
-        "outcomes": [
-            {
-                "variant": o.variant_id,
-                "non_interfering": o.non_interfering,
-                "result_correct": o.result_correct,
-                "moved": o.moved,
-                "error_kind": o.error_kind,
-            }
+    return S.CaseRunVariants(
+        calibration_sha256=check.calibration_sha256,
+        flags=sorted(set(check.flags)),
+        outcomes=[
+            S.VariantOutcomeRow(
+                variant=o.variant_id,
+                non_interfering=o.non_interfering,
+                result_correct=o.result_correct,
+                moved=o.moved,
+                error_kind=o.error_kind,
+            )
             for o in check.outcomes
         ],
-    }
+    )

@@ -121,10 +121,10 @@ def _completeness(bundle: Bundle, result: CheckResult, require_full: bool) -> No
     for a in attempts:
         figures = attempt_figures(a)
         response = a.response or a.failure
-        coverage["tokens"] += figures["tokens"] is not None
-        coverage["cost"] += figures["cost"] is not None
-        coverage["generation_ms"] += figures["generation_us"] is not None
-        coverage["sql_exec_ms"] += figures["sql_us"] is not None
+        coverage["tokens"] += figures.tokens is not None
+        coverage["cost"] += figures.cost is not None
+        coverage["generation_ms"] += figures.generation_us is not None
+        coverage["sql_exec_ms"] += figures.sql_us is not None
         coverage["invocation"] += invocation_of(a) is not None
         coverage["request_id"] += response is not None and response.provider_request_id is not None
     result.coverage = {k: (v, len(attempts)) for k, v in coverage.items()}

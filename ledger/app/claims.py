@@ -33,6 +33,7 @@ from ledger.keys import Signer
 from ledger.store import Ledger
 from projections import claims as claims_view_mod
 from projections.caseruns import Attempt, CaseRun
+from projections.report import schema as S
 
 __all__ = ["ClaimsRecording", "ClaimsView", "claims_view", "record_claims"]
 
@@ -123,7 +124,7 @@ def record_claims(
     return summary
 
 
-class ClaimsView(DiagnosticView):
+class ClaimsView(DiagnosticView[S.ClaimBlock, claims_view_mod.ClaimRow]):
     """A run's answer contract as the command shows it."""
 
 
@@ -134,7 +135,9 @@ def claims_view(ledger: Ledger, run_id: str, scorer_version: str = SCORER_VERSIO
         UsageError: no such run.
     """
 
-    def fold(attempts: list[Attempt], _bank: Any) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    def fold(
+        attempts: list[Attempt], _bank: Any
+    ) -> tuple[S.ClaimBlock, list[claims_view_mod.ClaimRow]]:
         return claims_view_mod.summarize(attempts), claims_view_mod.attempt_rows(attempts)
 
     return diagnostic_view(ledger, run_id, scorer_version, ClaimsView, fold)

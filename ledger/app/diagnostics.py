@@ -10,7 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
+
+import msgspec
 
 from ledger.app.snapshot import read_state
 from ledger.errors import UsageError
@@ -20,6 +22,7 @@ from ledger.keys import Signer
 from ledger.store import Ledger
 from projections.caseruns import Attempt, CaseRun, State, attempts_of_run
 from projections.outcome import terminal as outcome_of
+from projections.report.jsonio import plain
 
 __all__ = [
     "DiagnosticRecording",
@@ -45,16 +48,21 @@ class DiagnosticRecording:
         self.skipped[reason] = self.skipped.get(reason, 0) + 1
 
 
+#: A diagnostic's summary (its report block) and the struct of one attempt's row.
+B = TypeVar("B", bound=msgspec.Struct)
+R = TypeVar("R", bound=msgspec.Struct)
+
+
 @dataclass(frozen=True)
-class DiagnosticView:
+class DiagnosticView(Generic[B, R]):
     """One run's diagnostic counts as a command shows them."""
 
     run_id: str
     bank: str
     scorer_version: str
     planned: int
-    summary: dict[str, Any]
-    attempts: list[dict[str, Any]]
+    summary: B
+    attempts: list[R]
 
     def document(self, appended: int) -> dict[str, Any]:
         """The ``--json`` document of a diagnostic command: the run, its bank, the
@@ -65,12 +73,12 @@ class DiagnosticView:
             "scorer_version": self.scorer_version,
             "planned": self.planned,
             "appended": appended,
-            **self.summary,
-            "attempts": self.attempts,
+            **plain(self.summary),
+            "attempts": plain(self.attempts),
         }
 
 
-V = TypeVar("V", bound=DiagnosticView)
+V = TypeVar("V", bound=DiagnosticView[Any, Any])
 
 
 def diagnostic_view(
@@ -78,7 +86,7 @@ def diagnostic_view(
     run_id: str,
     scorer_version: str,
     kind: type[V],
-    fold: Callable[[list[Attempt], BankPublished], tuple[dict[str, Any], list[dict[str, Any]]]],
+    fold: Callable[[list[Attempt], BankPublished], tuple[B, list[R]]],
 ) -> V:
     """One run's diagnostic view: its planned attempts under ``scorer_version`` folded
     by ``fold`` (attempts, the run's bank) into the summary and the attempt rows.

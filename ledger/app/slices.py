@@ -40,6 +40,7 @@ from ledger.keys import Signer
 from ledger.store import Ledger
 from projections import slices as slice_view_mod
 from projections.caseruns import Attempt, CaseRun
+from projections.report import schema as S
 
 __all__ = ["SliceRecording", "SliceView", "record_slices", "slice_view"]
 
@@ -141,7 +142,7 @@ def record_slices(
     return summary
 
 
-class SliceView(DiagnosticView):
+class SliceView(DiagnosticView[S.SliceBlock, slice_view_mod.SliceRow]):
     """A run's slices as the command shows them."""
 
 
@@ -154,7 +155,7 @@ def slice_view(ledger: Ledger, run_id: str, scorer_version: str = SCORER_VERSION
 
     def fold(
         attempts: list[Attempt], bank: BankPublished
-    ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    ) -> tuple[S.SliceBlock, list[slice_view_mod.SliceRow]]:
         cases = {c.id: c for c in bank.cases}
         return (
             slice_view_mod.summarize(attempts, cases),

@@ -47,13 +47,13 @@ def claims(ctx: Context, run_id: str, scorer: str, as_json: bool) -> None:
     else:
         for line in _human(view, recorded.appended):
             click.echo(line)
-    if s["checkable"] == 0:
-        if s["attempts_checked"] == 0:
+    if s.checkable == 0:
+        if s.attempts_checked == 0:
             why = "no executed attempt has a summary"
-        elif s["claims"] == 0:
-            why = f"no claim could be read from its {s['attempts_checked']} summaries"
+        elif s.claims == 0:
+            why = f"no claim could be read from its {s.attempts_checked} summaries"
         else:
-            why = f"none of the {s['claims']} claims read could be decided"
+            why = f"none of the {s.claims} claims read could be decided"
         click.echo(f"nothing could be checked: {why} (exit 2)", err=True)
         exit_with(2)
 
@@ -64,33 +64,29 @@ def _show(value: str | None) -> str:
 
 def _human(view: ClaimsView, appended: int) -> list[str]:
     s = view.summary
-    c = s["counts"]
+    c = s.counts
     lines = [
         f"run {view.run_id} ({view.bank}, scorer {view.scorer_version}): "
-        f"{s['attempts_checked']} summaries of {view.planned} attempts checked; claims "
-        f"{', '.join(s['claims_versions']) or '-'} ({appended} recorded now)",
-        f"claims read {s['claims']}: supported {c['supported']}, contradicted "
-        f"{c['contradicted']}, unverifiable {c['unverifiable']}",
-        f"faithfulness rate (supported / checkable {s['checkable']})   "
-        f"{_show(s['faithfulness_rate'])}",
-        f"contradicted-claim rate (contradicted / read)   {_show(s['contradicted_rate'])}",
-        f"correct results whose summary contradicts them   {s['correct_contradicted']} of "
-        f"{s['correct_checked']}  {_show(s['correct_contradicted_share'])}",
+        f"{s.attempts_checked} summaries of {view.planned} attempts checked; claims "
+        f"{', '.join(s.claims_versions) or '-'} ({appended} recorded now)",
+        f"claims read {s.claims}: supported {c.supported}, contradicted "
+        f"{c.contradicted}, unverifiable {c.unverifiable}",
+        f"faithfulness rate (supported / checkable {s.checkable})   {_show(s.faithfulness_rate)}",
+        f"contradicted-claim rate (contradicted / read)   {_show(s.contradicted_rate)}",
+        f"correct results whose summary contradicts them   {s.correct_contradicted} of "
+        f"{s.correct_checked}  {_show(s.correct_contradicted_share)}",
     ]
-    if s["kinds"]:
+    if s.kinds:
         lines.append(
             "by kind: "
             + "; ".join(
-                f"{k} " + "/".join(str(v[x]) for x in ("supported", CONTRADICTED, "unverifiable"))
-                for k, v in s["kinds"].items()
+                f"{k} {v.supported}/{v.contradicted}/{v.unverifiable}" for k, v in s.kinds.items()
             )
             + " (supported/contradicted/unverifiable)"
         )
-    bad = [
-        (a, x) for a in view.attempts for x in (a["claims"] or []) if x["verdict"] == CONTRADICTED
-    ]
+    bad = [(a, x) for a in view.attempts for x in (a.claims or []) if x.verdict == CONTRADICTED]
     for a, x in bad[:3]:
-        lines.append(f"  contradicted: {a['case']} #{a['attempt']}: {x['reading']} ({x['detail']})")
+        lines.append(f"  contradicted: {a.case} #{a.attempt}: {x.reading} ({x.detail})")
     if len(bad) > 3:
         lines.append(f"  ... {len(bad) - 3} more (--json lists every claim)")
     return lines

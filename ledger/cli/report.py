@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import click
+import msgspec
 
 from ledger.app.evaluate import now
 from ledger.app.output import STDOUT, write_output
@@ -19,6 +19,8 @@ from ledger.keys import load_default_signer
 from ledger.store import Ledger
 from projections.report import FORMATS, run_overview
 from projections.report.build import Detail, recorded_overview
+from projections.report.jsonio import plain
+from projections.report.totals import RunRow
 
 #: ``--detail`` values (docs/reports.md "Versions").
 DETAILS = ("stats", "compact", "full")
@@ -104,32 +106,32 @@ def runs(ctx: Context, as_json: bool, include_withdrawn: bool, fold: bool) -> No
         # One run in memory at a time (through the tree index); the rows are all
         # collected before the first is printed, so a bad byte prints nothing.
         rows = run_rows(ledger, fold=fold)
-    left_out = [(r["run"], r["withdrawn"]) for r in rows if "withdrawn" in r]
+    left_out = [(r.run, r.withdrawn) for r in rows if isinstance(r.withdrawn, str)]
     if not include_withdrawn:
-        rows = [r for r in rows if "withdrawn" not in r]
+        rows = [r for r in rows if not isinstance(r.withdrawn, str)]
         if left_out:
             click.echo(withdrawn_note(left_out), err=True)
     elif not as_json:  # the line marks a withdrawn run in its status column
         rows = [
-            {**r, "status": f"{r['status']}, withdrawn: {r['withdrawn']}"}
-            if "withdrawn" in r
+            msgspec.structs.replace(r, status=f"{r.status}, withdrawn: {r.withdrawn}")
+            if isinstance(r.withdrawn, str)
             else r
             for r in rows
         ]
     if as_json:
-        click.echo(json.dumps(rows, ensure_ascii=False, sort_keys=True, indent=1))
+        click.echo(json.dumps(plain(rows), ensure_ascii=False, sort_keys=True, indent=1))
         return
     table = [RUNS_HEADER] + [
         (
-            r["run"],
-            r["bank"],
-            r["adapter"],
-            r["profile"],
-            r["requested_model"] or "-",
-            r["status"],
-            f"{r['done']}/{r['planned']}",
-            r["result_correct_rate"] or "-",
-            r["score"] or "-",
+            r.run,
+            r.bank,
+            r.adapter,
+            r.profile,
+            r.requested_model or "-",
+            r.status,
+            f"{r.done}/{r.planned}",
+            r.result_correct_rate or "-",
+            r.score or "-",
         )
         for r in rows
     ]
@@ -139,13 +141,13 @@ def runs(ctx: Context, as_json: bool, include_withdrawn: bool, fold: bool) -> No
         click.echo("  ".join(cells).rstrip())
 
 
-def run_rows(ledger: Ledger, *, fold: bool = False) -> list[dict[str, Any]]:
+def run_rows(ledger: Ledger, *, fold: bool = False) -> list[RunRow]:
     """The ``runs`` rows, in run id order: a run whose last event is a RunFinished with
     totals (issue 22) from its RunStarted and that RunFinished, any other run folded;
     ``fold``: every run folded (the same rows, slower)."""
     if fold:
         return [row for snap in run_snapshots(ledger) for row in run_overview(snap.state)]
-    rows: list[dict[str, Any]] = []
+    rows: list[RunRow] = []
     for item in run_listing(ledger):
         if isinstance(item, RecordedRun):
             rows.append(recorded_overview(item.banks, item.started, item.finished))

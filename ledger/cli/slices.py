@@ -49,11 +49,11 @@ def slices(ctx: Context, run_id: str, scorer: str, as_json: bool) -> None:
     else:
         for line in _human(view, recorded.appended):
             click.echo(line)
-    if s["checked"] == 0:
+    if s.checked == 0:
         why = (
             "the run has no executed wrong attempt"
-            if s["wrong"] == 0
-            else f"none of its {s['wrong']} wrong attempts could be attributed"
+            if s.wrong == 0
+            else f"none of its {s.wrong} wrong attempts could be attributed"
         )
         click.echo(f"nothing could be checked: {why} (exit 2)", err=True)
         exit_with(2)
@@ -62,27 +62,27 @@ def slices(ctx: Context, run_id: str, scorer: str, as_json: bool) -> None:
 def _human(view: SliceView, appended: int) -> list[str]:
     s = view.summary
     lines = [
-        f"run {view.run_id} ({view.bank}, scorer {view.scorer_version}): {s['wrong']} wrong "
-        f"of {view.planned} attempts, {s['checked']} checked; slices "
-        f"{', '.join(s['slicer_versions']) or '-'} ({appended} recorded now)",
+        f"run {view.run_id} ({view.bank}, scorer {view.scorer_version}): {s.wrong} wrong "
+        f"of {view.planned} attempts, {s.checked} checked; slices "
+        f"{', '.join(s.slicer_versions) or '-'} ({appended} recorded now)",
         "first divergence   count  share of checked",
     ]
     for row in ROWS:
-        n = s["counts"][row]
-        share = s["shares"].get(row)
-        shown = share if share is not None else ("-" if row in s["shares"] else "(not in shares)")
+        n = s.counts[row]
+        share = s.shares.get(row)
+        shown = share if share is not None else ("-" if row in s.shares else "(not in shares)")
         if n or row in ("none", "unknown"):
             lines.append(f"  {_LABEL.get(row, row):<15} {n:>5}  {shown}")
     dims = [
-        f"{d}: " + ", ".join(f"{_LABEL.get(r, r)} {n}" for r, n in v["counts"].items() if n)
-        for d, v in s["dimensions"].items()
+        f"{d}: " + ", ".join(f"{_LABEL.get(r, r)} {n}" for r, n in v.counts.items() if n)
+        for d, v in s.dimensions.items()
     ]
     if dims:
         lines.append("by dimension: " + "; ".join(dims))
-    for u in s["unattributed"][:3]:
-        lines.append(f"  {u['component']}: {u['case']} #{u['attempt']}: {u['detail']}")
-    if len(s["unattributed"]) > 3:
-        lines.append(f"  ... {len(s['unattributed']) - 3} more (--json lists every attempt)")
+    for u in s.unattributed[:3]:
+        lines.append(f"  {u.component}: {u.case} #{u.attempt}: {u.detail}")
+    if len(s.unattributed) > 3:
+        lines.append(f"  ... {len(s.unattributed) - 3} more (--json lists every attempt)")
     return lines
 
 

@@ -11,13 +11,26 @@ definitions and how-to-read notes), ``markdown`` and ``html`` (the views;
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from projections.report.build import build_report, from_plain, run_overview, to_json
-from projections.report.html import render_html
-from projections.report.markdown import render_markdown
 from projections.report.schema import Report, SectionStatistics
+
+if TYPE_CHECKING:
+    from projections.report.build import build_report, run_overview
+
+#: Loaded on first use, so that a fold (``projections.quality``, ...) can import
+#: ``projections.report.schema`` to build its block without this package importing
+#: ``build``, which imports the folds, first.
+_LAZY = {"build_report": "projections.report.build", "run_overview": "projections.report.build"}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = ["FORMATS", "Report", "build_report", "render", "run_overview"]
 
@@ -34,6 +47,10 @@ def render(
     ``report`` is a :class:`Report` or its JSON document (read back into the schema first);
     ``statistics`` (one per section) adds the ``caseledger-report/3`` views to md and html.
     """
+    from projections.report.build import from_plain, to_json
+    from projections.report.html import render_html
+    from projections.report.markdown import render_markdown
+
     if not isinstance(report, Report):
         report = from_plain(report)
     if fmt == "json":

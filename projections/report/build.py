@@ -44,7 +44,6 @@ from projections.report.jsonio import (
     splice_caseruns,
     to_json,
     to_plain,
-    typed,
 )
 from projections.report.schema import CONTRACT, CONTRACT_V2, CONTRACT_V3
 from projections.report.significance import section_statistics
@@ -181,16 +180,16 @@ def _run_entry(
     trusted: Mapping[str, list[int | None]] | None = None,
 ) -> S.RunEntry:
     started = info.started
-    scores = aggregates.summarize(cases, attempts)
+    scored = aggregates.summarize(cases, attempts)
     kind = S.SelfTestRunEntry if started.run_kind == "self_test" else S.RunEntry
     imported = None if bank is None else benchmark.summarize(bank, cases, attempts)
     extra: dict[str, Any] = {}
     if imported is not None:  # absent otherwise: other reports keep their bytes
-        extra["benchmark"] = typed(imported, S.BenchmarkBlock)
+        extra["benchmark"] = imported
     if slices.has_slices(attempts):  # likewise: runs without slice events keep their bytes
-        extra["slices"] = typed(slices.summarize(attempts, {c.id: c for c in cases}), S.SliceBlock)
+        extra["slices"] = slices.summarize(attempts, {c.id: c for c in cases})
     if claims.has_claims(attempts):  # likewise for claims.checked.v1 events
-        extra["claims"] = typed(claims.summarize(attempts), S.ClaimBlock)
+        extra["claims"] = claims.summarize(attempts)
     extra.update(_signer(trusted or {}, info))
     return kind(
         **extra,
@@ -206,16 +205,11 @@ def _run_entry(
         versions=started.versions,
         price_snapshot_digest=started.price_snapshot_digest,
         replay_file_sha256=started.replay_file_sha256,
-        quality=typed(quality.summarize(attempts), S.Quality),
-        scores=S.Scores(
-            auxiliary=True,
-            model_score=scores["model_score"],
-            dimensions=scores["dimensions"],
-            difficulties=scores["difficulties"],
-        ),
-        cases=[typed(c, S.CaseScores) for c in scores["cases"]],
-        efficiency=typed(efficiency.summarize(attempts), S.Efficiency),
-        variant_diagnostics=typed(variants.summarize(attempts), S.VariantDiagnostics),
+        quality=quality.summarize(attempts),
+        scores=scored.scores,
+        cases=scored.cases,
+        efficiency=efficiency.summarize(attempts),
+        variant_diagnostics=variants.summarize(attempts),
         rank=None,
         withdrawn=_withdrawal(info),
     )
@@ -265,7 +259,7 @@ def _calibration_entry(state: State, info: RunInfo) -> S.CalibrationRunEntry:
         status=info.finished.status if info.finished is not None else "unfinished",
         scorer_version=started.versions.scorer,
         versions=started.versions,
-        calibration=typed(summary, S.Calibration),
+        calibration=summary,
         rank=None,
         withdrawn=_withdrawal(info),
     )
@@ -385,7 +379,7 @@ def _section(
         ),
         scorer_major=major,
         scorer_versions=sorted({p.version for p in parts}),
-        fairness=typed(fairness.classify(fair_input), S.Fairness) if ranked else None,
+        fairness=fairness.classify(fair_input) if ranked else None,
         cases=[
             S.SectionCase(
                 case=c.id,

@@ -15,7 +15,7 @@ from ledger.events import PromptSent
 from projections import claims, variants
 from projections.caseruns import Attempt, Step, type_name
 from projections.report import schema as S
-from projections.report.jsonio import plain, typed
+from projections.report.jsonio import plain
 
 __all__ = [
     "caserun_entry",
@@ -60,31 +60,24 @@ def _response(a: Attempt) -> S.Response | None:
     )
 
 
-def _variants(a: Attempt) -> S.CaseRunVariants | None:
-    found = variants.caserun_variants(a)
-    return None if found is None else typed(found, S.CaseRunVariants)
-
-
-def _diagnostics(a: Attempt) -> dict[str, Any]:
-    """The slice and claims of an attempt's answer, only when recorded (issue 19): a
-    CaseRun without them keeps its bytes."""
-    extra: dict[str, Any] = {}
-    if a.slice is not None:
-        extra["slice"] = S.CaseRunSlice(
-            component=a.slice.component,
-            detail=a.slice.detail,
-            slicer_version=a.slice.slicer_version,
-        )
-    found = claims.attempt_claims(a)
-    if found is not None:
-        extra["claims"] = [typed(c, S.CaseRunClaim) for c in found]
-    return extra
+def _slice(a: Attempt) -> S.CaseRunSlice | msgspec.UnsetType:
+    """The slice of an attempt's answer, only when recorded (issue 19): a CaseRun
+    without one keeps its bytes (likewise its claims)."""
+    if a.slice is None:
+        return msgspec.UNSET
+    return S.CaseRunSlice(
+        component=a.slice.component,
+        detail=a.slice.detail,
+        slicer_version=a.slice.slicer_version,
+    )
 
 
 def caserun_entry(a: Attempt) -> S.CaseRun:
     p, g, e, s = a.parsed, a.guarded, a.execution, a.score
+    found = claims.attempt_claims(a)
     return S.CaseRun(
-        **_diagnostics(a),
+        slice=_slice(a),
+        claims=msgspec.UNSET if found is None else found,
         run=a.run_id,
         case=a.case_id,
         attempt=a.attempt,
@@ -151,7 +144,7 @@ def caserun_entry(a: Attempt) -> S.CaseRun:
         cancel=None
         if a.cancel is None
         else S.Cancel(reason=a.cancel.reason, message=a.cancel.message),
-        variants=_variants(a),
+        variants=variants.caserun_variants(a),
         events=[
             S.EventRef(seq=step.seq, type=type_name(step.event), leaf_hash=step.link)
             for step in a.steps

@@ -3,8 +3,11 @@
 Part of the report build (``build.py``): :func:`to_json` gives a report's canonical
 bytes (sorted keys, no floats), :func:`splice_caseruns` the same bytes with the
 CaseRuns streamed in, ``from_json*`` and :func:`from_plain` read a report back into
-the schema (a UsageError naming the JSON path otherwise); :func:`typed` and
-:func:`plain` turn a projection's summary into its report struct and back.
+the schema (a UsageError naming the JSON path otherwise); :func:`plain` turns a
+struct into JSON-ready builtins. The folds build the schema's structs directly, and
+msgspec does not check a struct's constraints when it is constructed (a ``Count``
+>= 0, a ``Dec`` string): :func:`to_json` checks the bytes it gives against the
+report's schema, the one place a report is encoded.
 """
 
 from __future__ import annotations
@@ -29,7 +32,6 @@ __all__ = [
     "splice_caseruns",
     "to_json",
     "to_plain",
-    "typed",
 ]
 
 T = TypeVar("T")
@@ -37,14 +39,6 @@ T = TypeVar("T")
 
 def plain(value: Any) -> Any:
     return msgspec.to_builtins(value, order="sorted", builtin_types=())
-
-
-def typed(value: Any, kind: type[T]) -> T:
-    """A summary dict of a projection module as its report struct (its fields are checked)."""
-    try:
-        return msgspec.convert(value, kind)
-    except msgspec.ValidationError as exc:
-        raise InternalError(exc, where=f"a report block does not match {kind.__name__}") from None
 
 
 def caserun_json(caserun: S.CaseRun | S.CompactCaseRun) -> bytes:
@@ -95,8 +89,20 @@ def splice_caseruns(
 
 
 def to_json(report: S.Report | S.ReportV2 | S.ReportV3) -> bytes:
-    """Canonical JSON bytes of a report (sorted keys, no floats), with a final newline."""
-    return canonical_json(report) + b"\n"
+    """Canonical JSON bytes of a report (sorted keys, no floats), with a final newline.
+
+    The bytes are decoded against the report's schema before they are given (what the
+    folds built is checked here, once).
+
+    Raises:
+        InternalError: the report does not match its schema (names the JSON path).
+    """
+    data = canonical_json(report)
+    try:
+        msgspec.json.decode(data, type=type(report))
+    except msgspec.ValidationError as exc:
+        raise InternalError(exc, where=f"a report does not match {type(report).__name__}") from None
+    return data + b"\n"
 
 
 def from_json(data: bytes | str) -> S.Report:

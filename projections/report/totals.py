@@ -9,7 +9,6 @@ RunFinished, ``verify --recompute`` re-derives them); :func:`run_overview` and
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
 
 import msgspec
 
@@ -19,6 +18,7 @@ from projections import aggregates, calibration, caseruns, quality
 from projections.caseruns import BankInfo, RunInfo, State, attempts_of_run
 
 __all__ = [
+    "RunRow",
     "bank_cases",
     "recorded_overview",
     "run_overview",
@@ -63,8 +63,8 @@ def run_totals(state: State, run_id: str) -> RunTotals:
     return RunTotals(
         done=sum(1 for a in attempts if a.outcome != "unscored"),
         planned=len(attempts),
-        result_correct_rate=quality.summarize(attempts)["result_correct_rate"],
-        score=aggregates.summarize(cases, attempts)["model_score"],
+        result_correct_rate=quality.summarize(attempts).result_correct_rate,
+        score=aggregates.summarize(cases, attempts).scores.model_score,
         first_event=info.first_at,
     )
 
@@ -90,32 +90,53 @@ def stream_totals(bank: BankInfo, items: Iterable[tuple[int, bytes, Event]]) -> 
     return run_totals(state, run_id)
 
 
-def _overview_row(state: State, info: RunInfo, totals: RunTotals) -> dict[str, Any]:
+class RunRow(msgspec.Struct, frozen=True, kw_only=True):
+    """One row of ``caseledger runs`` (its ``--json`` is these fields, by name)."""
+
+    run: str
+    run_kind: str
+    #: ``<bank id>@<version>``, with ``:<engine>`` for a bank not on DuckDB.
+    bank: str
+    bank_hash: str
+    adapter: str
+    profile: str
+    requested_model: str | None
+    status: str
+    done: int
+    planned: int
+    result_correct_rate: str | None
+    score: str | None
+    scorer_version: str
+    first_event: str
+    kill_rate: str | None
+    #: The withdrawal's reason, only for a withdrawn run (other listings keep their shape).
+    withdrawn: str | msgspec.UnsetType = msgspec.UNSET
+
+
+def _overview_row(state: State, info: RunInfo, totals: RunTotals) -> RunRow:
     """A ``runs`` row from a run's RunStarted, last RunFinished, withdrawal and totals."""
     started = info.started
-    row: dict[str, Any] = {
-        "run": started.run_id,
-        "run_kind": started.run_kind,
-        "bank": f"{started.bank_id}@{started.bank_version}{_on(state, started)}",
-        "bank_hash": started.bank_hash,
-        "adapter": started.adapter_kind,
-        "profile": started.profile,
-        "requested_model": started.requested_model,
-        "status": info.finished.status if info.finished is not None else "unfinished",
-        "done": totals.done,
-        "planned": totals.planned,
-        "result_correct_rate": totals.result_correct_rate,
-        "score": totals.score,
-        "scorer_version": started.versions.scorer,
-        "first_event": totals.first_event,
-        "kill_rate": None,
-    }
-    if info.withdrawn is not None:  # only then: listings without withdrawals keep their shape
-        row["withdrawn"] = info.withdrawn.reason
-    return row
+    return RunRow(
+        run=started.run_id,
+        run_kind=started.run_kind,
+        bank=f"{started.bank_id}@{started.bank_version}{_on(state, started)}",
+        bank_hash=started.bank_hash,
+        adapter=started.adapter_kind,
+        profile=started.profile,
+        requested_model=started.requested_model,
+        status=info.finished.status if info.finished is not None else "unfinished",
+        done=totals.done,
+        planned=totals.planned,
+        result_correct_rate=totals.result_correct_rate,
+        score=totals.score,
+        scorer_version=started.versions.scorer,
+        first_event=totals.first_event,
+        kill_rate=None,
+        withdrawn=msgspec.UNSET if info.withdrawn is None else info.withdrawn.reason,
+    )
 
 
-def recorded_overview(state: State, started: RunStarted, finished: RunFinished) -> dict[str, Any]:
+def recorded_overview(state: State, started: RunStarted, finished: RunFinished) -> RunRow:
     """The ``runs`` row of a model run whose last event is ``finished``, a RunFinished
     carrying ``totals``: the same row :func:`run_overview` gives when it folds the run.
 
@@ -131,7 +152,7 @@ def recorded_overview(state: State, started: RunStarted, finished: RunFinished) 
     return _overview_row(state, info, msgspec.structs.replace(totals, first_event=first))
 
 
-def run_overview(state: State) -> list[dict[str, Any]]:
+def run_overview(state: State) -> list[RunRow]:
     """One row per run (in run id order) for ``caseledger runs``, under each run's own scorer."""
     rows = []
     for run_id in sorted(state.runs):
@@ -141,8 +162,12 @@ def run_overview(state: State) -> list[dict[str, Any]]:
         if started.run_kind == "calibration":
             # No attempts and no score: done when its totals are recorded.
             cal = calibration.summarize(state.calibrations.get(run_id))
-            row["done"] = row["planned"] if cal["finished"] else 0
-            row["result_correct_rate"] = row["score"] = None
-            row["kill_rate"] = cal["kill_rate"]
+            row = msgspec.structs.replace(
+                row,
+                done=row.planned if cal.finished else 0,
+                result_correct_rate=None,
+                score=None,
+                kill_rate=cal.kill_rate,
+            )
         rows.append(row)
     return rows

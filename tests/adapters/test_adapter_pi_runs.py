@@ -202,8 +202,8 @@ def test_other_controls_break_it_in_the_recorded_evidence(runs, field, value):
     ]
     assert len(right) == len(left)
     f = fairness.classify([("pi-a", left), ("pi-b", right)])
-    assert f["class"] == "not_controlled"
-    assert f["differing_controls"] == [field]
+    assert f.class_ == "not_controlled"
+    assert f.differing_controls == [field]
 
 
 def test_a_server_that_does_not_stream_stops_the_run_as_a_provider_failure(runs, tmp_path):

@@ -281,8 +281,8 @@ def test_format_ok_does_not_apply_to_benchmark_predictions_only() -> None:
     assert imported_only([imported, imported]) is True
     assert imported_only([imported, own]) is False  # a model's own answer: format-ok counts
     assert imported_only([]) is False
-    assert quality.summarize([imported])["format_ok_rate"] is None
-    assert quality.summarize([own])["format_ok_rate"] == "0.0000"
+    assert quality.summarize([imported]).format_ok_rate is None
+    assert quality.summarize([own]).format_ok_rate == "0.0000"
 
 
 def test_spider_reasons_speak_of_spiders_rule() -> None:

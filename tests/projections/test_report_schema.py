@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
 from ledger.app.snapshot import read_state
-from ledger.errors import UsageError
+from ledger.errors import InternalError, UsageError
 from ledger.store import Ledger
 from projections import metrics
 from projections.report import render, schema
@@ -179,6 +179,28 @@ def test_any_dropped_field_is_refused(real_reports, data) -> None:
 def test_to_plain_is_the_json_document(real_reports) -> None:
     report = from_json(real_reports["gold"])
     assert to_plain(report) == json.loads(real_reports["gold"])
+
+
+def test_a_struct_built_out_of_its_schema_is_refused_where_it_is_encoded(real_reports) -> None:
+    """The folds build the schema's structs directly (nothing checks a field then): the
+    report's bytes are checked once, by to_json, and a count below 0 is named there."""
+    report = from_json(real_reports["public"])
+    section = report.sections[0]
+    run = section.runs[0]
+    assert isinstance(run, schema.RunEntry)
+    bad_run = msgspec.structs.replace(run, quality=msgspec.structs.replace(run.quality, wrong=-1))
+    bad = msgspec.structs.replace(
+        report,
+        sections=[
+            msgspec.structs.replace(section, runs=[bad_run, *section.runs[1:]]),
+            *report.sections[1:],
+        ],
+    )
+    with pytest.raises(InternalError) as caught:
+        to_json(bad)
+    message = str(caught.value)
+    assert "Expected `int` >= 0 - at `$.sections[0].runs[0].quality.wrong`" in message
+    assert "a report does not match Report" in message
 
 
 # ----------------------------------------------------------------- docs/reports.md

@@ -277,6 +277,7 @@ def test_a_ledger_without_a_stored_checkpoint_is_read_in_full(copy: Path) -> Non
 
 def test_runs_reads_one_run_at_a_time_with_the_same_lines(copy: Path) -> None:
     from projections.report import run_overview
+    from projections.report.jsonio import plain
 
     with Ledger.open(copy, readonly=True) as ledger:
         want = run_overview(snapshot._read_all(ledger, ledger.size(), None).state)
@@ -284,8 +285,8 @@ def test_runs_reads_one_run_at_a_time_with_the_same_lines(copy: Path) -> None:
     assert [list(s.state.runs) for s in snaps] == [[r] for r in sorted(RUNS)]
     code, out, err = cli(copy, "runs", "--json")
     assert code == 0, err
-    assert json.loads(out) == want
-    assert [row["run"] for row in want] == sorted(RUNS)
+    assert json.loads(out) == plain(want)
+    assert [row.run for row in want] == sorted(RUNS)
 
 
 @pytest.mark.parametrize("window", [1, 4096])

@@ -290,10 +290,10 @@ def test_calibration_section_by_hand(hand_ledger):
     html = render(report, "html").decode()
     assert '<div id="calibration">' in html
     assert "one_to_many_join#0" in html
-    rows = {r["run"]: r for r in run_overview(state)}
-    assert (rows["cal-1"]["done"], rows["cal-1"]["kill_rate"]) == (2, "0.6667")
-    assert rows["cal-1"]["result_correct_rate"] is None
-    assert rows["cal-1"]["score"] is None
-    assert (rows["cal-2"]["done"], rows["cal-2"]["kill_rate"]) == (0, None)
-    assert rows["m1"]["kill_rate"] is None
-    assert rows["m1"]["done"] == 1
+    rows = {r.run: r for r in run_overview(state)}
+    assert (rows["cal-1"].done, rows["cal-1"].kill_rate) == (2, "0.6667")
+    assert rows["cal-1"].result_correct_rate is None
+    assert rows["cal-1"].score is None
+    assert (rows["cal-2"].done, rows["cal-2"].kill_rate) == (0, None)
+    assert rows["m1"].kill_rate is None
+    assert rows["m1"].done == 1
