@@ -281,7 +281,8 @@ def _child(mode: str, path: Path) -> dict[str, float]:
     from ledger import codec
     from ledger.app.snapshot import read_state
     from ledger.store import Ledger
-    from projections.report import build_report, render
+    from projections.report.build import build_report
+    from projections.report.render import render
 
     out: dict[str, float] = {}
     with Ledger.open(path, readonly=True) as ledger:

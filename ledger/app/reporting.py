@@ -28,7 +28,6 @@ from ledger.errors import InternalError, UsageError
 from ledger.store import Ledger
 from ledger.stores import Location
 from projections.caseruns import BankInfo
-from projections.report import render
 from projections.report import schema as S
 from projections.report.build import (
     Detail,
@@ -45,6 +44,7 @@ from projections.report.build import (
 )
 from projections.report.html import render_html_chunks
 from projections.report.markdown import render_markdown_chunks
+from projections.report.render import render
 from projections.report.significance import section_statistics
 
 __all__ = ["report_bytes", "report_chunks"]

@@ -17,9 +17,9 @@ from ledger.cli.common import Context, pass_ctx
 from ledger.cli.withdraw import withdraw_cmd, withdrawn_note
 from ledger.keys import load_default_signer
 from ledger.store import Ledger
-from projections.report import FORMATS, run_overview
-from projections.report.build import Detail, recorded_overview
+from projections.report.build import Detail, recorded_overview, run_overview
 from projections.report.jsonio import plain
+from projections.report.render import FORMATS
 from projections.report.totals import RunRow
 
 #: ``--detail`` values (docs/reports.md "Versions").

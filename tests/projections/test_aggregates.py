@@ -198,7 +198,7 @@ def test_self_test_and_other_bank_sections_are_separate(hand_ledger):
 
 
 def test_the_views_show_the_coverage_beside_the_figure(hand_ledger):
-    from projections.report import render
+    from projections.report.render import render
 
     h = hand_ledger(CASES[:1])
     h.run("r1")

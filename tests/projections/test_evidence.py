@@ -509,7 +509,7 @@ def test_a_ledger_of_the_previous_release_verifies_and_renders_the_same(tmp_path
     # The HTML page changed in issue 20 (a view, not the report contract: docs/reports.md),
     # so it is no longer that release's bytes; it is still made from exactly the same
     # report, the one whose JSON bytes are pinned above.
-    from projections.report import render
+    from projections.report.render import render
 
     _, page, _ = cli(path, "report", "--format", "html", "--detail", "full")
     _, text, _ = cli(path, "report", "--format", "json", "--detail", "full")

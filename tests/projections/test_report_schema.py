@@ -22,8 +22,9 @@ from ledger.app.snapshot import read_state
 from ledger.errors import InternalError, UsageError
 from ledger.store import Ledger
 from projections import metrics
-from projections.report import render, schema
+from projections.report import schema
 from projections.report.build import build_report, from_json, from_plain, to_json, to_plain
+from projections.report.render import render
 
 REPO = Path(__file__).resolve().parents[2]
 DOC = (REPO / "docs" / "reports.md").read_text("utf-8")

@@ -21,8 +21,9 @@ from ledger.app.reporting import report_bytes, report_chunks
 from ledger.app.snapshot import read_state, run_snapshots
 from ledger.errors import UsageError
 from ledger.store import Ledger
-from projections.report import build_report, markdown, render
-from projections.report.build import build_report_v3, splice_caseruns, to_json
+from projections.report import markdown
+from projections.report.build import build_report, build_report_v3, splice_caseruns, to_json
+from projections.report.render import render
 from projections.report.significance import section_statistics
 
 

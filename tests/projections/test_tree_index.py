@@ -28,7 +28,8 @@ from ledger.harness import score as score_mod
 from ledger.keys import Signer
 from ledger.merkle import root_hash
 from ledger.store import Ledger
-from projections.report import build_report, render
+from projections.report.build import build_report
+from projections.report.render import render
 
 RUNS = ("model-a", "model-b", "self-test")
 
@@ -276,7 +277,7 @@ def test_a_ledger_without_a_stored_checkpoint_is_read_in_full(copy: Path) -> Non
 
 
 def test_runs_reads_one_run_at_a_time_with_the_same_lines(copy: Path) -> None:
-    from projections.report import run_overview
+    from projections.report.build import run_overview
     from projections.report.jsonio import plain
 
     with Ledger.open(copy, readonly=True) as ledger:

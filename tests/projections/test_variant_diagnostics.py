@@ -12,8 +12,8 @@ from report_testkit import HandLedger
 
 from ledger.app.snapshot import read_state
 from ledger.merkle import root_hash
-from projections.report import render
 from projections.report.build import build_report, run_overview, to_plain
+from projections.report.render import render
 
 CASES = [("a", "basic", "easy", "1"), ("b", "joins_grain", "hard", "3")]
 # (case, attempt, total, result_correct) of two model runs; r2 ranks first on rate.
