@@ -8,7 +8,9 @@ layers before it (tests/test_import_contracts.py, docs/architecture.md):
    number a user can pass; ``events``: every event shape; ``codec``: their canonical
    bytes, leaf and chain hashes; ``secrets``: what must never be stored; ``keys``:
    Ed25519 signers; ``store``: the append-only log (chain, signatures, stored
-   checkpoints); ``stores/``: where its rows live (a SQLite file or a PostgreSQL
+   checkpoints; its parts ``store_rows``: one stored row, ``store_plan``: how an
+   append's items become rows, ``store_watch``: what other writers added, checked
+   before appending on top); ``stores/``: where its rows live (a SQLite file or a PostgreSQL
    database); ``merkle``, ``checkpoint``, ``proofs``: RFC 9162 tree heads and proofs,
    C2SP signed notes, issued over the stored log; ``tree_index``: verified leaf-hash
    blocks and stream heads beside a ledger file; ``stream_read``: one stream read

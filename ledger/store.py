@@ -27,7 +27,7 @@ cut-off tail is caught by ``verify`` as long as that table is left in place (and
 against an exported copy of the note when it is not).
 
 Before appending on top of the log, a writer checks what other writers added since it
-last looked (``Ledger._check_unseen``): rows and stored checkpoints that ``verify``
+last looked (``Ledger._check_unseen``, in ``ledger.store_watch``): rows and stored checkpoints that ``verify``
 would refuse stop it (exit 1, naming the seq or size and, on PostgreSQL, the database
 role the server recorded), so no honest writer signs on top of them.
 
@@ -36,7 +36,9 @@ Where rows live is a backend's business (``ledger.stores``): a SQLite file
 PostgreSQL database (``ledger.stores.postgres``: a row lock per batch that only
 writer roles may take, append-only and checkpoint roots enforced by the server).
 Either way one transaction holds one batch, so a batch is all or nothing and writers
-queue for the one write lock. Everything above is computed here, once, for both.
+queue for the one write lock. Everything above is computed here, once, for both
+(with its parts: ``store_rows``, what one row is; ``store_plan``, how an append's
+items become rows; ``store_watch``, the check of what other writers added).
 """
 
 from __future__ import annotations
@@ -47,23 +49,14 @@ from collections.abc import Callable, Generator, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import wait as wait_for
 from pathlib import Path
-from typing import Any, NamedTuple
-
-import msgspec
+from typing import Any
 
 from ledger import codec
 from ledger.checkpoint import (
-    NoteError,
-    NoteVerifier,
     format_checkpoint,
-    open_note,
-    parse_checkpoint,
 )
 from ledger.errors import (
     ChainBrokenError,
-    ProofError,
-    SecretLeakError,
-    SignatureError,
     StoreConflictError,
     StoreError,
     UsageError,
@@ -73,18 +66,25 @@ from ledger.events import (
     LEDGER_STREAM,
     BankPublished,
     CheckpointIssued,
-    Event,
     EventBase,
     EventImported,
     RunFinished,
     SignerRegistered,
     SignerRetired,
-    SignerTrusted,
-    SignerUntrusted,
     tag_of,
 )
-from ledger.keys import Keyring, Signer, encode_public_key, event_message, verify_event_signature
+from ledger.keys import Keyring, Signer, encode_public_key, event_message
 from ledger.merkle import TreeAccumulator
+from ledger.store_plan import AppendPlan
+from ledger.store_rows import (
+    GENESIS_CHAIN,
+    Draft,
+    StoredEvent,
+    check_leaf,
+    envelope_of,
+    link_of,
+)
+from ledger.store_watch import WriterWatch
 from ledger.stores import (
     EVENT_COLUMNS,
     FORMAT,
@@ -107,11 +107,6 @@ __all__ = [
 ]
 
 
-GENESIS_CHAIN = bytes(32)
-_ENVELOPE_FIELDS = ("stream", "stream_seq", "stream_prev", "at")
-_SIGNER_TAGS = tuple(
-    tag_of(c) for c in (SignerRegistered, SignerRetired, SignerTrusted, SignerUntrusted)
-)
 #: Batches holding one of these get an automatic checkpoint (see the module doc). A
 #: CheckpointIssued is one: the note ``caseledger checkpoint`` prints then covers the
 #: event that records it (ledger.proofs.issue_checkpoint).
@@ -119,11 +114,6 @@ _CHECKPOINT_AFTER = (RunFinished, BankPublished, EventImported, CheckpointIssued
 _CHUNK_ROWS = 128  # rows per chunk where chunks are inserted as the next is signed (_write)
 #: A chunk at least this long is signed on the signing threads (see Ledger._sign).
 _PARALLEL_SIGN_ROWS = 32
-
-
-def link_of(leaf_hash: bytes) -> str:
-    """How ``stream_prev`` names the previous event of a stream: ``sha256:<hex leaf hash>``."""
-    return "sha256:" + leaf_hash.hex()
 
 
 #: How long a writer waits for the write lock when its opener names no limit (seconds).
@@ -142,50 +132,7 @@ def _now() -> str:
     return codec.format_time(_dt.datetime.now(_dt.UTC))
 
 
-class Draft(NamedTuple):
-    """An event whose stream envelope (stream_seq, stream_prev, at) the store fills in."""
-
-    cls: type[EventBase]
-    stream: str
-    fields: dict[str, Any]
-
-
-class _Envelope(msgspec.Struct):
-    """The envelope of a body (type and stream fields); the rest is skipped when decoding."""
-
-    type: str
-    stream: str
-    stream_seq: int
-    stream_prev: str | None = None
-
-
-_ENVELOPE: msgspec.json.Decoder[_Envelope] = msgspec.json.Decoder(_Envelope)
-
-
-def envelope_of(seq: int, body: bytes) -> _Envelope:
-    """The type and stream envelope of a checked body; VerificationError when it has none."""
-    try:
-        return _ENVELOPE.decode(body)
-    except (msgspec.ValidationError, msgspec.DecodeError) as exc:
-        raise VerificationError(f"seq {seq}: body is not a known event: {exc}", seq=seq) from None
-
-
-class StoredEvent(NamedTuple):
-    """One row of the log, as stored."""
-
-    seq: int
-    body: bytes
-    leaf_hash: bytes
-    chain: bytes
-    key_id: str
-    sig: bytes
-
-    def event(self) -> Event:
-        """The decoded (upcast) body."""
-        return codec.decode(self.body)
-
-
-class Ledger:
+class Ledger(AppendPlan, WriterWatch):
     """An open ledger (a SQLite file or a PostgreSQL database). Use ``create`` or ``open``.
 
     Everything a ledger means (hashes, chain, signatures, stream envelopes, keyring
@@ -343,7 +290,7 @@ class Ledger:
         if row is None:
             return None
         stored = StoredEvent._make(row)
-        _check_leaf(seq, stored.body, stored.leaf_hash)
+        check_leaf(seq, stored.body, stored.leaf_hash)
         return stored
 
     def iter_events(self, start: int = 0, stop: int | None = None) -> Iterator[StoredEvent]:
@@ -377,7 +324,7 @@ class Ledger:
                 )
             if type(chain) is not bytes:
                 raise ChainBrokenError(f"seq {seq}: chain is not a blob", seq=seq)
-            _check_leaf(seq, body, leaf)
+            check_leaf(seq, body, leaf)
             prev = chain_hash(prev, leaf)
             if prev != chain:
                 raise ChainBrokenError(
@@ -740,296 +687,6 @@ class Ledger:
         # DuplicateLeafError (a stored duplicate) goes to the caller: the slow path.
         self._db.insert(rows)
 
-    def _plan(
-        self, items: Sequence[EventBase | Draft], size: int, known: dict[bytes, int]
-    ) -> tuple[list[tuple[int, EventBase, bytes, bytes]], list[int]]:
-        """(seq, event, leaf hash, body) of each new row, and the seq of every item."""
-        heads: dict[str, tuple[int, str | None]] = {}
-        pending = dict(known)
-        planned: list[tuple[int, EventBase, bytes, bytes]] = []
-        seqs: list[int] = []
-        for item in items:
-            event = self._complete(item, heads)
-            body = codec.encode(event)
-            for check in self._secret_checks:
-                if (what := check(body)) is not None:
-                    raise SecretLeakError(
-                        f"append refused: the {type(event).__name__} event of stream "
-                        f"{event.stream} contains {what}; nothing of its batch was appended "
-                        "(a provider or command text escaped the scrubber: a caseledger bug, "
-                        "see docs/adapters.md, Secrets)"
-                    )
-            leaf = codec.leaf_hash(body)
-            seen = pending.get(leaf)
-            if seen is not None:
-                seqs.append(seen)
-                continue
-            if not isinstance(item, Draft) and not self._continues(event, heads):
-                # A stored copy of a complete event no longer continues its stream.
-                stored = self._stored_copies([event], [leaf]).get(leaf)
-                if stored is not None:
-                    seqs.append(stored)
-                    continue
-                self._check_link(event, heads)
-            _validate(body)
-            seq = size + len(planned)
-            planned.append((seq, event, leaf, body))
-            heads[event.stream] = (event.stream_seq, link_of(leaf))
-            pending[leaf] = seq
-            seqs.append(seq)
-        return planned, seqs
-
-    def _stored_copies(self, events: list[EventBase], leaves: list[bytes]) -> dict[bytes, int]:
-        """leaf hash -> stored seq of those events already in the log.
-
-        A stored copy sits at the event's own (stream, stream_seq), found through the
-        ordered stream index. Another event stored there is a fork of the stream:
-        StoreConflictError, nothing written.
-        """
-        keys = [(e.stream, e.stream_seq) for e in events]
-        stored = self._db.rows_at(keys)
-        found: dict[bytes, int] = {}
-        for key, leaf in zip(keys, leaves, strict=True):
-            rows = stored.get(key, [])
-            same = [seq for seq, other in rows if other == leaf]
-            if same:
-                found[leaf] = same[0]
-            elif rows:
-                raise StoreConflictError(
-                    f"stream {key[0]}: stream_seq {key[1]} is already stored at seq "
-                    f"{rows[0][0]} as another event ({link_of(rows[0][1])}), not "
-                    f"{link_of(leaf)}",
-                    hint="import the stream's events in order, onto the stream head",
-                )
-        return found
-
-    def _stream_head(
-        self, stream: str, heads: dict[str, tuple[int, str | None]]
-    ) -> tuple[int, str | None]:
-        # (stream_seq of the last event, its link); (-1, None) for a new stream.
-        if stream not in heads:
-            row = self._db.stream_head(stream)
-            heads[stream] = (-1, None) if row is None else (row[0], link_of(row[1]))
-            if row is not None:
-                self._check_head(stream, row[0], row[1], row[2])
-        return heads[stream]
-
-    def _complete(
-        self, item: EventBase | Draft, heads: dict[str, tuple[int, str | None]]
-    ) -> EventBase:
-        if isinstance(item, EventBase):
-            return item
-        if not isinstance(item, Draft):
-            raise UsageError(f"cannot append a {type(item).__name__}: expected an event or a Draft")
-        clash = [f for f in _ENVELOPE_FIELDS if f in item.fields]
-        if clash:
-            raise UsageError(f"a Draft must not set {', '.join(clash)}: the store fills them in")
-        last, prev = self._stream_head(item.stream, heads)
-        try:
-            return item.cls(
-                stream=item.stream,
-                stream_seq=last + 1,
-                stream_prev=prev,
-                at=self._clock(),
-                **item.fields,
-            )
-        except TypeError as exc:
-            raise UsageError(f"bad {item.cls.__name__} draft: {exc}") from None
-
-    def _check_head(self, stream: str, stream_seq: int, leaf: bytes, seq: int) -> None:
-        """The row the stream index names as a stream's head must say so in its checked body."""
-        row = next(iter(self._db.select("body, leaf_hash", seq, seq + 1, 1)), None)
-        if row is None or row[1] != leaf:
-            raise ChainBrokenError(f"stream {stream}: its head row is missing", seq=None)
-        body = row[0]
-        _check_leaf(seq, body, leaf)
-        head = envelope_of(seq, body)
-        if head.stream != stream or head.stream_seq != stream_seq:
-            raise ChainBrokenError(
-                f"seq {seq}: the stream columns say {stream}#{stream_seq}, the body says "
-                f"{head.stream}#{head.stream_seq}",
-                seq=seq,
-                hint="the ledger file was edited; run `caseledger verify` and restore a good copy",
-            )
-
-    def _continues(self, event: EventBase, heads: dict[str, tuple[int, str | None]]) -> bool:
-        last, prev = self._stream_head(event.stream, heads)
-        return event.stream_seq == last + 1 and event.stream_prev == prev
-
-    def _check_link(self, event: EventBase, heads: dict[str, tuple[int, str | None]]) -> None:
-        last, prev = self._stream_head(event.stream, heads)
-        if event.stream_seq != last + 1 or event.stream_prev != prev:
-            raise StoreConflictError(
-                f"stream {event.stream}: event has stream_seq {event.stream_seq} after "
-                f"{event.stream_prev}, but the stream head is stream_seq {last} ({prev})",
-                hint="import the stream's events in order, onto the stream head",
-            )
-
-    # ------------------------------------------------------------ what others wrote
-
-    def _check_unseen(self, size: int, chain: bytes, *, locked: bool = True) -> None:
-        """Check the rows and checkpoints other writers added since this one last looked.
-
-        Called before appending on top of a log of ``size`` rows ending at ``chain``
-        (once before the write lock, again under it). Rows: from where this writer last
-        looked, or for a writer that has not looked yet the head row alone, each must
-        hash to its leaf, continue the chain, be signed by a key the keyring allows at
-        its seq, and carry an Ed25519 signature that verifies (event/v2; event/v1 only
-        before any event/v2 this writer checked). Checkpoints: every one stored since
-        (on PostgreSQL the server records when, ``added``) must be a note signed by an
-        operator key of this ledger, for this log, over at most ``size`` events (the
-        PostgreSQL server has already checked its root). Honest writers all doing this
-        means none ever appends on top of a row or note ``verify`` would refuse: the
-        bad row stays the head, where this check finds it (docs/stores.md, "Who
-        enforces what").
-
-        Raises:
-            SignatureError / ChainBrokenError / ProofError (exit 1): naming the seq or
-                the checkpoint's size and the database role that wrote it; nothing of
-                the batch is written.
-        """
-        seen = self._seen
-        if seen is not None and seen[0] > size:
-            raise ChainBrokenError(
-                f"seq {size}: the log ends at size {size}, but this writer already read "
-                f"{seen[0]} events (its tail was cut off); nothing was appended",
-                seq=size,
-                hint="run `caseledger verify` against a published checkpoint",
-            )
-        if size and (seen is None or seen[0] < size):
-            start, prev = (size - 1, None) if seen is None else seen
-            if prev is None:
-                prev = GENESIS_CHAIN if start == 0 else self._db.chain_at(start - 1)
-                if prev is None:
-                    raise ChainBrokenError(f"seq {start - 1}: missing", seq=start - 1)
-            self._check_rows(start, size, prev)
-        elif seen is not None and seen[1] != chain:
-            raise self._refused(
-                ChainBrokenError,
-                size - 1,
-                "its chain changed since this writer read it (the row was replaced)",
-            )
-        self._seen = (size, chain)
-        self._check_notes(size, locked)
-
-    def _check_rows(self, start: int, stop: int, prev: bytes) -> None:
-        """Rows ``start <= seq < stop``, checked as :meth:`_check_unseen` says."""
-        if self._keyring_size > start:
-            # the keyring already holds signer events of these rows (keyring() read
-            # them): rebuild it to ``start`` so each row is checked as it came
-            self._keyring, self._keyring_size = Keyring(), 0
-        self._refresh_keyring(start)
-        keyring = self._keyring
-        expected = start
-        for seq, body, leaf, chain, key_id, sig in self._db.select(
-            EVENT_COLUMNS, start, stop, 1024
-        ):
-            if seq != expected:
-                break
-            if type(body) is not bytes or type(leaf) is not bytes or codec.leaf_hash(body) != leaf:
-                raise self._refused(ChainBrokenError, seq, "its body does not hash to its leaf")
-            if type(chain) is not bytes or codec.chain_hash(prev, leaf) != chain:
-                raise self._refused(ChainBrokenError, seq, "its chain does not continue the log")
-            try:
-                event = codec.decode(body)
-            except (msgspec.ValidationError, msgspec.DecodeError):
-                raise self._refused(
-                    ChainBrokenError, seq, "its body is not a known event"
-                ) from None
-            problem = keyring.signer_problem(seq, key_id, event) or keyring.event_problem(event)
-            if problem:
-                raise self._refused(SignatureError, seq, problem)
-            if seq == 0:
-                keyring.apply(0, event)
-            entry = keyring.get(key_id)
-            if entry is None or type(sig) is not bytes:
-                raise self._refused(SignatureError, seq, f"key id {key_id} is not registered")
-            if not self._signature_holds(entry.public_key, prev, leaf, sig):
-                raise self._refused(
-                    SignatureError,
-                    seq,
-                    f"its signature does not verify under key {entry.name} ({key_id})",
-                )
-            if seq:
-                keyring.apply(seq, event)
-            prev = chain
-            expected += 1
-        if expected != stop:
-            raise ChainBrokenError(f"seq {expected}: missing", seq=expected)
-        self._keyring_size = stop
-
-    def _signature_holds(self, public_key: bytes, prev: bytes, leaf: bytes, sig: bytes) -> bool:
-        if verify_event_signature(public_key, leaf, sig, prev):
-            self._seen_v2 = True
-            return True
-        # An event/v1 signature (leaf only) is accepted only as verify accepts it: in a
-        # ledger written before event/v2, so not after a v2 one this writer checked.
-        return not self._seen_v2 and verify_event_signature(public_key, leaf, sig)
-
-    def _check_notes(self, size: int, locked: bool) -> None:
-        """Stored checkpoints this writer has not seen, checked as :meth:`_check_unseen` says.
-
-        Before the write lock (``locked`` false) the log may have grown since its head
-        was read: a checkpoint over more than ``size`` events is then another writer's
-        batch committed in between, left for the check under the lock (issue 34: it
-        was refused as a forgery, exit 1, when a run's end committed between the two
-        reads).
-        """
-        mark = self._notes_mark if self._notes_mark is not None else max(size - 1, 0)
-        rows = self._db.checkpoints_since(mark)
-        if any(row[0] not in self._seen_notes for row in rows):
-            self._refresh_keyring(size)
-            verifiers = [
-                NoteVerifier(e.name, e.public_key)
-                for e in self._keyring.entries()
-                if e.role == "operator"
-            ]
-            origin = self.origin()
-            for cp_size, note, writer in rows:
-                if cp_size in self._seen_notes:
-                    continue
-                if not locked and type(cp_size) is int and cp_size > size:
-                    continue  # committed after the head was read: checked under the lock
-                problem = _note_problem(cp_size, note, size, verifiers, origin)
-                if problem:
-                    by = f" (added by database role {writer})" if writer else ""
-                    raise ProofError(
-                        f"append refused: the checkpoint stored at size {cp_size}{by} "
-                        f"{problem}; nothing was appended",
-                        seq=None,
-                        hint=self._repair_hint(),
-                    )
-                self._seen_notes.add(cp_size)
-        self._notes_mark = size
-
-    def _refused(self, cls: type[VerificationError], seq: int, problem: str) -> VerificationError:
-        """The error that stops an append on top of a bad row, naming who wrote it."""
-        writer = self._db.written_by(seq)
-        by = f" (written by database role {writer})" if writer else ""
-        return cls(
-            f"append refused: seq {seq}{by}: {problem}; nothing was appended on top of it",
-            seq=seq,
-            hint=self._repair_hint(),
-        )
-
-    def _repair_hint(self) -> str:
-        if is_url(self.location):
-            return (
-                "the ledger's owner must remove that row before anyone appends (docs/stores.md, "
-                "Repairing a poisoned ledger); `caseledger verify` fails until then"
-            )
-        return (
-            "the ledger file was changed behind caseledger's back: run `caseledger verify`, "
-            "and restore the file from a good copy before anyone appends"
-        )
-
-    def _refresh_keyring(self, size: int) -> None:
-        if size <= self._keyring_size:
-            return
-        for seq, body in self._db.bodies_of_types(_SIGNER_TAGS, self._keyring_size, size):
-            self._keyring.apply(seq, codec.decode(body))
-        self._keyring_size = size
-
     # ------------------------------------------------------------ keyring changes
 
     def register(self, new: Signer, *, by: Signer) -> int:
@@ -1056,23 +713,6 @@ class Ledger:
         return self.append([Draft(SignerRetired, LEDGER_STREAM, fields)], by)[0]
 
 
-def _note_problem(
-    size: object, note: object, log_size: int, verifiers: list[NoteVerifier], origin: str
-) -> str | None:
-    """Why a stored checkpoint row is not one this log's operator signed (None when it is)."""
-    if type(size) is not int or type(note) is not str:
-        return "is not (tree size, note text)"
-    if size > log_size:
-        return f"covers {size} events, but the log holds {log_size}"
-    try:
-        body = parse_checkpoint(open_note(note, verifiers).text, origin)
-    except NoteError as exc:
-        return f"is not a checkpoint signed by an operator key of this ledger: {exc.message}"
-    if body.size != size:
-        return f"holds a note over {body.size} events"
-    return None
-
-
 def _signing_threads() -> int:
     """How many threads sign a long chunk (Ledger._sign_all): one per core, at most four."""
     return min(4, os.cpu_count() or 1)
@@ -1087,27 +727,6 @@ def _registration(signer: Signer, at: str) -> Draft:
         "valid_from": at,
     }
     return Draft(SignerRegistered, LEDGER_STREAM, fields)
-
-
-def _check_leaf(seq: int, body: object, leaf: object) -> None:
-    """The stored body must be a blob hashing to its stored leaf hash (RFC 9162 leaf)."""
-    if type(body) is not bytes or type(leaf) is not bytes:
-        raise ChainBrokenError(f"seq {seq}: body or leaf hash is not a blob", seq=seq)
-    found = codec.leaf_hash(body)
-    if found != leaf:
-        raise ChainBrokenError(
-            f"seq {seq}: body hashes to {link_of(found)}, stored leaf hash is {link_of(leaf)}",
-            seq=seq,
-        )
-
-
-def _validate(body: bytes) -> None:
-    # Struct construction does not check field types; decoding does. An event that
-    # could not be decoded later must never be stored.
-    try:
-        codec.decode(body)
-    except msgspec.ValidationError as exc:
-        raise UsageError(f"event does not match its declared shape: {exc}") from None
 
 
 def _new_backend(location: Location) -> Backend:

@@ -43,7 +43,8 @@ from ledger import codec
 from ledger.errors import ChainBrokenError, LedgerError, ProofError, VerificationError
 from ledger.merkle import HASH_SIZE, TreeAccumulator, perfect_root
 from ledger.proofs import read_checkpoint
-from ledger.store import GENESIS_CHAIN, Ledger, envelope_of, link_of
+from ledger.store import GENESIS_CHAIN, Ledger, link_of
+from ledger.store_rows import envelope_of
 
 __all__ = [
     "BLOCK",

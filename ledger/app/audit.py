@@ -40,7 +40,8 @@ from ledger.bank.source import CALIBRATION_FILE, BankSource, content_hash, read_
 from ledger.codec import decode, leaf_hash, sha256_hex
 from ledger.errors import BankError, StoreError, UsageError, VerificationError, broken
 from ledger.events import BankPublished, CheckpointIssued, RunFinished, RunTotals
-from ledger.store import Ledger, envelope_of
+from ledger.store import Ledger
+from ledger.store_rows import envelope_of
 from projections.caseruns import BankInfo
 from projections.report.build import stream_totals
 

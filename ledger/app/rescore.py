@@ -60,7 +60,8 @@ from ledger.harness import score as score_mod
 from ledger.harness.attempt import Stream
 from ledger.harness.limits import DEFAULT_LIMITS
 from ledger.keys import Signer
-from ledger.store import Ledger, StoredEvent, envelope_of, link_of
+from ledger.store import Ledger, StoredEvent, link_of
+from ledger.store_rows import envelope_of
 from projections.caseruns import CaseRun, State
 from projections.outcome import terminal as outcome_of
 
