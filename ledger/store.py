@@ -27,9 +27,10 @@ cut-off tail is caught by ``verify`` as long as that table is left in place (and
 against an exported copy of the note when it is not).
 
 Before appending on top of the log, a writer checks what other writers added since it
-last looked (``Ledger._check_unseen``, in ``ledger.store_watch``): rows and stored checkpoints that ``verify``
-would refuse stop it (exit 1, naming the seq or size and, on PostgreSQL, the database
-role the server recorded), so no honest writer signs on top of them.
+last looked (``Ledger._check_unseen``, in ``ledger.store_watch``): rows and stored
+checkpoints that ``verify`` would refuse stop it (exit 1, naming the seq or size and,
+on PostgreSQL, the database role the server recorded), so no honest writer signs on
+top of them.
 
 Where rows live is a backend's business (``ledger.stores``): a SQLite file
 (``ledger.stores.sqlite``: WAL, ``synchronous=FULL``, BEGIN IMMEDIATE) or a

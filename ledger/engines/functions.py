@@ -28,7 +28,7 @@ import re
 import string
 from collections.abc import Hashable, Iterable, Mapping
 from importlib import resources
-from typing import Any
+from typing import Any, ClassVar
 
 import msgspec
 from sqlglot import exp
@@ -330,6 +330,9 @@ class Catalog:
     (category, reason) of the first denied entry of that name.
     """
 
+    #: Names the engine's grammar calls like functions (``CAST``, ``CASE``, ...): allowed.
+    syntax_calls: ClassVar[frozenset[str]] = SYNTAX_CALLS
+
     def __init__(self, doc: Mapping[str, Any]) -> None:
         entries = [msgspec.convert(e, FunctionEntry) for e in doc["functions"]]
         reasons = {r["pattern"]: r["reason"] for r in doc["deny_rules"]}
@@ -364,7 +367,7 @@ class Catalog:
         'is not a DuckDB 1.5.5 function the allow-list knows'
         """
         folded = fold(name)
-        if folded in self.calls or folded in SYNTAX_CALLS:
+        if folded in self.calls or folded in self.syntax_calls:
             return None
         found = self.denied.get(folded)
         if found is not None:

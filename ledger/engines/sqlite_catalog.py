@@ -156,27 +156,18 @@ class SQLiteCatalog(Catalog):
     """The judged SQLite catalog as set lookups (the guard's and the authorizer's).
 
     ``Catalog`` still requires the key ``duckdb_version``: :func:`catalog` passes
-    the SQLite version under it too. Refusals name SQLite (the file's ``engine``)
-    and SQLite's syntax calls.
+    the SQLite version under it too. :meth:`Catalog.call_refusal` judges with
+    SQLite's syntax calls, and its refusals name SQLite (the file's ``engine``):
+
+    >>> catalog().call_refusal("instr") is None
+    True
+    >>> catalog().call_refusal("random")
+    'is denied (non_reproducible: a random number)'
+    >>> catalog().call_refusal("list_value")
+    'is not a SQLite ... function the allow-list knows'
     """
 
-    def call_refusal(self, name: str) -> str | None:
-        """Why a scalar, aggregate or window call of ``name`` is refused, or None.
-
-        >>> catalog().call_refusal("instr") is None
-        True
-        >>> catalog().call_refusal("random")
-        'is denied (non_reproducible: a random number)'
-        >>> catalog().call_refusal("list_value")
-        'is not a SQLite ... function the allow-list knows'
-        """
-        folded = fold(name)
-        if folded in self.calls or folded in SYNTAX_CALLS:
-            return None
-        found = self.denied.get(folded)
-        if found is not None:
-            return f"is denied ({found[0]}: {found[1]})"
-        return f"is not a {self.engine_label} {self.engine_version} function the allow-list knows"
+    syntax_calls = SYNTAX_CALLS
 
 
 @functools.cache
