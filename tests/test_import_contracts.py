@@ -51,22 +51,11 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
 )
 
 #: (importing unit, imported unit) pairs that still point up a layer, with why.
-KNOWN_UPWARD: frozenset[tuple[str, str]] = frozenset(
-    {
-        # engines load a bank's data files (bank.data) and DuckDB's build code is bank.build
-        ("ledger.engines", "ledger.bank"),
-    }
-)
+KNOWN_UPWARD: frozenset[tuple[str, str]] = frozenset()
 
 #: (module, imported module) pairs still imported inside a function, with why.
 KNOWN_LOCAL: frozenset[tuple[str, str]] = frozenset(
     {
-        # cycle workarounds between engines, bank and harness (engines import both)
-        ("ledger.bank.build", "ledger.engines"),
-        ("ledger.bank.build", "ledger.engines.base"),
-        ("ledger.bank.build", "ledger.engines.sqlite_integrity"),
-        ("ledger.bank.data", "ledger.engines.sqlite"),
-        ("ledger.engines.postgres", "ledger.bank.data"),
         # an adapter below the bank reads a benchmark through the bank's importer
         ("ledger.adapters.benchmark_files", "ledger.bank.importer"),
         # the engine registry imports an engine (and its driver) only when it is asked for

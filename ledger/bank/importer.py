@@ -28,8 +28,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ledger.bank.data import DATA_SQLITE, file_sha256
 from ledger.bank.source import canonical_text
+from ledger.engines.data_files import DATA_SQLITE, file_sha256
 from ledger.errors import UsageError
 from ledger.harness.benchmark_sql import spider_distinct, spider_order_by, spider_rewritten
 
