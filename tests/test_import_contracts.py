@@ -56,8 +56,6 @@ KNOWN_UPWARD: frozenset[tuple[str, str]] = frozenset()
 #: (module, imported module) pairs still imported inside a function, with why.
 KNOWN_LOCAL: frozenset[tuple[str, str]] = frozenset(
     {
-        # an adapter below the bank reads a benchmark through the bank's importer
-        ("ledger.adapters.benchmark_files", "ledger.bank.importer"),
         # the engine registry imports an engine (and its driver) only when it is asked for
         ("ledger.engines", "ledger.engines.duckdb"),
         ("ledger.engines", "ledger.engines.postgres"),
