@@ -7,7 +7,8 @@
 - ``command``: any executable, prompt on stdin and answer on stdout.
 - ``pi``: the ``pi`` coding-agent CLI as a single-turn, tool-free model.
 - ``replay``: recorded outputs from a JSON Lines file, no model calls;
-  ``benchmark_files``: BIRD's and Spider's own prediction files.
+  ``benchmark_files``: BIRD's and Spider's own prediction files (and the bank id a
+  benchmark's database id becomes).
 - ``reference``: answers with the reference SQL (a self-test of the harness).
 - ``pricing``: price snapshots and the one cost rule.
 

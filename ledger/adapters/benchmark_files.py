@@ -17,7 +17,9 @@ records per case as ``CaseSpec.benchmark.index``:
 Both parsers check the whole file and raise :class:`~ledger.errors.AdapterError`
 naming the file and the key (bird) or line (spider). :func:`write_bird` and
 :func:`write_spider` are their inverses (tests, and tools that produce files in
-the benchmarks' formats).
+the benchmarks' formats). :func:`bank_id_for` is the one rule from a benchmark's
+database id to a bank id (``caseledger bank import`` names its banks by it; a BIRD
+prediction's database is checked against the bank by it).
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ __all__ = [
     "FORMATS",
     "Prediction",
     "answers_for_bank",
+    "bank_id_for",
     "parse_bird",
     "parse_predictions",
     "parse_spider",
@@ -53,6 +56,8 @@ FORMATS = ("bird", "spider")
 _KEY = re.compile(r"0|[1-9][0-9]{0,8}")
 _WS = " \t\n\r"
 _LABELS = {"bird": "BIRD", "spider": "Spider"}
+# What a database id has that a bank id may not (bank_id_for).
+_NOT_IN_BANK_ID = re.compile(r"[^a-z0-9_-]+")
 
 
 class Prediction(msgspec.Struct, frozen=True):
@@ -276,7 +281,7 @@ def answers_for_bank(
     question, a bank one database). A BIRD entry of one of the bank's questions
     must name the bank's database: the bank id, compared case-insensitively (an
     imported bank's id is the database id in lower case, see
-    ``ledger.bank.importer.bank_id_for``). A case without a prediction is refused,
+    :func:`bank_id_for`). A case without a prediction is refused,
     or with ``allow_missing`` answered with '' (scored as a wrong, empty answer, as
     BIRD's and Spider's evaluators count a missing prediction).
 
@@ -318,7 +323,7 @@ def answers_for_bank(
             answers[case_id] = ""
             continue
         db_id = found.db_id
-        if db_id is not None and bank.bank_id.lower() not in (db_id.lower(), _bank_id(db_id)):
+        if db_id is not None and bank.bank_id.lower() not in (db_id.lower(), bank_id_for(db_id)):
             raise AdapterError(
                 f"{label} prediction file {name} {found.where} (case {case_id}): the "
                 f"prediction is for database {db_id!r}, but bank {ref} is database "
@@ -349,9 +354,7 @@ def answers_for_bank(
     return answers, tuple(missing)
 
 
-def _bank_id(db_id: str) -> str:
-    # Imported lazily: the importer pulls in the bank package (sqlite3, csv), which
-    # parsing a file does not need.
-    from ledger.bank.importer import bank_id_for
-
-    return bank_id_for(db_id)
+def bank_id_for(db_id: str) -> str:
+    """A bank id from a benchmark database id (lower case; other characters become ``-``)."""
+    text = _NOT_IN_BANK_ID.sub("-", db_id.lower()).strip("-_")
+    return text or "imported"

@@ -20,7 +20,6 @@ from __future__ import annotations
 import csv
 import dataclasses
 import json
-import re
 import shutil
 import sqlite3
 from collections.abc import Iterable, Sequence
@@ -28,8 +27,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ledger.bank.data import DATA_SQLITE, file_sha256
+from ledger.adapters.benchmark_files import bank_id_for
 from ledger.bank.source import canonical_text
+from ledger.engines.data_files import DATA_SQLITE, file_sha256
 from ledger.errors import UsageError
 from ledger.harness.benchmark_sql import spider_distinct, spider_order_by, spider_rewritten
 
@@ -37,7 +37,6 @@ __all__ = [
     "BIRD_DIFFICULTY",
     "ImportedBank",
     "Question",
-    "bank_id_for",
     "read_bird",
     "read_spider",
     "write_bank",
@@ -259,15 +258,6 @@ def bird_descriptions(folder: Path) -> dict[str, list[dict[str, str]]]:
             rows.append(item)
         found[path.stem] = rows
     return found
-
-
-_BANK_ID = re.compile(r"[^a-z0-9_-]+")
-
-
-def bank_id_for(db_id: str) -> str:
-    """A bank id from a benchmark database id (lower case; other characters become ``-``)."""
-    text = _BANK_ID.sub("-", db_id.lower()).strip("-_")
-    return text or "imported"
 
 
 def _schema_sql(database: Path) -> str:

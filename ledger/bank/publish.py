@@ -16,21 +16,14 @@ from typing import Any
 
 import msgspec
 
-from ledger.bank.build import (
-    Progress,
-    build_database,
-    build_settings,
-    freeze_gold_at,
-    gold_digest,
-    require_duckdb,
-    tables_at,
-)
+from ledger.bank.build import build_database, build_settings, freeze_gold_at, gold_digest, tables_at
 from ledger.bank.leak import leak_context, leak_findings, shared_findings
 from ledger.bank.model import Bank, load_bank
 from ledger.bank.problems import Problems
 from ledger.bank.registry import DB_SUFFIX, REPO_ROOT, PublishedBank, bank_paths, list_published
 from ledger.engines import discard
 from ledger.engines.cells import type_class
+from ledger.engines.duckdb_build import Progress, require_duckdb
 from ledger.errors import BankError, StoreConflictError, broken
 from ledger.events import LEDGER_STREAM, BankPublished, Column, EngineDifference, GoldResult
 from ledger.harness.align import column_info

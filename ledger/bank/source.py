@@ -6,12 +6,15 @@ LF line endings, Unicode NFC. ``cases.yaml``, ``semantic.json`` and
 no whitespace, numbers written from their exact Decimal value, never through
 a float). The normalised bytes are what is hashed, stored beside the ledger
 and built, so a stored bank folder is itself a bank with the same hash.
+A bank's data files (``data.sqlite``, ``data/``) are found here (:func:`find_data`)
+and hashed by content (``ledger.engines.data_files``).
 """
 
 from __future__ import annotations
 
 import json
 import re
+import sqlite3
 import unicodedata
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
@@ -23,10 +26,11 @@ from yaml.composer import ComposerError
 from yaml.events import AliasEvent
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
-from ledger.bank.data import DataFiles, find_data
 from ledger.bank.problems import Problems
 from ledger.bounds import MAX_DEPTH, MAX_INT_DIGITS, json_depth
 from ledger.codec import sha256_hex
+from ledger.engines.data_files import DATA_DIR, DATA_SQLITE, DataFiles, file_sha256
+from ledger.engines.sqlite import canonical_digest
 
 __all__ = [
     "BANK_FILES",
@@ -35,6 +39,7 @@ __all__ = [
     "BankSource",
     "canonical_text",
     "content_hash",
+    "find_data",
     "normalise_text",
     "read_source",
 ]
@@ -50,6 +55,7 @@ _MAX_DEPTH = MAX_DEPTH
 MAX_FILE_BYTES = 64 * 1024 * 1024
 
 Lines = dict[tuple[Any, ...], int]
+_DATA_SUFFIXES = {".csv": "csv", ".parquet": "parquet"}
 
 
 @dataclass(frozen=True)
@@ -391,6 +397,65 @@ def content_hash(file_hashes: dict[str, str], engine: str = "duckdb") -> str:
     if engine != "duckdb":
         lines.append(f"engine {engine}\n")
     return sha256_hex("".join(lines).encode("utf-8"))
+
+
+def find_data(folder: Path, problems: Problems) -> DataFiles | None:
+    """The data files of a bank folder, or None when its data is ``seed.sql``.
+
+    Records a problem when a folder gives its data in more than one way, when a
+    ``data/`` file has another suffix than .csv / .parquet, or mixes both kinds.
+    """
+    seed = (folder / "seed.sql").is_file()
+    sqlite_file = folder / DATA_SQLITE
+    data_dir = folder / DATA_DIR
+    given = [n for n, there in (("seed.sql", seed), (DATA_SQLITE, sqlite_file.is_file()),
+                                (f"{DATA_DIR}/", data_dir.is_dir())) if there]  # fmt: skip
+    if len(given) > 1:
+        problems.add(
+            str(folder),
+            f"gives its data in more than one way ({', '.join(given)}); keep exactly one",
+        )
+        return None
+    if not given:
+        problems.add(
+            "seed.sql",
+            f"missing (a bank's rows are in seed.sql, {DATA_SQLITE}, or {DATA_DIR}/<table>.csv "
+            "or .parquet files)",
+        )
+        return None
+    if seed:
+        return None
+    if sqlite_file.is_file():
+        try:
+            digest = canonical_digest(sqlite_file)
+        except sqlite3.Error as exc:
+            problems.add(DATA_SQLITE, f"cannot read it as a SQLite database: {exc}")
+            return None
+        return DataFiles(DATA_SQLITE, {DATA_SQLITE: sqlite_file}, {DATA_SQLITE: digest})
+    before = len(problems.items)
+    kinds: set[str] = set()
+    paths: dict[str, Path] = {}
+    for path in sorted(data_dir.iterdir()):
+        kind = _DATA_SUFFIXES.get(path.suffix.lower())
+        if kind is None or not path.is_file():
+            problems.add(
+                f"{DATA_DIR}/{path.name}",
+                "is not a data file (the data folder holds <table>.csv or <table>.parquet)",
+            )
+            continue
+        kinds.add(kind)
+        paths[f"{DATA_DIR}/{path.name}"] = path
+    if len(kinds) > 1:
+        problems.add(f"{DATA_DIR}/", "mixes CSV and Parquet files; use one kind")
+    if not paths and len(problems.items) == before:
+        problems.add(f"{DATA_DIR}/", "is empty (one <table>.csv or <table>.parquet per table)")
+    if len(problems.items) > before:
+        return None
+    stems = [Path(n).stem for n in paths]
+    if len(set(stems)) != len(stems):
+        problems.add(f"{DATA_DIR}/", "names a table twice")
+        return None
+    return DataFiles(kinds.pop(), paths, {n: file_sha256(p) for n, p in paths.items()})
 
 
 def read_source(folder: Path) -> BankSource:

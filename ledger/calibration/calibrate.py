@@ -29,13 +29,14 @@ from pathlib import Path
 import sqlglot
 from sqlglot.errors import SqlglotError
 
-from ledger.bank.build import freeze_gold, open_bank_db, table_snapshot
+from ledger.bank.build import freeze_gold
 from ledger.bank.model import Bank, CaseDef
 from ledger.calibration.config import Calibration
 from ledger.calibration.operators import OPERATORS, Mutant, mutants_for, render
 from ledger.calibration.oracle import Judged, Oracle
 from ledger.calibration.variants import BASE, VariantDb, prepare_variants
 from ledger.engines.cells import type_class
+from ledger.engines.duckdb_build import open_bank_db, table_snapshot
 from ledger.errors import broken
 from ledger.events import GoldResult
 from ledger.harness.compare import fraction_to_decimal

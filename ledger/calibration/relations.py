@@ -18,11 +18,12 @@ from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any
 
-from ledger.bank.build import build_database, freeze_gold, open_bank_db
+from ledger.bank.build import build_database, freeze_gold
 from ledger.bank.model import Bank, load_bank
 from ledger.bank.problems import Problem
 from ledger.calibration.config import Calibration, Relation, RelationSide, load_calibration
 from ledger.calibration.variants import VariantDb, prepare_variants
+from ledger.engines.duckdb_build import open_bank_db
 from ledger.events import GoldResult
 
 __all__ = ["check_relations", "relation_problems"]

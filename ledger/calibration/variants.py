@@ -17,10 +17,11 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from ledger.bank.build import build_database, freeze_gold, gold_digest, open_bank_db, table_digests
+from ledger.bank.build import build_database, freeze_gold, gold_digest
 from ledger.bank.model import Bank
 from ledger.calibration.config import Calibration, Variant
 from ledger.codec import digest
+from ledger.engines.duckdb_build import open_bank_db, table_digests
 from ledger.errors import BankError
 from ledger.events import GoldResult
 

@@ -13,7 +13,9 @@ copy, ledger upgrade), ``bank``, ``run``, ``adapters``, ``report`` (report, runs
 rebuild, rescore), ``withdraw`` (runs withdraw), ``compare``, ``gate`` (gate,
 baseline), ``calibrate``, ``demo``, ``export``, ``exchange`` (import run, signers),
 ``slices`` and ``claims``; ``common`` holds what they share (the resolved global
-options, ``exit_with``).
+options, ``exit_with``, the withdrawn-runs note). An area module imports what its
+commands need at its top; only ``log`` keeps ``verify --recompute``'s machinery for
+that command (tests/test_import_contracts.py says why).
 
 Only this layer reads environment variables and default paths; it passes
 explicit values down to the library.
@@ -34,8 +36,9 @@ from typing import Any, NoReturn
 
 import click
 
+from ledger.bounds import MAX_LOCK_WAIT_S
 from ledger.cli.common import DEFAULT_HOME, DEFAULT_LEDGER, Context, exit_with, pass_ctx
-from ledger.errors import InternalError, LedgerError, StoreError
+from ledger.errors import InternalError, LedgerError, StoreError, UsageError
 from ledger.stores import parse_location
 
 __all__ = ["DEFAULT_LEDGER", "Context", "exit_with", "load_all", "main", "pass_ctx"]
@@ -336,9 +339,6 @@ def main(ctx: click.Context, ledger: str | None, debug: bool) -> None:
 
 def _lock_wait(text: str) -> float:
     """``CASELEDGER_LOCK_WAIT``: seconds a writer waits for the write lock (docs/stores.md)."""
-    from ledger.bounds import MAX_LOCK_WAIT_S
-    from ledger.errors import UsageError
-
     try:
         seconds = float(text)
     except ValueError:

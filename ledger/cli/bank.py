@@ -9,6 +9,8 @@ from typing import Any
 
 import click
 
+from ledger.app.importing import import_benchmark
+from ledger.app.output import output_folder
 from ledger.bank import (
     builtin_banks,
     list_published,
@@ -27,7 +29,9 @@ from ledger.bank.describe import (
     to_json,
 )
 from ledger.bank.registry import label
+from ledger.calibration.relations import check_folder_relations
 from ledger.cli.common import Context, exit_with, pass_ctx
+from ledger.engines.sqlite_integrity import format_violations
 from ledger.errors import LedgerError
 from ledger.events import ENGINES, BuildSettings
 from ledger.keys import load_default_signer
@@ -182,8 +186,6 @@ def publish_cmd(
     """Publish a bank folder or built-in NAME into the ledger (no-op when already published)."""
     signer = load_default_signer(ctx.home)
     if check_relations:
-        from ledger.calibration.relations import check_folder_relations
-
         problems = check_folder_relations(resolve_source(source))
         for problem in problems:
             click.echo(f"relation broken: {problem}", err=True)
@@ -290,8 +292,6 @@ def _import_options(f: Any) -> Any:
 
 
 def _report_import(results: list[Any]) -> None:
-    from ledger.engines.sqlite_integrity import format_violations
-
     for r in results:
         click.echo(
             f"imported: {r.ref} -> {r.bank.folder} "
@@ -315,9 +315,6 @@ def import_bird_cmd(
     version: str,
 ) -> None:
     """Import BIRD's QUESTIONS.json (question_id, db_id, question, evidence, SQL, difficulty)."""
-    from ledger.app.importing import import_benchmark
-    from ledger.app.output import output_folder
-
     output_folder(out)
     results = import_benchmark(
         "bird", questions, databases, out, db_ids=db_ids, engine=engine, version=version,
@@ -354,9 +351,6 @@ def import_spider_cmd(
     version: str,
 ) -> None:
     """Import Spider's dev.json (db_id, question, query) with its tables.json."""
-    from ledger.app.importing import import_benchmark
-    from ledger.app.output import output_folder
-
     output_folder(out)
     results = import_benchmark(
         "spider", questions, databases, out, db_ids=db_ids, tables_json=tables_json,

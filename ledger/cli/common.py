@@ -27,6 +27,7 @@ __all__ = [
     "pass_ctx",
     "program_name",
     "read_small_text",
+    "withdrawn_note",
 ]
 
 DEFAULT_HOME = Path(".caseledger")
@@ -125,3 +126,18 @@ def read_small_text(path: Path, what: str, limit: int) -> str:
         return data.decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise UsageError(f"cannot read {what} {path}: {exc}") from None
+
+
+def withdrawn_note(left_out: list[tuple[str, str]]) -> str:
+    """The one line that says which withdrawn runs a listing left out.
+
+    >>> withdrawn_note([("r1", "wrong port")])
+    'note: 1 withdrawn run left out: r1 (wrong port); --include-withdrawn shows it'
+    """
+    n = len(left_out)
+    runs = ", ".join(f"{run} ({reason})" for run, reason in left_out)
+    them = "it" if n == 1 else "them"
+    return (
+        f"note: {n} withdrawn run{'s' if n != 1 else ''} left out: {runs}; "
+        f"--include-withdrawn shows {them}"
+    )

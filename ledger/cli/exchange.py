@@ -7,6 +7,8 @@ from pathlib import Path
 
 import click
 
+from ledger.app.exchange import import_run
+from ledger.app.trust import parse_trust_key, revoke_signer, trust_signer
 from ledger.checkpoint import MAX_NOTE_BYTES
 from ledger.cli.common import Context, pass_ctx, read_small_text
 from ledger.errors import UsageError
@@ -60,9 +62,6 @@ def import_run_cmd(ctx: Context, bundle: Path, trust_key: str | None) -> None:
     attested and this ledger's copy of the run (if any) are checked first; nothing is
     appended when a check fails. Importing the same bundle again does nothing.
     """
-    from ledger.app.exchange import import_run
-    from ledger.app.trust import parse_trust_key
-
     trust = None
     if trust_key is not None:
         text, label = _key_text(trust_key)
@@ -116,8 +115,6 @@ def signers_trust(ctx: Context, key_file: str, name: str, origin: str | None) ->
     Get the key from its owner over a channel you trust (never from a bundle). The
     operator key signs a signer.trusted.v1 event; a name names one key per ledger.
     """
-    from ledger.app.trust import parse_trust_key, trust_signer
-
     text, label = _key_text(key_file)
     key = parse_trust_key(text, label, name)
     signer = load_default_signer(ctx.home)
@@ -138,8 +135,6 @@ def signers_revoke(ctx: Context, name: str) -> None:
 
     Runs imported before stay readable; reports say the trust was revoked and when.
     """
-    from ledger.app.trust import revoke_signer
-
     signer = load_default_signer(ctx.home)
     with _open_ledger(ctx) as ledger:
         entry = revoke_signer(ledger, name, signer)

@@ -6,10 +6,14 @@ from pathlib import Path
 
 import click
 
-from ledger.app.output import is_stdout, write_output
-from ledger.cli.common import Context, pass_ctx
+from ledger.app.audit import export_audit
+from ledger.app.exchange import export_run
+from ledger.app.export_caseruns import export_caseruns
+from ledger.app.output import is_stdout, output_folder, write_output
+from ledger.cli.common import Context, pass_ctx, withdrawn_note
 from ledger.errors import UsageError
 from ledger.keys import Signer
+from ledger.store import Ledger
 
 __all__ = ["register"]
 
@@ -45,9 +49,6 @@ def export_audit_cmd(
     ctx: Context, out_dir: Path, banks_dir: Path | None, reports_dir: Path | None
 ) -> None:
     """Ledger snapshot, bank files, newest checkpoint, verifier key and README for an auditor."""
-    from ledger.app.audit import export_audit
-    from ledger.app.output import output_folder
-
     output_folder(out_dir)
     done = export_audit(
         ctx.ledger_path,
@@ -90,9 +91,6 @@ def export_run_cmd(ctx: Context, run_id: str, out_file: Path) -> None:
 
     Another ledger takes it in with `caseledger import run FILE`.
     """
-    from ledger.app.exchange import export_run
-    from ledger.store import Ledger
-
     attest = _operator_key(ctx)
     with Ledger.open(ctx.ledger, readonly=True) as ledger:  # names a missing ledger (exit 2)
         data = export_run(ledger, run_id, attest)
@@ -126,8 +124,6 @@ def export_caseruns_cmd(
     ctx: Context, fmt: str | None, out_file: Path, runs: tuple[str, ...], include_withdrawn: bool
 ) -> None:
     """Every CaseRun with its score and items, one row each, for pandas, polars or DuckDB."""
-    from ledger.app.export_caseruns import export_caseruns
-
     if fmt is None:
         fmt = {".parquet": "parquet", ".csv": "csv"}.get(out_file.suffix.lower())
         if fmt is None:
@@ -139,8 +135,6 @@ def export_caseruns_cmd(
         ctx.ledger, out_file, fmt=fmt, runs=runs or None, include_withdrawn=include_withdrawn
     )
     if done.left_out:
-        from ledger.cli.withdraw import withdrawn_note
-
         click.echo(withdrawn_note(list(done.left_out)), err=True)
     click.echo(
         f"wrote {out_file}: {done.rows} CaseRuns of {done.runs} run"

@@ -9,15 +9,20 @@ from typing import Any
 import click
 import msgspec
 
+from ledger.app.baseline import freeze, pin, read_bundle, stale_fields
+from ledger.app.baseline_check import check_baseline, parse_fields
+from ledger.app.gate_inputs import load_config, load_side_entry
+from ledger.app.output import output_folder
 from ledger.cli.common import Context, exit_with, pass_ctx
 from ledger.errors import UsageError
+from ledger.store import Ledger
+from projections.gate import GateOptions, check_metric_names, judge, parse_alpha, plain, render_text
+from projections.metrics import parse_tolerance
 
 __all__ = ["register"]
 
 
 def _tolerances(values: tuple[str, ...]) -> dict[str, object]:
-    from projections.metrics import parse_tolerance
-
     out: dict[str, object] = {}
     for value in values:
         name, sep, tol = value.partition("=")
@@ -76,16 +81,6 @@ def gate(
     alpha: str | None,
 ) -> None:
     """Compare two runs metric by metric: exit 0 pass, 1 regression, 2 could not judge."""
-    from ledger.app.gate_inputs import load_config, load_side_entry
-    from projections.gate import (
-        GateOptions,
-        check_metric_names,
-        judge,
-        parse_alpha,
-        plain,
-        render_text,
-    )
-
     config = load_config(Path.cwd())
     if not config.enabled:
         where = config.source or "the configuration"
@@ -135,12 +130,7 @@ def baseline() -> None:
 @pass_ctx
 def freeze_cmd(ctx: Context, run: str, out_dir: Path) -> None:
     """Write RUN's signed events and its pinned scorecard into a baseline folder."""
-    from ledger.app.baseline import freeze
-    from ledger.app.output import output_folder
-
     output_folder(out_dir)
-    from ledger.store import Ledger
-
     with Ledger.open(ctx.ledger, readonly=True) as ledger:
         card = freeze(ledger, run, out_dir)
     shown = card.metrics.get("result_correct_rate")
@@ -157,8 +147,6 @@ def freeze_cmd(ctx: Context, run: str, out_dir: Path) -> None:
 @click.option("--require-fields", help="Comma-separated fields every attempt must have.")
 def check_cmd(folder: Path, require_full: bool, require_fields: str | None) -> None:
     """Verify a baseline, check it is whole and that its pinned scorecard still holds."""
-    from ledger.app.baseline_check import check_baseline, parse_fields
-
     fields = parse_fields(require_fields)
     result = check_baseline(folder, require_full=require_full, require_fields=fields)
     click.echo(result.text(), nl=False)
@@ -169,8 +157,6 @@ def check_cmd(folder: Path, require_full: bool, require_fields: str | None) -> N
 @click.argument("folder", type=click.Path(path_type=Path))
 def pin_cmd(folder: Path) -> None:
     """Re-pin the scorecard from the frozen events with the current code (on purpose)."""
-    from ledger.app.baseline import pin, read_bundle, stale_fields
-
     before = read_bundle(folder).pinned
     card = pin(folder)
     changes = stale_fields(before, card) if before is not None else ["(first pin)"]

@@ -13,8 +13,8 @@ from ledger.app.output import STDOUT, write_output
 from ledger.app.reporting import report_chunks
 from ledger.app.rescore import rescore
 from ledger.app.snapshot import RecordedRun, read_state, run_listing, run_snapshots
-from ledger.cli.common import Context, pass_ctx
-from ledger.cli.withdraw import withdraw_cmd, withdrawn_note
+from ledger.cli.common import Context, pass_ctx, withdrawn_note
+from ledger.cli.withdraw import withdraw_cmd
 from ledger.keys import load_default_signer
 from ledger.store import Ledger
 from projections.report.build import Detail, recorded_overview, run_overview

@@ -6,8 +6,10 @@ messages, the child's loop and watchdog, ``ProcessExecutor``: spawn, request and
 reply, deadline kill, memory bound, pids, close, a crashed worker replaced); each
 engine supplies its worker's open, run and classify. ``reading``: the protocol's
 "read this SQL" messages (the harness's reader, named, answers them); ``cells``: the
-typed result cells every worker returns. DuckDB's parts: ``functions`` (its function
-catalog judged, the catalog parts the others share, its dialect notes),
+typed result cells every worker returns; ``data_files``: a bank's rows given as files,
+which every engine's build loads. DuckDB's parts: ``duckdb_build`` (the pinned,
+locked build of a bank file, its table snapshot and one query), ``functions`` (its
+function catalog judged, the catalog parts the others share, its dialect notes),
 ``duckdb_worker`` (its worker process and executor) and ``duckdb_sandbox`` (the
 worker's locked-down connection, parse check, shadowed functions). SQLite's parts:
 ``sqlite_sandbox`` (the locked-down connection, text checks, typing rule),

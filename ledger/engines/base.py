@@ -26,7 +26,7 @@ from ledger.engines.process import ExecResult
 from ledger.events import ENGINES, Column, TableSchema
 
 if TYPE_CHECKING:
-    from ledger.bank.data import DataFiles
+    from ledger.engines.data_files import DataFiles
 
 __all__ = ["ENGINES", "Engine", "EngineQueryError", "Executor"]
 
@@ -80,7 +80,7 @@ class Engine(Protocol):
         """Build the bank's database at ``target`` (never overwrite; atomic).
 
         ``schema_sql`` and ``seed_sql`` are in the engine's dialect. ``data``: the
-        bank's data files, whose rows replace ``seed_sql`` (``ledger.bank.data``).
+        bank's data files, whose rows replace ``seed_sql`` (``ledger.engines.data_files``).
         Raises BankError naming the file (schema.sql / seed.sql / the data file)
         and the engine's message.
         """

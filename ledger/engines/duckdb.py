@@ -1,4 +1,4 @@
-"""The DuckDB engine (the default): the bank build of ``ledger.bank.build`` and the
+"""The DuckDB engine (the default): the bank build of ``ledger.engines.duckdb_build`` and the
 sandboxed worker of ``ledger.engines.duckdb_worker`` behind the engine contract."""
 
 from __future__ import annotations
@@ -8,14 +8,20 @@ from typing import TYPE_CHECKING, Any
 
 import duckdb
 
-from ledger.bank.build import REQUIRED_DUCKDB, build_sql, open_bank_db, run_query, table_snapshot
 from ledger.engines.base import EngineQueryError
+from ledger.engines.duckdb_build import (
+    REQUIRED_DUCKDB,
+    build_sql,
+    open_bank_db,
+    run_query,
+    table_snapshot,
+)
 from ledger.engines.duckdb_worker import WorkerPool
 from ledger.engines.functions import DIALECT_NOTES
 from ledger.events import Column, TableSchema
 
 if TYPE_CHECKING:
-    from ledger.bank.data import DataFiles
+    from ledger.engines.data_files import DataFiles
 
 __all__ = ["DuckDBEngine"]
 
@@ -37,7 +43,7 @@ class DuckDBEngine:
     def build(
         self, schema_sql: str, seed_sql: str, target: Path, *, data: DataFiles | None = None
     ) -> None:
-        """Build the database file at ``target`` (see ``ledger.bank.build.build_sql``)."""
+        """Build the database file at ``target`` (see ``ledger.engines.duckdb_build.build_sql``)."""
         build_sql(schema_sql, seed_sql, target, where=str(target), data=data)
 
     def tables(self, database: Path) -> tuple[TableSchema, ...]:

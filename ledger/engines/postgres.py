@@ -43,13 +43,14 @@ import re
 import secrets
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import msgspec
 import psycopg
 from psycopg import sql as pgsql
 
 from ledger.engines.base import EngineQueryError
+from ledger.engines.data_files import DataFiles, load_hint, parents_first
 from ledger.engines.postgres_bankfile import ENV_VAR, FORMAT, BankFile, read_bank_file
 from ledger.engines.postgres_catalog import (
     ALLOWED_FROM,
@@ -76,9 +77,6 @@ from ledger.engines.postgres_worker import (
 from ledger.engines.process import parse_memory_limit
 from ledger.errors import BankError, SandboxError, UsageError
 from ledger.events import Column, TableSchema
-
-if TYPE_CHECKING:
-    from ledger.bank.data import DataFiles
 
 __all__ = [
     "ALLOWED_FROM",
@@ -661,8 +659,6 @@ def _copy_rows(owner: psycopg.Connection[Any], data: DataFiles) -> None:
         "WHERE k.contype = 'f' AND n.nspname = %s",
         [BANK_SCHEMA],
     ).fetchall()
-    from ledger.bank.data import load_hint, parents_first
-
     order = parents_first(sorted(wanted), [(str(c), str(p)) for c, p in keys])
     for table in order:
         name = wanted[table]

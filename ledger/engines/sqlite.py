@@ -42,7 +42,7 @@ from ledger.errors import BankError
 from ledger.events import Column, TableSchema
 
 if TYPE_CHECKING:
-    from ledger.bank.data import DataFiles
+    from ledger.engines.data_files import DataFiles
 
 __all__ = [
     "DIALECT_NOTES",

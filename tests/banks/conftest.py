@@ -17,10 +17,11 @@ from typing import Any
 import duckdb
 import pytest
 
-from ledger.bank.build import build_database, freeze_gold, open_bank_db
+from ledger.bank.build import build_database, freeze_gold
 from ledger.bank.model import Bank, CaseDef, load_bank
 from ledger.bank.registry import builtin_banks
 from ledger.calibration.oracle import Judged, Oracle
+from ledger.engines.duckdb_build import open_bank_db
 from ledger.events import Column, GoldResult
 
 

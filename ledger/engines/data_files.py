@@ -15,6 +15,9 @@ canonical dump of its schema and rows (so page layout, VACUUM and insert order
 do not change the bank hash), CSV and Parquet files by their bytes. The hash of
 each goes into the bank manifest under its name (``data.sqlite``,
 ``data/orders.csv``).
+
+The description lives beside the engines, which load the rows
+(``ledger.bank.source.find_data`` finds the files in a bank folder).
 """
 
 from __future__ import annotations
@@ -28,7 +31,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ledger.bank.problems import Problems
 from ledger.errors import BankError
 
 __all__ = [
@@ -37,14 +39,12 @@ __all__ = [
     "DataFiles",
     "TableRows",
     "file_sha256",
-    "find_data",
     "load_hint",
     "parents_first",
 ]
 
 DATA_SQLITE = "data.sqlite"
 DATA_DIR = "data"
-_SUFFIXES = {".csv": "csv", ".parquet": "parquet"}
 #: Rows handed to an engine at a time while loading (bounded memory).
 BATCH_ROWS = 10_000
 
@@ -196,67 +196,6 @@ def _header(path: Path, kind: str) -> list[str] | None:
     if not first.strip():
         return None
     return next(csv.reader(io.StringIO(first)))
-
-
-def find_data(folder: Path, problems: Problems) -> DataFiles | None:
-    """The data files of a bank folder, or None when its data is ``seed.sql``.
-
-    Records a problem when a folder gives its data in more than one way, when a
-    ``data/`` file has another suffix than .csv / .parquet, or mixes both kinds.
-    """
-    seed = (folder / "seed.sql").is_file()
-    sqlite_file = folder / DATA_SQLITE
-    data_dir = folder / DATA_DIR
-    given = [n for n, there in (("seed.sql", seed), (DATA_SQLITE, sqlite_file.is_file()),
-                                (f"{DATA_DIR}/", data_dir.is_dir())) if there]  # fmt: skip
-    if len(given) > 1:
-        problems.add(
-            str(folder),
-            f"gives its data in more than one way ({', '.join(given)}); keep exactly one",
-        )
-        return None
-    if not given:
-        problems.add(
-            "seed.sql",
-            f"missing (a bank's rows are in seed.sql, {DATA_SQLITE}, or {DATA_DIR}/<table>.csv "
-            "or .parquet files)",
-        )
-        return None
-    if seed:
-        return None
-    if sqlite_file.is_file():
-        from ledger.engines.sqlite import canonical_digest
-
-        try:
-            digest = canonical_digest(sqlite_file)
-        except sqlite3.Error as exc:
-            problems.add(DATA_SQLITE, f"cannot read it as a SQLite database: {exc}")
-            return None
-        return DataFiles(DATA_SQLITE, {DATA_SQLITE: sqlite_file}, {DATA_SQLITE: digest})
-    before = len(problems.items)
-    kinds: set[str] = set()
-    paths: dict[str, Path] = {}
-    for path in sorted(data_dir.iterdir()):
-        kind = _SUFFIXES.get(path.suffix.lower())
-        if kind is None or not path.is_file():
-            problems.add(
-                f"{DATA_DIR}/{path.name}",
-                "is not a data file (the data folder holds <table>.csv or <table>.parquet)",
-            )
-            continue
-        kinds.add(kind)
-        paths[f"{DATA_DIR}/{path.name}"] = path
-    if len(kinds) > 1:
-        problems.add(f"{DATA_DIR}/", "mixes CSV and Parquet files; use one kind")
-    if not paths and len(problems.items) == before:
-        problems.add(f"{DATA_DIR}/", "is empty (one <table>.csv or <table>.parquet per table)")
-    if len(problems.items) > before:
-        return None
-    stems = [Path(n).stem for n in paths]
-    if len(set(stems)) != len(stems):
-        problems.add(f"{DATA_DIR}/", "names a table twice")
-        return None
-    return DataFiles(kinds.pop(), paths, {n: file_sha256(p) for n, p in paths.items()})
 
 
 def parents_first(names: list[str], keys: list[tuple[str, str]]) -> list[str]:
