@@ -55,6 +55,17 @@ class InternalError(LedgerError):
         return self.message
 
 
+def first_line(exc: BaseException) -> str:
+    """The first line of an exception's message (its type's name when it has none): how
+    a message quotes a driver's or parser's error.
+
+    >>> first_line(ValueError("bad value\\nmore detail")), first_line(KeyError())
+    ('bad value', 'KeyError')
+    """
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
 def broken(what: str) -> InternalError:
     """The InternalError for a state the code rules out (``raise broken(...)``).
 

@@ -26,14 +26,13 @@ from ledger.engines.duckdb_build import (
     REQUIRED_DUCKDB,
     Progress,
     build_sql,
-    first_line,
     no_progress,
     open_bank_db,
     run_query,
     table_snapshot,
 )
 from ledger.engines.sqlite_integrity import foreign_key_violations
-from ledger.errors import DiskFullError, LedgerError, disk_full
+from ledger.errors import DiskFullError, LedgerError, disk_full, first_line
 from ledger.events import BuildSettings, Column, ForeignKeyViolation, GoldResult, TableSchema
 from ledger.harness import determinism
 

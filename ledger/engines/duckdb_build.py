@@ -22,7 +22,7 @@ from ledger.codec import digest
 from ledger.engines.base import EngineQueryError
 from ledger.engines.cells import encode_row
 from ledger.engines.data_files import DATA_SQLITE, DataFiles, load_hint, parents_first
-from ledger.errors import BankError
+from ledger.errors import BankError, first_line
 from ledger.events import Column, TableSchema
 
 __all__ = [
@@ -30,7 +30,6 @@ __all__ = [
     "Progress",
     "build_sql",
     "connect",
-    "first_line",
     "load_data_files",
     "no_progress",
     "open_bank_db",
@@ -73,11 +72,6 @@ def open_bank_db(path: Path) -> duckdb.DuckDBPyConnection:
     if not path.is_file():
         raise BankError(f"bank database {path} is missing", hint="publish the bank again")
     return connect(path, read_only=True)
-
-
-def first_line(exc: BaseException) -> str:
-    """The first line of an exception's message (its type's name when it has none)."""
-    return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
 
 
 #: Where progress lines go (``caseledger bank validate`` prints them to stderr).

@@ -71,11 +71,10 @@ from ledger.engines.postgres_worker import (
     configure,
     declare,
     describe,
-    first_line,
     why_unsendable,
 )
 from ledger.engines.process import parse_memory_limit
-from ledger.errors import BankError, SandboxError, UsageError
+from ledger.errors import BankError, SandboxError, UsageError, first_line
 from ledger.events import Column, TableSchema
 
 __all__ = [

@@ -30,6 +30,7 @@ from ledger.engines.process import (
     success,
     too_large,
 )
+from ledger.errors import first_line
 from ledger.events import Column
 
 #: How long after the timeout the worker's watchdog cancels a statement the server did not.
@@ -220,11 +221,6 @@ def configure(con: psycopg.Connection[Any]) -> None:
         base = con.adapters.get_loader(info.oid, Format.TEXT)
         if base is not None:
             con.adapters.register_loader(info.oid, _lenient(base))
-
-
-def first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
 
 
 def classify_error(exc: BaseException) -> tuple[str, str]:

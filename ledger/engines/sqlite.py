@@ -30,7 +30,6 @@ import msgspec
 from ledger.codec import canonical_json
 from ledger.engines.base import EngineQueryError
 from ledger.engines.sqlite_sandbox import (
-    first_line,
     open_sandboxed,
     readonly_uri,
     split_statements,
@@ -38,7 +37,7 @@ from ledger.engines.sqlite_sandbox import (
     typed_result,
 )
 from ledger.engines.sqlite_worker import SQLiteExecutor
-from ledger.errors import BankError
+from ledger.errors import BankError, first_line
 from ledger.events import Column, TableSchema
 
 if TYPE_CHECKING:

@@ -34,7 +34,6 @@ __all__ = [
     "Authorizer",
     "column_plan",
     "first_keyword",
-    "first_line",
     "open_sandboxed",
     "parse_memory_limit",
     "readonly_uri",
@@ -296,9 +295,3 @@ def parse_memory_limit(text: str) -> int:
     if size < 1024 * 1024:
         raise UsageError(f"memory limit {text!r} is below 1 MiB", hint="give SQLite at least 1MiB")
     return size
-
-
-def first_line(exc: BaseException) -> str:
-    """The first line of an exception's message (its type's name when it has none)."""
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__

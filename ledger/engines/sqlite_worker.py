@@ -41,11 +41,11 @@ from ledger.engines.process import (
 from ledger.engines.sqlite_sandbox import (
     Authorizer,
     column_plan,
-    first_line,
     open_sandboxed,
     parse_memory_limit,
     statement_refusal,
 )
+from ledger.errors import first_line
 from ledger.events import Column
 
 __all__ = ["SQLiteExecutor"]

@@ -15,6 +15,7 @@ from sqlglot.errors import SqlglotError
 from sqlglot.optimizer.qualify import qualify
 from sqlglot.optimizer.scope import Scope, build_scope
 
+from ledger.errors import first_line
 from ledger.harness import sqlparse
 from ledger.harness.slice_text import (
     _aliases,
@@ -69,7 +70,7 @@ def _signature(
     try:
         trees = [t for t in sqlparse.parse(sql, dialect) if t is not None]
     except (SqlglotError, RecursionError) as exc:
-        raise _Unattributable(f"does not parse: {_first_line(exc)}") from None
+        raise _Unattributable(f"does not parse: {first_line(exc)}") from None
     if len(trees) != 1:
         raise _Unattributable(f"{len(trees)} statements, not one query")
     tree = trees[0]
@@ -99,7 +100,7 @@ def _signature(
         root = build_scope(qualified)
     except (SqlglotError, RecursionError, KeyError, ValueError) as exc:
         raise _Unattributable(
-            f"a column or qualifier cannot be attributed: {_first_line(exc)}"
+            f"a column or qualifier cannot be attributed: {first_line(exc)}"
         ) from None
     if root is None:
         raise _Unattributable("no query scope")
@@ -107,11 +108,6 @@ def _signature(
         return _Analyzer(root, schema, dialect, order_significant).run()
     except RecursionError:
         raise _Unattributable("nested too deeply to analyse") from None
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return text[0] if text else type(exc).__name__
 
 
 class _Analyzer:

@@ -55,7 +55,7 @@ import psycopg
 from psycopg import errors as pg_errors
 from psycopg import sql as pg_sql
 
-from ledger.errors import StoreBusyError, StoreError, UsageError
+from ledger.errors import StoreBusyError, StoreError, UsageError, first_line
 from ledger.stores import FORMAT, DuplicateLeafError, redact
 from ledger.stores.postgres_schema import _DDL, _FILL_NODES, SCHEMA, SCHEMA_2, SCHEMA_VERSION
 
@@ -142,7 +142,7 @@ class PostgresBackend:
         except psycopg.Error as exc:
             conn.close()
             raise StoreError(
-                f"cannot create a ledger at {name}: {_first_line(exc)}",
+                f"cannot create a ledger at {name}: {first_line(exc)}",
                 hint="the role needs CREATE on the database (docs/stores.md)",
             ) from None
         except BaseException:
@@ -179,7 +179,7 @@ class PostgresBackend:
         except psycopg.Error as exc:
             conn.close()
             raise StoreError(
-                f"cannot read the ledger at {name}: {_first_line(exc)}",
+                f"cannot read the ledger at {name}: {first_line(exc)}",
                 hint="the role needs USAGE on schema caseledger and SELECT on its tables "
                 "(docs/stores.md)",
             ) from None
@@ -237,7 +237,7 @@ class PostgresBackend:
         except psycopg.Error as exc:
             raise StoreError(
                 f"cannot upgrade the ledger at {self.name} to schema {SCHEMA_VERSION}: "
-                f"{_first_line(exc)}",
+                f"{first_line(exc)}",
                 hint="upgrade as the role that ran `caseledger init` (the schema's owner)",
             ) from None
         self.schema_version = SCHEMA_VERSION
@@ -482,11 +482,11 @@ class PostgresBackend:
     def _fail(self, what: str, exc: psycopg.Error) -> NoReturn:
         if isinstance(exc, pg_errors.InsufficientPrivilege):
             raise StoreError(
-                f"cannot {what} the ledger at {self.name}: {_first_line(exc)}",
+                f"cannot {what} the ledger at {self.name}: {first_line(exc)}",
                 hint="the server refused: events are append-only, and this role may lack "
                 "INSERT or SELECT (docs/stores.md)",
             ) from None
-        raise StoreError(f"cannot {what} the ledger at {self.name}: {_first_line(exc)}") from None
+        raise StoreError(f"cannot {what} the ledger at {self.name}: {first_line(exc)}") from None
 
 
 def grant_writer(conn: psycopg.Connection[Any], role: str) -> None:
@@ -539,10 +539,10 @@ def _connect(url: str) -> psycopg.Connection[Any]:
         # Durable at COMMIT whatever the server's default (a user-level setting).
         conn.execute("SET synchronous_commit = on")
     except psycopg.ProgrammingError as exc:
-        raise UsageError(f"bad ledger URL {redact(url)}: {_first_line(exc)}") from None
+        raise UsageError(f"bad ledger URL {redact(url)}: {first_line(exc)}") from None
     except psycopg.Error as exc:
         raise StoreError(
-            f"cannot connect to the ledger at {redact(url)}: {_first_line(exc)}",
+            f"cannot connect to the ledger at {redact(url)}: {first_line(exc)}",
             hint="check the URL, the server and the role's password (PGPASSWORD or ~/.pgpass)",
         ) from None
     return conn
@@ -554,7 +554,7 @@ def has_ledger(url: str) -> bool:
         try:
             return _has_ledger(conn)
         except psycopg.Error as exc:
-            raise StoreError(f"cannot read {redact(url)}: {_first_line(exc)}") from None
+            raise StoreError(f"cannot read {redact(url)}: {first_line(exc)}") from None
 
 
 def grant(url: str, *, writers: Sequence[str] = (), readers: Sequence[str] = ()) -> None:
@@ -567,7 +567,7 @@ def grant(url: str, *, writers: Sequence[str] = (), readers: Sequence[str] = ())
                 grant_reader(conn, role)
     except psycopg.Error as exc:
         raise StoreError(
-            f"cannot grant privileges on the ledger at {redact(url)}: {_first_line(exc)}",
+            f"cannot grant privileges on the ledger at {redact(url)}: {first_line(exc)}",
             hint="grant as the role that ran `caseledger init` (the schema's owner); the "
             "roles must exist",
         ) from None
@@ -606,8 +606,3 @@ def upgrade(url: str) -> str:
 def _has_ledger(conn: psycopg.Connection[Any]) -> bool:
     row = conn.execute("SELECT to_regclass(%s)", (f"{SCHEMA}.meta",)).fetchone()
     return row is not None and row[0] is not None
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
