@@ -16,7 +16,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 
 from ledger.adapters.base import Adapter, Failure, Identity, Reply, Request
@@ -25,6 +24,7 @@ from ledger.app.evaluate import evaluate, now
 from ledger.app.reporting import report_bytes
 from ledger.bank.publish import publish
 from ledger.bank.registry import PublishedBank, find_published, resolve_source
+from ledger.closing import Closing
 from ledger.errors import UsageError
 from ledger.keys import Signer, load_default_signer
 from ledger.run.runner import Progress, RunPlan, RunSummary
@@ -46,7 +46,7 @@ __all__ = [
 ]
 
 
-class Workspace:
+class Workspace(Closing):
     """An open ledger with its local home folder (keys, built banks).
 
     Use it as a context manager (``with open_ledger(...) as ws:``); ``close``
@@ -142,17 +142,6 @@ class Workspace:
     def close(self) -> None:
         """Close the ledger."""
         self.ledger.close()
-
-    def __enter__(self) -> Workspace:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
 
 def open_ledger(

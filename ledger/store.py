@@ -56,6 +56,7 @@ from ledger import codec
 from ledger.checkpoint import (
     format_checkpoint,
 )
+from ledger.closing import Closing
 from ledger.errors import (
     ChainBrokenError,
     StoreConflictError,
@@ -133,7 +134,7 @@ def _now() -> str:
     return codec.format_time(_dt.datetime.now(_dt.UTC))
 
 
-class Ledger(AppendPlan, WriterWatch):
+class Ledger(Closing, AppendPlan, WriterWatch):
     """An open ledger (a SQLite file or a PostgreSQL database). Use ``create`` or ``open``.
 
     Everything a ledger means (hashes, chain, signatures, stream envelopes, keyring
@@ -267,12 +268,6 @@ class Ledger(AppendPlan, WriterWatch):
         if self._signing is not None:
             self._signing.shutdown()
         self._db.close()
-
-    def __enter__(self) -> Ledger:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     # ------------------------------------------------------------ reading
 

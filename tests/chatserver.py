@@ -27,6 +27,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ledger.closing import Closing
+
 __all__ = [
     "Answer",
     "ChatServer",
@@ -124,7 +126,7 @@ def case_of(request: Received, cases: Sequence[Mapping[str, Any]]) -> Mapping[st
     return max((c for c in cases if c["question"] in prompt), key=lambda c: len(c["question"]))
 
 
-class ChatServer:
+class ChatServer(Closing):
     """Serves ``answer(request)`` on an ephemeral port; ``url`` is its ``/v1`` base URL.
 
     ``answer`` is chosen under the server's lock in arrival order and may be replaced
@@ -190,9 +192,3 @@ class ChatServer:
         """Stop serving and free the port."""
         self.httpd.shutdown()
         self.httpd.server_close()
-
-    def __enter__(self) -> ChatServer:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()

@@ -20,7 +20,6 @@ from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 
 from ledger.bank.model import Bank, CaseDef
@@ -28,6 +27,7 @@ from ledger.calibration.calibrate import read_gold, read_schema
 from ledger.calibration.config import Calibration, load_calibration
 from ledger.calibration.oracle import Oracle
 from ledger.calibration.variants import prepare_variants
+from ledger.closing import Closing
 from ledger.codec import canonical_json
 from ledger.engines.process import ExecResult
 from ledger.events import CaseSpec, SqlExecuted, VariantOutcome
@@ -81,7 +81,7 @@ def answer_moved(
     return _rows_key(base, ordered) != _rows_key(other, ordered)
 
 
-class VariantDiagnostics:
+class VariantDiagnostics(Closing):
     """Variant databases and workers of one bank, ready to check model answers.
 
     Use as a context manager (the workers stop on exit).
@@ -105,17 +105,6 @@ class VariantDiagnostics:
         # about what it would be alone.
         parallel = max(1, min(len(self.variants), os.cpu_count() or 1))
         self._threads = ThreadPoolExecutor(parallel, thread_name_prefix="caseledger-variant")
-
-    def __enter__(self) -> VariantDiagnostics:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
     def close(self) -> None:
         """Stop the workers."""

@@ -15,10 +15,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 
 from ledger.bank.model import CaseDef
+from ledger.closing import Closing
 from ledger.codec import digest
 from ledger.engines.duckdb_worker import WorkerPool
 from ledger.engines.process import ExecResult
@@ -58,7 +58,7 @@ class Judged:
     total: Decimal | None = None
 
 
-class Oracle:
+class Oracle(Closing):
     """Worker pools over named databases (``base`` and each variant) of one bank.
 
     Use as a context manager: every worker process is stopped on exit.
@@ -76,17 +76,6 @@ class Oracle:
         except BaseException:
             self.close()
             raise
-
-    def __enter__(self) -> Oracle:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
     def close(self) -> None:
         """Stop every worker."""

@@ -40,13 +40,13 @@ import traceback
 from collections.abc import Callable
 from multiprocessing.connection import Connection
 from pathlib import Path
-from types import TracebackType
-from typing import Any, ClassVar, Self, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 import msgspec
 from msgspec import UNSET, UnsetType
 
 from ledger import events
+from ledger.closing import Closing
 from ledger.engines import cells
 from ledger.engines.reading import READER, Reading, ReadRequest
 from ledger.errors import SandboxError, UsageError
@@ -571,7 +571,7 @@ class ProcessWorker:
         self.kill()
 
 
-class ProcessExecutor(abc.ABC):
+class ProcessExecutor(Closing, abc.ABC):
     """The parent side every engine's executor shares: ``size`` persistent worker
     processes (:class:`ProcessWorker`, child side :func:`serve`) over one bank database.
 
@@ -647,17 +647,6 @@ class ProcessExecutor(abc.ABC):
         """Called after each query, once a worker no longer usable is stopped (nothing to
         do for a file engine)."""
         return
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
     def pids(self) -> tuple[int, ...]:
         """Process ids of the current workers (for monitoring and tests)."""

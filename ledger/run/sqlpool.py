@@ -12,8 +12,8 @@ import signal
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from types import TracebackType
 
+from ledger.closing import Closing
 from ledger.engines import Executor
 from ledger.engines.process import ExecResult
 from ledger.engines.reading import Reading, ReadRequest
@@ -29,7 +29,7 @@ def hold_ctrl_c() -> None:
     signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
 
 
-class SqlWorkers:
+class SqlWorkers(Closing):
     """The run's SQL workers: ``size`` sandboxed executors started at once on threads,
     used as one executor (each statement runs on an idle one; ``Executor``)."""
 
@@ -157,14 +157,3 @@ class SqlWorkers:
             thread.join()
         if errors:
             raise errors[0]
-
-    def __enter__(self) -> SqlWorkers:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
