@@ -77,7 +77,6 @@ __all__ = [
     "config_from_mapping",
     "judge",
     "judge_metric",
-    "plain",
     "read_scorecard",
     "render_text",
     "scorecard",
@@ -135,7 +134,8 @@ def scorecard(
     include_withdrawn: bool = False,
 ) -> Scorecard:
     """The scorecard (:class:`~projections.report.schema.Scorecard`) of one run of a
-    ``caseledger-report/1``, ``/2`` or ``/3`` report (:func:`plain` encodes it).
+    ``caseledger-report/1``, ``/2`` or ``/3`` report (:func:`projections.report.jsonio.plain`
+    encodes it).
 
     ``report`` is a built :class:`~projections.report.schema.Report` or the same document
     read from a report file (read by the same schema field names; a field a file lacks is
@@ -241,12 +241,6 @@ def read_scorecard(where: str, card: Scorecard | Mapping[str, Any]) -> Scorecard
             f"{where} scorecard does not match {SCORECARD_CONTRACT}: {exc}",
             hint="re-pin it with `caseledger baseline pin` (docs/gate.md)",
         ) from None
-
-
-def plain(value: Scorecard | GateVerdict) -> dict[str, Any]:
-    """A scorecard or verdict as JSON-ready builtins: only the file and CLI edges encode."""
-    built: dict[str, Any] = msgspec.to_builtins(value, builtin_types=(Decimal,))
-    return built
 
 
 # ----------------------------------------------------------------- options and config
@@ -668,7 +662,8 @@ def judge(
     entries: Sequence[Any | None] = (None, None),
 ) -> GateVerdict:
     """The gate's verdict on two scorecards: a :class:`~projections.report.schema.GateVerdict`
-    (docs/gate-verdict.schema.json is generated from that struct; :func:`plain` encodes it).
+    (docs/gate-verdict.schema.json is generated from that struct;
+    :func:`projections.report.jsonio.plain` encodes it).
 
     ``entries``: each side's report run entry (:class:`~projections.report.schema.RunEntry`)
     when the side has per-case results (None for a scorecard file): the intervals shown

@@ -70,6 +70,7 @@ from projections.caseruns import Item, State
 from projections.outcome import terminal as outcome_of
 from projections.replay import replay
 from projections.report.build import build_report
+from projections.report.jsonio import plain
 from projections.report.schema import Scorecard
 
 __all__ = [
@@ -134,7 +135,7 @@ class Bundle:
 
 def scorecard_bytes(card: Scorecard) -> bytes:
     """Canonical JSON of a scorecard (sorted keys, no floats) with a final newline."""
-    return codec.canonical_json(gate.plain(card)) + b"\n"
+    return codec.canonical_json(plain(card)) + b"\n"
 
 
 # ----------------------------------------------------------------- freeze
@@ -518,9 +519,11 @@ def pin(folder: Path) -> Scorecard:
 def stale_fields(pinned: Mapping[str, Any], recomputed: Scorecard | Mapping[str, Any]) -> list[str]:
     """Where a pinned scorecard differs from the recomputed one (``metrics.<name>``, ...):
     both compared as JSON (the pinned file as read, so one of an earlier shape is still
-    compared field by field; the recomputed one encoded by :func:`projections.gate.plain`)."""
+    compared field by field; the recomputed one encoded by
+    :func:`projections.report.jsonio.plain`)."""
     if isinstance(recomputed, Scorecard):
-        recomputed = gate.plain(recomputed)
+        encoded: Mapping[str, Any] = plain(recomputed)
+        recomputed = encoded
     out = []
     for key in sorted(set(pinned) | set(recomputed)):
         a, b = pinned.get(key), recomputed.get(key)

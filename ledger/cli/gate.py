@@ -16,8 +16,9 @@ from ledger.app.output import output_folder
 from ledger.cli.common import Context, exit_with, pass_ctx
 from ledger.errors import UsageError
 from ledger.store import Ledger
-from projections.gate import GateOptions, check_metric_names, judge, parse_alpha, plain, render_text
+from projections.gate import GateOptions, check_metric_names, judge, parse_alpha, render_text
 from projections.metrics import parse_tolerance
+from projections.report.jsonio import plain
 
 __all__ = ["register"]
 

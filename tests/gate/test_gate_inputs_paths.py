@@ -12,7 +12,8 @@ import pytest
 
 from ledger.app.gate_inputs import load_config, load_side
 from ledger.errors import UsageError
-from projections.gate import GateConfig, plain
+from projections.gate import GateConfig
+from projections.report.jsonio import plain
 
 LUMEN = Path(__file__).resolve().parents[1] / "baselines" / "demo" / "lumen-mini"
 
