@@ -10,6 +10,7 @@ and one that runs it with every denied function shadowed by a raising macro
 
 from __future__ import annotations
 
+import functools
 import json
 from pathlib import Path
 from typing import Any
@@ -207,6 +208,11 @@ def _expression_refusals(
 _SYSTEM = frozenset({"pg_catalog", "information_schema", "system", "temp"})
 
 
+#: How many of its last texts' refusals a worker remembers (``Sandbox.refusal``).
+REFUSALS_KEPT = 256
+REFUSAL_KEPT_CHARS = 65536
+
+
 class Sandbox:
     """The worker's two connections: one checks statements, one runs them (shadowed)."""
 
@@ -223,9 +229,18 @@ class Sandbox:
         self.schemas = frozenset(str(r[0]).translate(_FOLD) for r in rows)
         self.query = con.cursor()
         shadow_denied_functions(self.query)
+        # DuckDB's reading of a text, kept for the texts seen last (issue 34: a run sends
+        # the same SQL many times); the answer depends on the text alone (the tables and
+        # schemas are fixed for the worker's life).
+        self._kept = functools.lru_cache(maxsize=REFUSALS_KEPT)(self._refusal)
 
     def refusal(self, sql: str) -> str | None:
-        """Why the worker refuses ``sql`` (DuckDB's own reading of it), or None."""
+        """Why the worker refuses ``sql`` (DuckDB's own reading of it), or None; the answers
+        for the last :data:`REFUSALS_KEPT` texts of up to :data:`REFUSAL_KEPT_CHARS` are
+        remembered."""
+        return self._kept(sql) if len(sql) <= REFUSAL_KEPT_CHARS else self._refusal(sql)
+
+    def _refusal(self, sql: str) -> str | None:
         import duckdb
 
         try:

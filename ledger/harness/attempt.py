@@ -18,6 +18,7 @@ caseledger bug and goes on to the runner, which records nothing for the attempt.
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -36,7 +37,17 @@ from ledger.store import StoredEvent, link_of
 if TYPE_CHECKING:
     from ledger.engines.base import Executor
 
-__all__ = ["AttemptKey", "AttemptWriter", "BankContext", "Prepared", "Stream"]
+__all__ = ["AttemptKey", "AttemptWriter", "BankContext", "Prepared", "Stream", "prompt_sha256"]
+
+
+@functools.lru_cache(maxsize=1024)
+def prompt_sha256(prompt: str) -> str:
+    """``sha256:`` of a prompt's UTF-8 text, as PromptStored and PromptSent name it.
+
+    Remembered for the last 1,024 prompts: a run sends each case's prompt once per
+    attempt, and a prompt (schema and notes) is many kilobytes (issue 34)."""
+    return codec.sha256_hex(prompt.encode())
+
 
 E = TypeVar("E", bound=events.EventBase)
 
@@ -231,7 +242,7 @@ class AttemptWriter:
 
         # The text itself is in the run's PromptStored with this hash (issue 22: each
         # distinct prompt stored once, by the runner before the first model call).
-        add(events.PromptSent, prompt_sha256=codec.sha256_hex(prepared.prompt.encode()))
+        add(events.PromptSent, prompt_sha256=prompt_sha256(prepared.prompt))
         parsed: events.OutputParsed | None = None
         if prepared.failed:
             add(events.ProviderFailed, **prepared.first)

@@ -68,6 +68,7 @@ __all__ = [
     "cut_text",
     "judge_sql",
     "nesting_depth",
+    "over_budget",
     "stored_size",
     "text_cap",
     "validate",
@@ -258,6 +259,15 @@ def _rejected(check: str, message: str) -> Judged:
     return Judged(False, (Violation(check=check, message=message),), None)
 
 
+_BUDGET = " CPU budget"
+
+
+def over_budget(violations: Sequence[Violation]) -> bool:
+    """Whether a verdict's violations say the judging ran out of its CPU budget: the one
+    part of a verdict that depends on the machine's speed, not on the SQL text alone."""
+    return any(v.check == "too_complex" and v.message.endswith(_BUDGET) for v in violations)
+
+
 def _too_deep(violations: Sequence[Violation]) -> bool:
     # The guard turns its own RecursionError into these two verdicts.
     return any(v.check == "nesting" or "nested too deeply" in v.message for v in violations)
@@ -309,7 +319,7 @@ def judge_sql(
         over = Violation(
             check="too_complex",
             message=f"parsing, guarding and checking the SQL took over the "
-            f"{limits.judge_budget_ms} ms CPU budget",
+            f"{limits.judge_budget_ms} ms{_BUDGET}",
         )
         return Judged(False, (*verdict.violations, over), verdict.ast_digest, found, match)
     return Judged(verdict.passed, verdict.violations, verdict.ast_digest, found, match)

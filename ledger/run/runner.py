@@ -76,12 +76,18 @@ from typing import Any
 
 import duckdb
 
-from ledger import __version__, codec, events, stream_read
+from ledger import __version__, events, stream_read
 from ledger.adapters.base import Adapter, Answer, Failure, Request, RetryPolicy, adapter_secrets
 from ledger.engines import executor_for
 from ledger.errors import BankError, InternalError, LedgerError, StoreConflictError, UsageError
 from ledger.harness import score
-from ledger.harness.attempt import AttemptKey, AttemptWriter, BankContext, Prepared
+from ledger.harness.attempt import (
+    AttemptKey,
+    AttemptWriter,
+    BankContext,
+    Prepared,
+    prompt_sha256,
+)
 from ledger.harness.limits import DEFAULT_LIMITS, TextPolicy, text_cap, validate
 from ledger.harness.protocol import OUTPUT_CONTRACT
 from ledger.keys import Signer
@@ -445,7 +451,7 @@ def _store_prompts(session: Session, existing: list[StoredEvent], texts: list[st
     }
     missing: dict[str, str] = {}
     for text in texts:
-        digest = codec.sha256_hex(text.encode())
+        digest = prompt_sha256(text)
         if digest not in held:
             missing.setdefault(digest, text)
     if missing:

@@ -10,8 +10,11 @@ from __future__ import annotations
 import queue
 import signal
 import threading
+from collections import OrderedDict
 from collections.abc import Callable
 from pathlib import Path
+
+import msgspec
 
 from ledger.closing import Closing
 from ledger.engines import Executor
@@ -19,6 +22,12 @@ from ledger.engines.process import ExecResult
 from ledger.engines.reading import Reading, ReadRequest
 from ledger.events import BankPublished
 from ledger.harness.attempt import BankContext
+from ledger.harness.limits import over_budget
+
+#: How many readings of distinct requests a run keeps (``SqlWorkers.read``), and the
+#: longest SQL text kept.
+READINGS_KEPT = 4096
+READING_KEPT_CHARS = 65536
 
 
 def hold_ctrl_c() -> None:
@@ -49,6 +58,7 @@ class SqlWorkers(Closing):
         self._errors: list[BaseException] = []
         self._idle: queue.Queue[Executor] = queue.Queue()
         self._on_ready: list[Callable[[], None]] = []
+        self._readings: OrderedDict[ReadRequest, Reading] = OrderedDict()
         self._started = 0  # workers that have started, or failed to
         self._closed = False  # a worker that starts after close() stops itself
         self._threads = [
@@ -124,14 +134,35 @@ class SqlWorkers(Closing):
     def read(self, request: ReadRequest) -> Reading | None:
         """Read one SQL text on an idle worker (``ledger.harness.reading``); None when
         its engine's executor cannot, or the worker could not (the caller reads it).
-        Waits for the workers to start, as :meth:`execute` does."""
+        Waits for the workers to start, as :meth:`execute` does.
+
+        A run sends the same SQL many times (issue 34): the reading of a request already
+        read (the same text, tables, rules, reference SQL, engine and limits) is given
+        again without a worker, unless it ran out of its CPU budget (the only part of a
+        reading that depends on the machine rather than on the request)."""
+        key = msgspec.structs.replace(request, spent_ns=0)
+        with self._lock:
+            kept = self._readings.get(key)
+            if kept is not None:
+                self._readings.move_to_end(key)
+                return kept
         self.ready()
         executor = self._idle.get()
         try:
             read = getattr(executor, "read", None)
-            return None if read is None else read(request)
+            reading = None if read is None else read(request)
         finally:
             self._idle.put(executor)
+        if (
+            reading is not None
+            and len(request.sql) <= READING_KEPT_CHARS
+            and not over_budget(reading.violations)
+        ):
+            with self._lock:
+                self._readings[key] = reading
+                if len(self._readings) > READINGS_KEPT:
+                    self._readings.popitem(last=False)
+        return reading
 
     def close(self) -> None:
         """Stop every worker that has started. One still starting is not waited for (a

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import os
 import subprocess
@@ -15,7 +16,7 @@ from event_samples import INVOCATION, SAMPLES
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ledger.codec import canonical_json, decode, encode, leaf_hash
+from ledger.codec import canonical_json, decode, encode, format_time, leaf_hash
 from ledger.errors import EncodingError
 from ledger.events import EVENT_TYPES, Invocation, ScoreComputed, tag_of
 
@@ -118,3 +119,27 @@ def test_non_finite_decimals_are_refused(bad: str) -> None:
     score = next(e for e in SAMPLES if isinstance(e, ScoreComputed))
     with pytest.raises(EncodingError, match=r"at \$\.total"):
         encode(msgspec.structs.replace(score, total=Decimal(bad)))
+
+
+def test_event_times_are_rfc3339_utc_with_microseconds() -> None:
+    # Worked by hand: 10:00 at UTC+5 is 05:00 UTC; 5 microseconds are written as six digits.
+    plus5 = dt.timezone(dt.timedelta(hours=5))
+    assert format_time(dt.datetime(2026, 12, 2, 10, 0, 0, 5, tzinfo=plus5)) == (
+        "2026-12-02T05:00:00.000005Z"
+    )
+    assert format_time(dt.datetime(999, 1, 2, tzinfo=dt.UTC)) == "999-01-02T00:00:00.000000Z"
+    with pytest.raises(EncodingError, match="naive datetime"):
+        format_time(dt.datetime(2026, 12, 2))
+
+
+@given(
+    st.datetimes(
+        min_value=dt.datetime(2, 1, 1),
+        max_value=dt.datetime(9998, 12, 31),  # a -7 h moment stays inside datetime's range
+        timezones=st.sampled_from([dt.UTC, dt.timezone(dt.timedelta(hours=-7))]),
+    ),
+)
+def test_event_times_agree_with_strftime_for_any_moment(moment: dt.datetime) -> None:
+    # format_time's fast path (isoformat) writes what strftime's pattern writes (issue 34).
+    expected = moment.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    assert format_time(moment) == expected

@@ -1,0 +1,158 @@
+"""A SQL text the run has already read or checked is not read or checked again (issue 34).
+
+A run answers the same SQL many times (attempts, models). The run's SQL workers
+(``ledger.run.sqlpool.SqlWorkers``) give a repeated read request its reading again
+without a worker, unless that reading ran out of the judge budget; each DuckDB worker
+remembers its own parse check (``Sandbox.refusal``) per text. Real workers, a real
+published bank; what is kept is observed from outside: a read that needs a worker
+cannot finish while the only worker is held.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import msgspec
+import pytest
+from test_pipeline import sales_fixture
+
+from ledger.bank.registry import PublishedBank
+from ledger.engines import executor_for
+from ledger.engines.duckdb_sandbox import Sandbox, connect_sandboxed
+from ledger.engines.reading import Reading, ReadRequest
+from ledger.harness import limits
+from ledger.harness.attempt import BankContext
+from ledger.run.sqlpool import SqlWorkers
+
+TABLES = ("customers", "order_items", "orders", "products", "sales", "stores", "visits")
+SQL = "SELECT region, SUM(amount) AS total FROM sales GROUP BY region"
+
+
+@pytest.fixture(scope="module")
+def bank(tmp_path_factory: pytest.TempPathFactory) -> PublishedBank:
+    return sales_fixture(tmp_path_factory)
+
+
+@pytest.fixture
+def workers(bank: PublishedBank) -> Iterator[SqlWorkers]:
+    context = BankContext(
+        event=bank.event,
+        db_path=bank.db_path,
+        reference_sql=bank.references(),
+        leak_check=lambda case_id, prompt: [],
+        prompt_for=lambda case: "",
+        prompt_contract_digest="",
+    )
+    with SqlWorkers(context, 1, lambda event, path: executor_for(event, path)) as made:
+        made.ready()
+        yield made
+
+
+def request(sql: str = SQL, *, reference: str | None = None, spent_ns: int = 0) -> ReadRequest:
+    return ReadRequest(
+        sql, TABLES, ("group_by",), reference, "duckdb", limits.DEFAULT_LIMITS, spent_ns
+    )
+
+
+def read_while_the_worker_is_held(workers: SqlWorkers, req: ReadRequest) -> Reading | None:
+    """Read ``req`` with the one worker taken away: only a kept reading can come back."""
+    held = workers._idle.get()  # the only worker: a read that needs one waits for it
+    found: list[Reading | None] = []
+    reader = threading.Thread(target=lambda: found.append(workers.read(req)), daemon=True)
+    reader.start()
+    reader.join(60)  # a kept reading needs no worker; a read that needs one never ends
+    finished_without_a_worker = not reader.is_alive()
+    workers._idle.put(held)
+    reader.join(60)
+    assert finished_without_a_worker, "the read waited for a worker"
+    return found[0]
+
+
+def test_a_repeated_read_request_is_answered_without_a_worker(workers: SqlWorkers) -> None:
+    first = workers.read(request(spent_ns=1_000))
+    assert first is not None
+    assert first.passed is True
+    # The same request, whatever CPU the output parse took before it: the kept reading.
+    again = read_while_the_worker_is_held(workers, request(spent_ns=7_000))
+    assert again == first
+
+
+def test_another_request_for_the_same_text_goes_to_a_worker(workers: SqlWorkers) -> None:
+    workers.read(request())
+    other = request(reference="SELECT region FROM sales")
+    held = workers._idle.get()
+    try:
+        reader = threading.Thread(target=workers.read, args=(other,), daemon=True)
+        reader.start()
+        reader.join(2)
+        # Another reference SQL is another request: it waits for a worker.
+        assert reader.is_alive()
+    finally:
+        workers._idle.put(held)
+    reader.join(60)
+    assert not reader.is_alive()
+    found = workers.read(other)
+    assert found is not None
+    assert found.readings.match is False  # region alone is not the grouped total
+
+
+def test_a_reading_over_the_judge_budget_is_not_kept(workers: SqlWorkers) -> None:
+    budget_ns = limits.DEFAULT_LIMITS.judge_budget_ms * 1_000_000
+    over = workers.read(request(spent_ns=budget_ns + 1))
+    assert over is not None
+    assert over.passed is False
+    assert [v.check for v in over.violations] == ["too_complex"]
+    assert limits.over_budget(over.violations)
+    # The same text read again within the budget passes: the verdict above was not kept.
+    again = workers.read(request(spent_ns=0))
+    assert again is not None
+    assert again.passed is True
+    assert not limits.over_budget(again.violations)
+
+
+def test_over_budget_names_only_the_budget_violation() -> None:
+    ok = limits.judge_sql(
+        SQL, TABLES, rules=(), reference_sql=None, limits=limits.DEFAULT_LIMITS,
+        spent_ns=lambda: 0,
+    )  # fmt: skip
+    assert ok.passed
+    deep = limits.judge_sql(
+        "SELECT " + "(" * 40 + "1" + ")" * 40, TABLES, rules=(), reference_sql=None,
+        limits=limits.DEFAULT_LIMITS, spent_ns=lambda: 0,
+    )  # fmt: skip
+    # Too deep is too_complex too, but it is the SQL's, not the machine's.
+    assert [v.check for v in deep.violations] == ["too_complex"]
+    assert not limits.over_budget(deep.violations)
+
+
+def test_the_workers_parse_check_is_made_once_per_text(bank: PublishedBank) -> None:
+    sandbox = Sandbox(connect_sandboxed(Path(bank.db_path)))
+    try:
+        assert sandbox.refusal(SQL) is None
+        refused = "SELECT * FROM read_csv('x.csv')"
+        first = sandbox.refusal(refused)
+        assert first is not None
+        assert first.startswith("refused by the worker's DuckDB parse check: ")
+        # Asked again: the same answers, from what the worker remembers.
+        assert sandbox.refusal(SQL) is None
+        assert sandbox.refusal(refused) == first
+        info = sandbox._kept.cache_info()
+        assert (info.hits, info.misses) == (2, 2)
+        # A text over the remembered length is checked each time, with the same answer.
+        long_sql = SQL + " " * 70_000
+        assert sandbox.refusal(long_sql) is None
+        assert sandbox._kept.cache_info().misses == 2
+    finally:
+        sandbox.check.close()
+
+
+def test_a_kept_reading_is_the_workers_own(workers: SqlWorkers) -> None:
+    # What is kept is exactly what the worker answered (msgpack round trip and all).
+    first = workers.read(request(reference=SQL))
+    kept = workers.read(request(reference=SQL))
+    assert first is not None
+    assert kept is first
+    assert msgspec.msgpack.encode(kept) == msgspec.msgpack.encode(first)
+    assert kept.readings.match is True
