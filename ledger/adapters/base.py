@@ -706,7 +706,6 @@ def call_with_retries(
     set, ends a wait between tries at once (``Answer.cut_short``). Exceptions of
     the adapter go on unchanged (a harness fault, never a model's).
     """
-    rng = rng or random.Random()  # noqa: S311 (jitter, never a secret or a hash input)
     stop = stop or threading.Event()
     tries: list[events.CallTry] = []
     waited_ns = 0
@@ -718,6 +717,9 @@ def call_with_retries(
         recorded = tuple(tries) if len(tries) > 1 else ()
         if not isinstance(outcome, Failure):
             return Answer(outcome, recorded)
+        # Made only for a failure (seeding one from the OS costs more than a model call
+        # from a replay file, issue 34).
+        rng = rng or random.Random()  # noqa: S311 (jitter, never a secret or a hash input)
         wait = policy.wait_s(len(tries), outcome, rng)
         if wait is None:
             return Answer(outcome, recorded)

@@ -7,7 +7,6 @@ the model calls do not wait for the workers to start, only the judging of SQL do
 
 from __future__ import annotations
 
-import queue
 import signal
 import threading
 from collections import OrderedDict
@@ -56,7 +55,13 @@ class SqlWorkers(Closing):
         self._lock = threading.Lock()
         self._made: list[Executor] = []
         self._errors: list[BaseException] = []
-        self._idle: queue.Queue[Executor] = queue.Queue()
+        # Idle workers, and the worker that last executed each text (issue 34): a text is
+        # sent to that worker again when it is idle, so the worker's own memory of its
+        # parse check (``Sandbox.refusal``) serves every repeat, not only those that
+        # happen to reach it.
+        self._free: list[Executor] = []
+        self._freed = threading.Condition(self._lock)
+        self._ran: OrderedDict[str, Executor] = OrderedDict()
         self._on_ready: list[Callable[[], None]] = []
         self._readings: OrderedDict[ReadRequest, Reading] = OrderedDict()
         self._started = 0  # workers that have started, or failed to
@@ -87,7 +92,7 @@ class SqlWorkers(Closing):
         if late:  # the run ended while this worker started: nothing will use it
             made.close()
         else:
-            self._idle.put(made)
+            self.give_back(made)
         for callback in callbacks:
             callback()
 
@@ -120,7 +125,7 @@ class SqlWorkers(Closing):
         """Run one statement on an idle worker (waiting for every worker to start, then
         for an idle one; SandboxError when one could not start)."""
         self.ready()
-        executor = self._idle.get()
+        executor = self.take(sql)
         try:
             return executor.execute(
                 sql,
@@ -129,7 +134,31 @@ class SqlWorkers(Closing):
                 max_cell_bytes=max_cell_bytes,
             )
         finally:
-            self._idle.put(executor)
+            if len(sql) <= READING_KEPT_CHARS:
+                with self._lock:
+                    self._ran[sql] = executor
+                    self._ran.move_to_end(sql)
+                    if len(self._ran) > READINGS_KEPT:
+                        self._ran.popitem(last=False)
+            self.give_back(executor)
+
+    def take(self, sql: str | None = None) -> Executor:
+        """An idle worker, waiting for one: the one that last executed ``sql`` when it is
+        idle, else the one idle longest."""
+        with self._freed:
+            while not self._free:
+                self._freed.wait()
+            last = None if sql is None else self._ran.get(sql)
+            if last is not None and last in self._free:
+                self._free.remove(last)
+                return last
+            return self._free.pop(0)
+
+    def give_back(self, executor: Executor) -> None:
+        """Return a worker taken with :meth:`take`."""
+        with self._freed:
+            self._free.append(executor)
+            self._freed.notify()
 
     def read(self, request: ReadRequest) -> Reading | None:
         """Read one SQL text on an idle worker (``ledger.harness.reading``); None when
@@ -147,12 +176,12 @@ class SqlWorkers(Closing):
                 self._readings.move_to_end(key)
                 return kept
         self.ready()
-        executor = self._idle.get()
+        executor = self.take()
         try:
             read = getattr(executor, "read", None)
             reading = None if read is None else read(request)
         finally:
-            self._idle.put(executor)
+            self.give_back(executor)
         if (
             reading is not None
             and len(request.sql) <= READING_KEPT_CHARS

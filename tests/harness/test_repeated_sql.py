@@ -35,9 +35,9 @@ def bank(tmp_path_factory: pytest.TempPathFactory) -> PublishedBank:
     return sales_fixture(tmp_path_factory)
 
 
-@pytest.fixture
-def workers(bank: PublishedBank) -> Iterator[SqlWorkers]:
-    context = BankContext(
+def context_of(bank: PublishedBank) -> BankContext:
+    """The published bank as the runner hands it to its SQL workers."""
+    return BankContext(
         event=bank.event,
         db_path=bank.db_path,
         reference_sql=bank.references(),
@@ -45,7 +45,11 @@ def workers(bank: PublishedBank) -> Iterator[SqlWorkers]:
         prompt_for=lambda case: "",
         prompt_contract_digest="",
     )
-    with SqlWorkers(context, 1, lambda event, path: executor_for(event, path)) as made:
+
+
+@pytest.fixture
+def workers(bank: PublishedBank) -> Iterator[SqlWorkers]:
+    with SqlWorkers(context_of(bank), 1, lambda event, path: executor_for(event, path)) as made:
         made.ready()
         yield made
 
@@ -58,13 +62,13 @@ def request(sql: str = SQL, *, reference: str | None = None, spent_ns: int = 0) 
 
 def read_while_the_worker_is_held(workers: SqlWorkers, req: ReadRequest) -> Reading | None:
     """Read ``req`` with the one worker taken away: only a kept reading can come back."""
-    held = workers._idle.get()  # the only worker: a read that needs one waits for it
+    held = workers.take()  # the only worker: a read that needs one waits for it
     found: list[Reading | None] = []
     reader = threading.Thread(target=lambda: found.append(workers.read(req)), daemon=True)
     reader.start()
     reader.join(60)  # a kept reading needs no worker; a read that needs one never ends
     finished_without_a_worker = not reader.is_alive()
-    workers._idle.put(held)
+    workers.give_back(held)
     reader.join(60)
     assert finished_without_a_worker, "the read waited for a worker"
     return found[0]
@@ -82,7 +86,7 @@ def test_a_repeated_read_request_is_answered_without_a_worker(workers: SqlWorker
 def test_another_request_for_the_same_text_goes_to_a_worker(workers: SqlWorkers) -> None:
     workers.read(request())
     other = request(reference="SELECT region FROM sales")
-    held = workers._idle.get()
+    held = workers.take()
     try:
         reader = threading.Thread(target=workers.read, args=(other,), daemon=True)
         reader.start()
@@ -90,7 +94,7 @@ def test_another_request_for_the_same_text_goes_to_a_worker(workers: SqlWorkers)
         # Another reference SQL is another request: it waits for a worker.
         assert reader.is_alive()
     finally:
-        workers._idle.put(held)
+        workers.give_back(held)
     reader.join(60)
     assert not reader.is_alive()
     found = workers.read(other)
@@ -156,3 +160,22 @@ def test_a_kept_reading_is_the_workers_own(workers: SqlWorkers) -> None:
     assert kept is first
     assert msgspec.msgpack.encode(kept) == msgspec.msgpack.encode(first)
     assert kept.readings.match is True
+
+
+def test_a_repeated_text_goes_to_the_worker_that_ran_it(bank: PublishedBank) -> None:
+    with SqlWorkers(context_of(bank), 2, lambda event, path: executor_for(event, path)) as two:
+        two.ready()
+        x, y = two.take(), two.take()
+        two.give_back(y)
+        two.give_back(x)  # idle longest first: y, then x
+        caps = {"max_rows": 10, "max_result_bytes": 1 << 20, "max_cell_bytes": 1 << 16}
+        first = two.execute(SQL, **caps)  # on y, the one idle longest
+        again = two.execute(SQL, **caps)  # on y again, though x has been idle longer
+        assert first.ok
+        assert again.ok
+        assert first.rows == again.rows
+        assert two.take() is x  # x was not used: still idle longest
+        # Any other text goes to the worker idle longest, as before.
+        assert two.take("SELECT 2") is y
+        two.give_back(x)
+        two.give_back(y)
