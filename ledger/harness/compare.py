@@ -153,10 +153,16 @@ def fraction_to_decimal(value: Fraction, places: Decimal) -> Decimal:
     Decimal('0.01')
     """
     exponent = int(places.as_tuple().exponent)
-    scaled = value / Fraction(10) ** exponent
-    units = (abs(scaled) + Fraction(1, 2)).__floor__()
-    sign = 1 if scaled < 0 else 0
-    return Decimal((sign, tuple(int(c) for c in str(units)), exponent))
+    # value / 10**exponent as num/den, on integers (Fraction arithmetic normalises at every
+    # step; this runs a dozen times per scored attempt, issue 34).
+    num, den = value.numerator, value.denominator
+    if exponent <= 0:
+        num *= 10**-exponent
+    else:
+        den *= 10**exponent
+    units = (2 * abs(num) + den) // (2 * den)  # floor(|num/den| + 1/2)
+    sign = 1 if num < 0 else 0
+    return Decimal((sign, tuple(map(int, str(units))), exponent))
 
 
 def tidy(value: Decimal) -> Decimal:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import itertools
 import math
-from decimal import Context, Decimal, localcontext
+from decimal import ROUND_HALF_UP, Context, Decimal, localcontext
+from fractions import Fraction
 
 import pytest
 from hypothesis import assume, given, settings
@@ -12,7 +13,7 @@ from hypothesis import strategies as st
 
 from ledger.events import Column
 from ledger.harness.align import _floats_within, _values_within, column_info
-from ledger.harness.compare import Comparison, compare
+from ledger.harness.compare import Comparison, compare, fraction_to_decimal
 from ledger.harness.matching import max_matching, unique_perfect_matching
 
 ZERO = Decimal(0)
@@ -657,3 +658,38 @@ def test_unscaled_decimal_any_two_spellings_of_one_value_match(d, s1, s2):
         b = d.quantize(Decimal(1).scaleb(-max(s2, 4)))
     assert a == b
     assert cmp(UNSCALED, [[str(a)]], UNSCALED, [[str(b)]]).matched == 1
+
+
+# ------------------------------------------------- rounding an exact fraction (issue 34)
+
+
+def test_fraction_to_decimal_by_hand() -> None:
+    # 90/7 = 12.857...: 12.86; 1/200 = 0.005 rounds half away from zero: 0.01; -1/200: -0.01;
+    # -1/1000 at two places is a negative zero, as DuckDB and Decimal write it; 5/2 at
+    # exponent +1 (tens) is 0.25 tens: 0E+1; 25 at tens: 2.5 tens, half up: 3E+1.
+    assert fraction_to_decimal(Fraction(90, 7), Decimal("0.01")) == Decimal("12.86")
+    assert str(fraction_to_decimal(Fraction(1, 200), Decimal("0.01"))) == "0.01"
+    assert str(fraction_to_decimal(Fraction(-1, 200), Decimal("0.01"))) == "-0.01"
+    assert str(fraction_to_decimal(Fraction(-1, 1000), Decimal("0.01"))) == "-0.00"
+    assert str(fraction_to_decimal(Fraction(5, 2), Decimal("1E+1"))) == "0E+1"
+    assert str(fraction_to_decimal(Fraction(25), Decimal("1E+1"))) == "3E+1"
+    assert str(fraction_to_decimal(Fraction(2, 3), Decimal("1E-10"))) == "0.6666666667"
+
+
+@given(
+    st.fractions(max_denominator=10**12).filter(lambda f: abs(f) < 10**15),
+    st.integers(min_value=-12, max_value=3),
+)
+def test_fraction_to_decimal_is_half_up_rounding_of_the_exact_value(
+    value: Fraction, exponent: int
+) -> None:
+    places = Decimal((0, (1,), exponent))
+    # Oracle: Decimal division at 300 digits (exact wherever a tie is possible: a tie's
+    # quotient has a finite decimal expansion), then the standard half-up quantize.
+    with localcontext(Context(prec=300)):
+        expected = (Decimal(value.numerator) / Decimal(value.denominator)).quantize(
+            places, rounding=ROUND_HALF_UP
+        )
+    found = fraction_to_decimal(value, places)
+    assert found == expected
+    assert found.as_tuple() == expected.as_tuple()  # the same digits, sign and exponent
