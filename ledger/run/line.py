@@ -16,10 +16,9 @@ from typing import NamedTuple
 
 from ledger import events
 from ledger.adapters.base import Answer, MissingRecording, Reply, Request
-from ledger.errors import InternalError, LedgerError
 from ledger.harness.attempt import AttemptKey, AttemptWriter, Prepared, Stream
 from ledger.run.calls import AdapterFault, Calls, Outcome
-from ledger.run.session import Session
+from ledger.run.session import Session, recording
 
 #: How long the recording thread waits for a new answer at a time while the oldest
 #: one is being judged (``Line._fill``): it checks the judgement between waits.
@@ -104,7 +103,7 @@ class Line:
             raise AdapterFault(request, outcome)
         build: Callable[[Stream], list[events.EventBase]]
         answer = outcome.outcome
-        try:
+        with recording(key):
             if judged is None:
                 message = answer.message if isinstance(answer, MissingRecording) else ""
                 build = _cancellation(key, "missing_recording", message)
@@ -113,13 +112,6 @@ class Line:
                 prepared = judged.result()
                 build = functools.partial(self.writer.build, prepared=prepared)
             batch = self.session.stage(build)
-        except LedgerError:
-            raise
-        except Exception as exc:
-            # A caseledger bug: nothing is recorded for this attempt; those before it are.
-            raise InternalError(
-                exc, where=f"nothing was recorded for case {key[0]} attempt {key[1]}"
-            ) from exc
         self.pending.popleft()
         self.staged.append(item)
         return batch

@@ -7,7 +7,8 @@ RunFinished and its totals.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from ledger import events, stream_read
@@ -20,6 +21,22 @@ from ledger.run.calls import Outcome
 from ledger.store import Ledger, StoredEvent
 from projections.caseruns import BankInfo
 from projections.report.build import stream_totals
+
+
+@contextlib.contextmanager
+def recording(key: AttemptKey) -> Iterator[None]:
+    """Where one attempt's events are judged and made: an exception that is not a
+    LedgerError is a caseledger bug (in the scorer, the guard, ...), raised as an
+    InternalError naming the attempt, of which nothing was recorded (the attempts
+    before it were); never an infrastructure cancellation."""
+    try:
+        yield
+    except LedgerError:
+        raise
+    except Exception as exc:
+        raise InternalError(
+            exc, where=f"nothing was recorded for case {key[0]} attempt {key[1]}"
+        ) from exc
 
 
 class Session:
@@ -165,14 +182,5 @@ class Session:
         answer, tries = outcome.outcome, outcome.tries
         if isinstance(answer, MissingRecording):
             return [self.cancel(key, "missing_recording", answer.message)]
-        try:
-            batch = self.append(lambda s: writer.events_for(s, key, request.prompt, answer, tries))
-        except LedgerError:
-            raise
-        except Exception as exc:
-            # A caseledger bug (in the scorer, the guard, ...): the batch was not appended,
-            # so nothing is recorded for this attempt; never an infrastructure cancellation.
-            raise InternalError(
-                exc, where=f"nothing was recorded for case {key[0]} attempt {key[1]}"
-            ) from exc
-        return batch
+        with recording(key):
+            return self.append(lambda s: writer.events_for(s, key, request.prompt, answer, tries))
