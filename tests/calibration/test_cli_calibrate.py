@@ -7,8 +7,8 @@ from decimal import Decimal
 from pathlib import Path
 
 import pytest
+from calkit import FIXTURE, RETAIL, copy_bank
 from click.testing import CliRunner
-from conftest import FIXTURE, RETAIL, copy_bank
 
 from ledger.cli import main
 from ledger.events import (

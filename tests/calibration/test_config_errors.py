@@ -10,7 +10,7 @@ import hashlib
 from pathlib import Path
 
 import pytest
-from conftest import FIXTURE, copy_bank
+from calkit import FIXTURE, copy_bank
 
 from ledger.bank import load_bank
 from ledger.bank.model import Bank

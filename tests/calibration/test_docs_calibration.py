@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from conftest import FIXTURE
+from calkit import FIXTURE
 
 from ledger.bank import load_bank
 from ledger.bank.registry import REPO_ROOT as REPO

@@ -7,7 +7,7 @@ from decimal import Decimal
 from pathlib import Path
 
 import pytest
-from conftest import FIXTURE, copy_bank, run_calibration
+from calkit import FIXTURE, copy_bank, run_calibration
 
 from ledger.bank import build_database, load_bank
 from ledger.calibration.calibrate import CalibrationResult, MutantRecord, read_gold

@@ -11,7 +11,7 @@ from decimal import Decimal
 from pathlib import Path
 
 import pytest
-from conftest import FIXTURE
+from calkit import FIXTURE
 
 from ledger.bank import build_database, load_bank
 from ledger.bank.model import Bank, CaseDef

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import FIXTURE, RETAIL, copy_bank
+from calkit import FIXTURE, RETAIL, copy_bank
 
 from ledger.bank import load_bank
 from ledger.calibration.config import load_calibration
