@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -37,6 +37,9 @@ from ledger.events import ENGINES, BuildSettings
 from ledger.keys import load_default_signer
 from ledger.store import Ledger
 
+if TYPE_CHECKING:
+    from click._termui_impl import ProgressBar
+
 __all__ = ["register"]
 
 
@@ -53,14 +56,15 @@ _COUNTER = re.compile(r"^(?P<what>.+) (?P<k>\d+)/(?P<n>\d+)$")
 class _Steps:
     """The steps of building a bank, on stderr (stdout keeps only the result).
 
-    A counted step (``freezing gold k/N``) is redrawn in place on a terminal; in a
-    log (stderr not a terminal) it is written at most about ten times: its first, at
-    each further tenth of N, and its last (issue 35: a 500-case import wrote 500 lines).
-    Every other step is one line.
+    A counted step (``freezing gold k/N``) is click's progress bar on a terminal,
+    redrawn in place; in a log (stderr not a terminal) it is written at most about ten
+    times: its first, at each further tenth of N, and its last (issue 35: a 500-case
+    import wrote 500 lines). Every other step is one line.
     """
 
     def __init__(self) -> None:
-        self.open = False  # a counted line is drawn on the terminal and not ended
+        self.bar: ProgressBar[int] | None = None  # a counted step drawn on the terminal
+        self.what = ""
 
     def __call__(self, line: str) -> None:
         found = _COUNTER.match(line)
@@ -68,19 +72,31 @@ class _Steps:
             self._end()
             click.echo(line, err=True)
             return
-        k, n = int(found["k"]), int(found["n"])
+        what, k, n = found["what"], int(found["k"]), int(found["n"])
         if sys.stderr.isatty():
-            click.echo("\r" + line, err=True, nl=False)
-            self.open = True
+            if self.bar is None or (self.what, self.bar.length) != (what, n):
+                self._end()
+                self.what = what
+                self.bar = click.progressbar(
+                    length=n,
+                    label=what,
+                    show_eta=False,
+                    show_percent=False,
+                    show_pos=True,
+                    fill_char="#",
+                    empty_char=".",
+                    file=sys.stderr,
+                )
+            self.bar.update(k - self.bar.pos)
             if k >= n:
                 self._end()
         elif k in (1, n) or k * 10 // max(n, 1) != (k - 1) * 10 // max(n, 1):
             click.echo(line, err=True)
 
     def _end(self) -> None:
-        if self.open:
-            click.echo("", err=True)
-            self.open = False
+        if self.bar is not None:
+            self.bar.render_finish()
+            self.bar = None
 
 
 _STEPS = _Steps()

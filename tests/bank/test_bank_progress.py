@@ -96,7 +96,8 @@ def test_a_log_gets_about_ten_lines_of_a_counted_step(tmp_path: Path) -> None:
 
 def test_a_terminal_sees_a_counted_step_redrawn_in_place(tmp_path: Path) -> None:
     """On a terminal (a pseudo-terminal here, a real caseledger process) the counted step
-    is one line redrawn with a carriage return, ended once at its last case."""
+    is click's progress bar, one line redrawn with a carriage return, ended once at its
+    last case."""
     import os
     import subprocess
     import sys
@@ -122,6 +123,12 @@ def test_a_terminal_sees_a_counted_step_redrawn_in_place(tmp_path: Path) -> None
         os.close(main_fd)
     assert done.returncode == 0, seen
     text = seen.decode().replace("\r\n", "\n")
-    assert "\rfreezing gold 1/18\rfreezing gold 2/18\r" in text
-    assert "\rfreezing gold 18/18\nleak check\n" in text
-    assert "freezing gold 2/18\n" not in text
+    # click's bar (36 cells: two per case of 18), each state drawn over the last one
+    # after a carriage return (and the cursor hidden), ended once with the cursor shown.
+    hide, show = "\x1b[?25l", "\x1b[?25h"
+    first = f"\r{hide}freezing gold  [##{'.' * 34}]  1/18"
+    second = f"\r{hide}freezing gold  [####{'.' * 32}]  2/18"
+    assert first + second + "\r" in text
+    assert f"\r{hide}freezing gold  [{'#' * 36}]  18/18{show}\nleak check\n" in text
+    assert text.count("freezing gold") == 18
+    assert "2/18\n" not in text
