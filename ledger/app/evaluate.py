@@ -225,12 +225,13 @@ class Evaluator:
 
 def bank_context(published: Any, ledger_path: Path, cwd: Path) -> BankContext:
     """What the runner needs of a published bank (prompts, leak check, references)."""
-    leak_ctx = published.leak_context(ledger_path=ledger_path, cwd=cwd)
+    references = published.references()  # the stored files loaded and hashed once
+    leak_ctx = published.leak_context(ledger_path=ledger_path, cwd=cwd, references=references)
     event = published.event
     return BankContext(
         event=event,
         db_path=published.db_path,
-        reference_sql=published.references(),
+        reference_sql=references,
         # Each prompt is checked as its own case's (issue 16).
         leak_check=lambda case_id, text: leak_findings(text, leak_ctx, case_id=case_id),
         prompt_for=lambda case: prompt_mod.render_prompt(event, case),

@@ -87,14 +87,21 @@ class PublishedBank:
         return self.stored_bank().references()
 
     def leak_context(
-        self, *, ledger_path: Path | None, cwd: Path | None, extra: Iterable[Path] = ()
+        self,
+        *,
+        ledger_path: Path | None,
+        cwd: Path | None,
+        extra: Iterable[Path] = (),
+        references: dict[str, str] | None = None,
     ) -> LeakContext:
-        """The leak context the runner checks each prompt against before sending it."""
+        """The leak context the runner checks each prompt against before sending it;
+        ``references``: :meth:`references` when the caller has read them already (each
+        read loads and hashes the stored files again)."""
         paths = [self.db_path, self.files_dir, REPO_ROOT, *extra]
         if ledger_path is not None:
             paths += [ledger_path, ledger_path.parent]
         return leak_context(
-            self.references(),
+            self.references() if references is None else references,
             self.event.gold,
             gold_digest=self.event.gold_digest,
             paths=paths,
