@@ -420,6 +420,22 @@ def test_runaway_query_ends_as_timeout(pool: WorkerPool, sql: str) -> None:
     assert _worker_children() >= set(pids)
 
 
+@pytest.mark.slow
+def test_a_runaway_query_right_after_others_ends_at_its_deadline(bank_db: Path) -> None:
+    # Queries one after another: the watchdog is still waking every few milliseconds
+    # from the last one, so the next is armed without waking it (issue 34). The runaway
+    # query that follows at once must still be interrupted at its own deadline.
+    with WorkerPool(bank_db, timeout_s=1.0) as quick:
+        for _ in range(20):
+            _assert_still_serves(quick)
+        result, took = _timed(quick, RUNAWAY[0][1])
+        assert result.error_kind == "timeout", result.error_message
+        assert result.error_message == "query interrupted after 1 s"
+        assert 1.0 <= took <= 1.0 + KILL_GRACE_S + 1.0
+        assert result.sql_us >= 1_000_000
+        _assert_still_serves(quick)
+
+
 def test_no_worker_outlives_its_pool(bank_db: Path) -> None:
     with WorkerPool(bank_db, size=2) as p:
         pids = p.pids()
