@@ -43,7 +43,7 @@ from decimal import (
     Overflow,
     localcontext,
 )
-from functools import cached_property, partial
+from functools import cached_property, lru_cache, partial
 from itertools import repeat
 from operator import itemgetter
 from typing import Any
@@ -108,6 +108,21 @@ def _has_non_finite(value: Any) -> bool:
     return False
 
 
+@lru_cache(maxsize=4096)
+def _kind_of(column: Column) -> tuple[str, str, bool, str, bool]:
+    """What a column's name and type say (normalised name, type class, integer, upper-case
+    type, float), remembered: a case's gold columns are the same at every attempt, and
+    each is read with two regular expressions (issue 34)."""
+    upper = column.type.strip().upper()
+    return (
+        normalise_name(column.name),
+        cells.type_class(column.type),
+        cells.is_integer_type(column.type),
+        upper,
+        upper in _FLOAT_TYPES,
+    )
+
+
 class ColumnInfo:
     """One column of a result: its normalised name, type class and cells (raw and normalised).
 
@@ -119,11 +134,7 @@ class ColumnInfo:
         self.column = column
         self._rows = rows
         self._index = index
-        self.name = normalise_name(column.name)
-        self.cls = cells.type_class(column.type)
-        self.is_int = cells.is_integer_type(column.type)
-        self.type = column.type.strip().upper()
-        self.is_float = self.type in _FLOAT_TYPES
+        self.name, self.cls, self.is_int, self.type, self.is_float = _kind_of(column)
 
     @cached_property
     def values(self) -> tuple[Any, ...]:
