@@ -29,10 +29,12 @@ from __future__ import annotations
 import abc
 import contextlib
 import importlib
+import math
 import multiprocessing
 import os
 import queue
 import re
+import select
 import signal
 import threading
 import time
@@ -488,6 +490,12 @@ class ProcessWorker:
         held = _start_holding_ctrl_c(self.process)
         child_end.close()  # so that our end sees EOF when the child dies
         self.conn: Connection = parent_end
+        # One poll object for the worker's life (Connection.poll builds a selector on each
+        # call: tens of microseconds a query, issue 34); where select.poll is missing
+        # (Windows), Connection.poll.
+        self._poller = select.poll() if hasattr(select, "poll") else None
+        if self._poller is not None:
+            self._poller.register(parent_end.fileno(), select.POLLIN)
         self.ready = False
         self.db_path = database
         self.label = label
@@ -503,7 +511,7 @@ class ProcessWorker:
     def wait_ready(self, timeout_s: float) -> str | None:
         """Wait for the child to open the database; None when ready, else why not."""
         try:
-            if not self.conn.poll(timeout_s):
+            if not self._answered(timeout_s):
                 return f"worker did not start within {timeout_s:g} s"
             reply = _DECODER.decode(self.conn.recv_bytes())
         except (EOFError, OSError):
@@ -525,7 +533,7 @@ class ProcessWorker:
         start = time.perf_counter_ns()
         try:
             self.conn.send_bytes(_ENCODER.encode(req))
-            if not self.conn.poll(req.timeout_s + grace_s):
+            if not self._answered(req.timeout_s + grace_s):
                 self.kill()
                 us = (time.perf_counter_ns() - start) // 1000
                 message = (
@@ -557,13 +565,19 @@ class ProcessWorker:
             return None, False
         try:
             self.conn.send_bytes(_ENCODER.encode(req))
-            if not self.conn.poll(timeout_s):
+            if not self._answered(timeout_s):
                 self.kill()
                 return None, False
             reply = _DECODER.decode(self.conn.recv_bytes())
         except (EOFError, OSError):
             return None, False
         return (reply.reading if reply.kind == "reading" else None), True
+
+    def _answered(self, timeout_s: float) -> bool:
+        """Whether the worker's answer (or the end of its pipe) arrives within ``timeout_s``."""
+        if self._poller is None:
+            return self.conn.poll(timeout_s)
+        return bool(self._poller.poll(max(0, math.ceil(timeout_s * 1000))))
 
     def _exit_text(self) -> str:
         self.process.join(0.5)
