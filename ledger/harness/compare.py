@@ -69,6 +69,7 @@ __all__ = [
     "compare",
     "f1_fraction",
     "fraction_to_decimal",
+    "rounded",
     "tidy",
 ]
 
@@ -139,7 +140,26 @@ def _ratio(num: int, den: int, both_empty: bool, mapped: bool) -> Decimal:
 
 
 def _to_decimal(value: Fraction) -> Decimal:
-    return tidy(fraction_to_decimal(value, RATIO_PLACES))
+    return rounded(value, RATIO_PLACES)
+
+
+def rounded(value: Fraction, places: Decimal) -> Decimal:
+    """``tidy(fraction_to_decimal(value, places))``, worked out on integers (the score's
+    items and ratios: a dozen per scored attempt, issue 34).
+
+    >>> rounded(Fraction(1, 2), Decimal("1E-10")), rounded(Fraction(2, 3), Decimal("0.01"))
+    (Decimal('0.5'), Decimal('0.67'))
+    """
+    exponent = int(places.as_tuple().exponent)
+    sign, units = _half_up(value, exponent)
+    if units == 0 or len(str(units)) > _TIDY_DIGITS:
+        return tidy(Decimal((sign, tuple(map(int, str(units))), exponent)))
+    while units % 10 == 0:
+        units //= 10
+        exponent += 1
+    if exponent > 0:
+        units, exponent = units * 10**exponent, 0
+    return Decimal((sign, tuple(map(int, str(units))), exponent))
 
 
 def fraction_to_decimal(value: Fraction, places: Decimal) -> Decimal:
@@ -153,16 +173,24 @@ def fraction_to_decimal(value: Fraction, places: Decimal) -> Decimal:
     Decimal('0.01')
     """
     exponent = int(places.as_tuple().exponent)
-    # value / 10**exponent as num/den, on integers (Fraction arithmetic normalises at every
-    # step; this runs a dozen times per scored attempt, issue 34).
+    sign, units = _half_up(value, exponent)
+    return Decimal((sign, tuple(map(int, str(units))), exponent))
+
+
+def _half_up(value: Fraction, exponent: int) -> tuple[int, int]:
+    """(sign, units) of ``value`` in units of ``10**exponent``, rounded half away from zero;
+    sign 1 for a negative value, also when it rounds to zero. On integers: Fraction
+    arithmetic normalises (a gcd) at every step."""
     num, den = value.numerator, value.denominator
     if exponent <= 0:
         num *= 10**-exponent
     else:
         den *= 10**exponent
-    units = (2 * abs(num) + den) // (2 * den)  # floor(|num/den| + 1/2)
-    sign = 1 if num < 0 else 0
-    return Decimal((sign, tuple(map(int, str(units))), exponent))
+    return (1 if num < 0 else 0), (2 * abs(num) + den) // (2 * den)  # floor(|num/den| + 1/2)
+
+
+#: The precision :func:`tidy` normalises under.
+_TIDY_DIGITS = 80
 
 
 def tidy(value: Decimal) -> Decimal:
@@ -171,7 +199,7 @@ def tidy(value: Decimal) -> Decimal:
     >>> tidy(Decimal("5.0000000000")), tidy(Decimal("0E-10")), tidy(Decimal("10.50"))
     (Decimal('5'), Decimal('0'), Decimal('10.5'))
     """
-    with localcontext(prec=80):
+    with localcontext(prec=_TIDY_DIGITS):
         norm = value.normalize()
         if norm.as_tuple().exponent > 0:  # type: ignore[operator]
             norm = norm.quantize(Decimal(1))

@@ -55,7 +55,7 @@ from ledger.harness.compare import (
     MalformedResult,
     compare,
     fraction_to_decimal,
-    tidy,
+    rounded,
 )
 from ledger.harness.protocol import OUTPUT_TOO_LARGE
 
@@ -278,7 +278,7 @@ def _guard_limit(guarded: SqlGuarded) -> str | None:
 
 
 def _item(value: Fraction) -> Decimal:
-    return tidy(fraction_to_decimal(value, ITEM_PLACES))
+    return rounded(value, ITEM_PLACES)
 
 
 def _comparison_fields(c: Comparison | None, gold: GoldResult, truncated: bool) -> dict[str, Any]:

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from ledger.events import Column
 from ledger.harness.align import _floats_within, _values_within, column_info
-from ledger.harness.compare import Comparison, compare, fraction_to_decimal
+from ledger.harness.compare import Comparison, compare, fraction_to_decimal, rounded, tidy
 from ledger.harness.matching import max_matching, unique_perfect_matching
 
 ZERO = Decimal(0)
@@ -693,3 +693,25 @@ def test_fraction_to_decimal_is_half_up_rounding_of_the_exact_value(
     found = fraction_to_decimal(value, places)
     assert found == expected
     assert found.as_tuple() == expected.as_tuple()  # the same digits, sign and exponent
+
+
+@given(
+    st.fractions(max_denominator=10**12).filter(lambda f: abs(f) < 10**15),
+    st.integers(min_value=-12, max_value=3),
+)
+def test_rounded_is_tidy_of_the_rounded_fraction(value: Fraction, exponent: int) -> None:
+    # rounded() works on integers; it must give tidy(fraction_to_decimal(...)) exactly:
+    # the same digits, sign and exponent (the bytes of every score item and ratio).
+    places = Decimal((0, (1,), exponent))
+    expected = tidy(fraction_to_decimal(value, places))
+    assert rounded(value, places).as_tuple() == expected.as_tuple()
+
+
+def test_rounded_by_hand() -> None:
+    # 1/2 at ten places is 0.5000000000, tidied to 0.5; 25 at tens is 3E+1, written 30;
+    # -1/1000 at two places is -0.00, tidied to -0; 2/3 at ten places keeps its digits.
+    assert str(rounded(Fraction(1, 2), Decimal("1E-10"))) == "0.5"
+    assert str(rounded(Fraction(25), Decimal("1E+1"))) == "30"
+    assert str(rounded(Fraction(-1, 1000), Decimal("0.01"))) == "-0"
+    assert str(rounded(Fraction(2, 3), Decimal("1E-10"))) == "0.6666666667"
+    assert str(rounded(Fraction(7), Decimal("0.01"))) == "7"
