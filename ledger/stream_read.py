@@ -212,15 +212,14 @@ def _stream_through(ledger: Ledger, index: tree_index.TreeIndex, stream: str) ->
     every_stream_listed(ledger, index)
     if stream not in index.heads and next(iter(ledger.indexed_stream(stream, index.size)), None):
         raise tree_index.IndexMismatch(f"stream {stream}: not in the index")
-    found = [row for row, _ in stream_below(ledger, index, stream, index.size, {})]
-    found += [(seq, leaf, body) for seq, body, leaf, head in rows_after(ledger, index)
-              if head.stream == stream]  # fmt: skip
     out: list[StoredEvent] = []
-    for seq, leaf, body in found:
+    for (seq, leaf, body), _ in stream_below(ledger, index, stream, index.size, {}):
         stored = ledger.get(seq)  # the whole row (chain, key id, signature), body hashed
         if stored is None or stored.leaf_hash != leaf or stored.body != body:
             raise tree_index.IndexMismatch(f"seq {seq}: row changed while read")
         out.append(stored)
+    # The rows after the index are read whole once (issue 34: not read again by seq).
+    out += [row for row, head in _stored_after(ledger, index) if head.stream == stream]
     return out
 
 
@@ -229,17 +228,31 @@ def rows_after(
 ) -> Iterator[tuple[int, bytes, bytes, Envelope]]:
     """(seq, body, leaf, envelope) of every row from the index's size to the end, read
     in full (:func:`tail_rows`), each stream's chain continuing from the index's heads."""
+    for row, head in _stored_after(ledger, index):
+        yield row.seq, row.body, row.leaf_hash, head
+
+
+def _stored_after(
+    ledger: Ledger, index: tree_index.TreeIndex
+) -> Iterator[tuple[StoredEvent, Envelope]]:
+    """:func:`rows_after`, each row whole as stored."""
     chains = {s: (n, leaf) for s, (n, _, leaf) in index.heads.items()}
-    for seq, body, leaf in tail_rows(ledger, index.size, ledger.size()):
-        head = decoded(seq, ENVELOPE.decode, body)
-        check_stream(seq, head, chains)
-        chains[head.stream] = (head.stream_seq, leaf)
-        yield seq, body, leaf, head
+    for row in _tail(ledger, index.size, ledger.size()):
+        head = decoded(row.seq, ENVELOPE.decode, row.body)
+        check_stream(row.seq, head, chains)
+        chains[head.stream] = (head.stream_seq, row.leaf_hash)
+        yield row, head
 
 
 def tail_rows(ledger: Ledger, start: int, stop: int) -> Iterator[tuple[int, bytes, bytes]]:
     """(seq, body, leaf) of rows ``start`` .. ``stop``-1: no gap, each body hashing to its
     leaf and the chain continuing from the stored chain of ``start``-1."""
+    for row in _tail(ledger, start, stop):
+        yield row.seq, row.body, row.leaf_hash
+
+
+def _tail(ledger: Ledger, start: int, stop: int) -> Iterator[StoredEvent]:
+    """:func:`tail_rows`, each row whole as stored."""
     prev = GENESIS_CHAIN
     if start:
         before = ledger.get(start - 1)
@@ -261,7 +274,7 @@ def tail_rows(ledger: Ledger, start: int, stop: int) -> Iterator[tuple[int, byte
                 f"seq {seq}: chain is {link_of(row.chain)}, expected {link_of(prev)}", seq=seq
             )
         expected += 1
-        yield seq, body, leaf
+        yield row
     if expected != stop:
         raise ChainBrokenError(
             f"seq {expected}: the ledger ends at size {expected}, not {stop}", seq=expected
