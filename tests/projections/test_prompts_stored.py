@@ -105,12 +105,8 @@ def test_views_read_the_verbatim_prompt_through_the_reference(real_ledger_master
 
 def _masked(value: Any) -> Any:
     """A report document without what names log positions, times or measured durations:
-    evidence seqs and leaf hashes, the tree head, the runs' dates, SQL timings; and
-    without the versions a run records of what is installed (the names kept): the legacy
-    run had sqlglot 30.31.0, a run now has the pinned 30.30.0 (issue 34)."""
+    evidence seqs and leaf hashes, the tree head, the runs' dates, SQL timings."""
     if isinstance(value, dict):
-        if set(value) == _VERSIONS:
-            return {k: "*" if k in _INSTALLED else v for k, v in value.items()}
         return {
             k: "*" if k in _MASKED else _masked(v)
             for k, v in value.items()
@@ -121,8 +117,6 @@ def _masked(value: Any) -> Any:
     return value
 
 
-_VERSIONS = {"app", "duckdb", "output_contract", "report_contract", "scorer", "sqlglot"}
-_INSTALLED = {"app", "duckdb", "sqlglot"}  # the contracts and the scorer are compared
 _MASKED = {"seq", "leaf_hash", "tree_size", "root_hash", "first_event", "last_event", "sql_us"}
 
 
