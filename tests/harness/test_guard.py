@@ -576,3 +576,27 @@ def test_a_lone_surrogate_is_a_parse_violation_not_a_crash() -> None:
     assert [(v.check, v.message) for v in verdict.violations] == [
         ("parse", "not valid Unicode text (a lone surrogate at character 8)")
     ]
+
+
+def test_texts_the_compiled_sqlglot_reads_differently_are_judged() -> None:
+    # Found by a differential run of sqlglot and its compiled build (sqlglotc 30.30.0,
+    # not adopted: docs/benchmarks.md). DuckDB's COLUMNS lambda is valid and passes; the
+    # compiled parser raised TypeError on it. A malformed lambda and a function missing
+    # its arguments are parse violations that name sqlglot's own message, never a crash.
+    ok = guard("SELECT min(COLUMNS(c -> c LIKE '%_id')) FROM orders", {"orders"})
+    assert ok.passed
+    assert ok.ast_digest is not None
+    bad = guard("SELECT list_transform(['/etc/passwd'], -> read_text(x))", {"orders"})
+    assert [v.check for v in bad.violations] == ["parse"]
+    assert bad.violations[0].message == (
+        "does not parse at line 1, col 55: Required keyword: 'this' missing for "
+        "<class 'sqlglot.expressions.json.JSONExtract'>"
+    )
+    diff = guard("SELECT date_diff()", {"orders"})
+    assert [(v.check, v.message) for v in diff.violations] == [
+        (
+            "parse",
+            "does not parse at line 1, col 18: Required keyword: 'expression' missing for "
+            "<class 'sqlglot.expressions.temporal.DateDiff'>",
+        )
+    ]
