@@ -10,11 +10,13 @@ instead, so CI always runs them.
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
-from support import BENCHMARKS, VECTORS
+from click.testing import CliRunner
+from support import BENCHMARKS, VECTORS, made_once
 
 # Every ledger a passing test writes is verified with --recompute (issue 30).
 pytest_plugins = ["ledger_audit"]
@@ -68,3 +70,28 @@ def vectors_dir() -> Path:
     """The public test vectors vendored in tests/data/vectors (README.md there: sources)."""
     assert VECTORS.is_dir(), f"public test vectors not found at {VECTORS}"
     return VECTORS
+
+
+@pytest.fixture(scope="session")
+def demo_made(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """``caseledger demo -o <folder>/demo`` run once per test session (in this process, so
+    the coverage run measures it; tests/support.made_once): the demo folder and what the
+    command printed. Tests never write to it: they take a copy (``demo_copy``)."""
+    from ledger.cli import main
+
+    def build(folder: Path) -> None:
+        result = CliRunner().invoke(main, ["demo", "-o", str(folder / "demo")])
+        if result.exception and not isinstance(result.exception, SystemExit):
+            raise result.exception
+        assert result.exit_code == 0, result.stderr
+        (folder / "stdout.txt").write_text(result.stdout, "utf-8")
+
+    made = made_once(tmp_path_factory, "demo", build)
+    return made / "demo", (made / "stdout.txt").read_text("utf-8")
+
+
+@pytest.fixture
+def demo_copy(demo_made: tuple[Path, str], tmp_path: Path) -> Path:
+    """This test's own copy of the session's demo (ledger, keys, banks, reports), at
+    ``tmp_path / "demo"``."""
+    return Path(shutil.copytree(demo_made[0], tmp_path / "demo"))

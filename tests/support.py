@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import fcntl
 import os
+import shutil
 import time
+from collections.abc import Callable
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -70,3 +73,25 @@ def wait_dead(pid: int, within_s: float) -> bool:
             return True
         time.sleep(0.05)
     return not alive(pid)
+
+
+def made_once(factory: Any, name: str, build: Callable[[Path], None]) -> Path:
+    """A folder ``build(folder)`` fills once per test session, for tests that only read it
+    (or copy it first). Under pytest-xdist the first worker to ask builds it in the
+    session's shared folder while the others wait on a lock, then all reuse it; without
+    xdist it is a ``tmp_path_factory`` folder. ``factory`` is the ``tmp_path_factory``."""
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        folder: Path = factory.mktemp(name)
+        build(folder)
+        return folder
+    shared: Path = factory.getbasetemp().parent / name  # this session's own
+    shared.mkdir(exist_ok=True)
+    folder = shared / "made"
+    with (shared / "lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        if not (shared / "done").exists():
+            shutil.rmtree(folder, ignore_errors=True)  # a worker's build that failed
+            folder.mkdir()
+            build(folder)
+            (shared / "done").touch()
+    return folder

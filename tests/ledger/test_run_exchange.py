@@ -15,10 +15,8 @@ machines' own files (key files, rows, reports), never from the import code.
 from __future__ import annotations
 
 import base64
-import fcntl
 import hashlib
 import json
-import os
 import shutil
 import sqlite3
 import subprocess
@@ -35,6 +33,7 @@ from hypothesis import strategies as st
 from ledger_audit import COPIED_WITHOUT_BANKS
 from pgcluster import PgCluster
 from store_kit import WRITER, Store, drop_pg_store, fresh_pg_store
+from support import made_once
 
 from ledger.app.exchange import import_run
 from ledger.errors import LedgerError
@@ -111,19 +110,16 @@ def run_machine(root: Path, name: str, profile: str) -> Machine:
 
 @pytest.fixture(scope="module")
 def machines(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Machine]:
-    """The three machines, made once per test session: under pytest-xdist the first
-    worker makes them in the session's shared folder and the others wait and reuse
-    them (they are only read afterwards)."""
-    if not os.environ.get("PYTEST_XDIST_WORKER"):
-        return make_machines(tmp_path_factory.mktemp("machines"))
-    shared = tmp_path_factory.getbasetemp().parent / "run-exchange"  # this session's own
-    shared.mkdir(exist_ok=True)
-    with (shared / "lock").open("w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
-        done = shared / "machines.json"
-        if not done.exists():
-            made = make_machines(shared / "machines")
-            done.write_text(json.dumps({n: asdict(m) for n, m in made.items()}, default=str))
+    """The three machines, made once per test session (tests/support.made_once: under
+    pytest-xdist the first worker makes them and the others wait and reuse them; they
+    are only read afterwards)."""
+
+    def build(folder: Path) -> None:
+        made = make_machines(folder / "machines")
+        done = folder / "machines.json"
+        done.write_text(json.dumps({n: asdict(m) for n, m in made.items()}, default=str))
+
+    done = made_once(tmp_path_factory, "run-exchange", build) / "machines.json"
     found = json.loads(done.read_text())
     return {
         n: Machine(

@@ -13,9 +13,11 @@ from __future__ import annotations
 import csv
 import json
 import math
+import shutil
 from collections import defaultdict
 from decimal import ROUND_HALF_UP, Decimal
 from fractions import Fraction
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -37,11 +39,10 @@ def _q(value: float | Fraction, places: int = 4) -> str:
 
 
 @pytest.fixture(scope="module")
-def demo(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict, dict[str, dict[str, Fraction]]]:
-    from ledger.app.demo import run_demo
-
-    folder = tmp_path_factory.mktemp("demo") / "demo"
-    run_demo(folder, force=False, echo=lambda _line: None)
+def demo(
+    demo_made: tuple[Path, str], tmp_path_factory: pytest.TempPathFactory
+) -> tuple[dict, dict[str, dict[str, Fraction]]]:
+    folder = Path(shutil.copytree(demo_made[0], tmp_path_factory.mktemp("demo") / "demo"))
     report = json.loads((folder / "report.json").read_text("utf-8"))
     rows = folder / "caseruns.csv"
     done = CliRunner().invoke(
