@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from support import REPO
+from support import REPO, made_once
 
 from ledger.harness.score import SCORERS
 
@@ -169,19 +169,31 @@ def test_no_variants_is_documented() -> None:
 # ----------------------------------------------------------------- running them
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def readme_demo(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
-    """``.venv/bin/caseledger demo`` as the README runs it: a fresh shell, no PATH entry."""
-    home = tmp_path_factory.mktemp("readme")
-    (home / ".venv").symlink_to(VENV_BIN.parent, target_is_directory=True)
-    done = _bash(".venv/bin/caseledger demo", home, activated=False)
-    assert done.returncode == 0, done.stderr
-    return home, done.stdout
+    """``.venv/bin/caseledger demo`` as the README runs it: a fresh shell, no PATH entry.
+    Made once per test session (tests/support.made_once) and only read: each test copies
+    what it runs commands in."""
+
+    def build(home: Path) -> None:
+        (home / ".venv").symlink_to(VENV_BIN.parent, target_is_directory=True)
+        done = _bash(".venv/bin/caseledger demo", home, activated=False)
+        assert done.returncode == 0, done.stderr
+        (home / "stdout.txt").write_text(done.stdout, "utf-8")
+
+    home = made_once(tmp_path_factory, "readme", build)
+    return home, (home / "stdout.txt").read_text("utf-8")
 
 
 @pytest.mark.slow
-def test_the_demo_prints_commands_that_run_in_a_fresh_shell(readme_demo: tuple[Path, str]) -> None:
-    home, printed = readme_demo
+def test_the_demo_prints_commands_that_run_in_a_fresh_shell(
+    readme_demo: tuple[Path, str], tmp_path: Path
+) -> None:
+    made, printed = readme_demo
+    home = tmp_path / "home"  # a copy: the commands may write beside the ledger
+    home.mkdir()
+    (home / ".venv").symlink_to(VENV_BIN.parent, target_is_directory=True)
+    shutil.copytree(made / "caseledger-demo", home / "caseledger-demo")
     assert _bash("command -v caseledger || true", home, activated=False).stdout == ""
     assert (
         "The commands below start caseledger as .venv/bin/caseledger; after "
@@ -201,28 +213,37 @@ def test_the_demo_prints_commands_that_run_in_a_fresh_shell(readme_demo: tuple[P
 
 
 @pytest.mark.slow
-def test_runnable_doc_commands_exit_0(readme_demo: tuple[Path, str], tmp_path: Path) -> None:
+@pytest.mark.parametrize("page", [page for page, blocks in PAGES.items() if blocks])
+def test_runnable_doc_commands_exit_0(
+    readme_demo: tuple[Path, str], tmp_path: Path, page: str
+) -> None:
+    # One test per page (issue 33: two test workers share the pages), each on its own
+    # copies of the README's demo.
     demo = readme_demo[0] / "caseledger-demo"
     failures = []
-    for page, blocks in PAGES.items():
-        if not blocks:
-            continue
-        work = tmp_path / page.removesuffix(".md")
-        work.mkdir()
-        if page != "quickstart.md":
-            shutil.copytree(demo, work / "caseledger-demo")
-            shutil.copytree(demo, work / ".caseledger")
-        for block in blocks:
-            done = _bash(block.text, work, activated=True)
-            if done.returncode != 0:
-                failures.append(
-                    f"docs/{page}:{block.line}: exit {done.returncode}\n{block.text}"
-                    f"{done.stderr[-2000:]}"
-                )
-                break  # the page's later blocks build on this one
-            if block.expected is not None and not output_matches(block.expected, done.stdout):
-                failures.append(
-                    f"docs/{page}:{block.line}: the page shows\n{block.expected}"
-                    f"the program printed\n{done.stdout}"
-                )
+    work = tmp_path / page.removesuffix(".md")
+    work.mkdir()
+    if page != "quickstart.md":
+        shutil.copytree(demo, work / "caseledger-demo")
+        shutil.copytree(demo, work / ".caseledger")
+    for block in PAGES[page]:
+        done = _bash(block.text, work, activated=True)
+        if done.returncode != 0:
+            failures.append(
+                f"docs/{page}:{block.line}: exit {done.returncode}\n{block.text}"
+                f"{done.stderr[-2000:]}"
+            )
+            break  # the page's later blocks build on this one
+        if block.expected is not None and not output_matches(block.expected, done.stdout):
+            failures.append(
+                f"docs/{page}:{block.line}: the page shows\n{block.expected}"
+                f"the program printed\n{done.stdout}"
+            )
     assert failures == [], "\n\n".join(failures)
+
+
+def test_every_page_with_commands_is_run() -> None:
+    # The parametrisation above runs every page that has runnable blocks: at least the
+    # quickstart and the slices page (whose shown output is matched).
+    pages = [page for page, blocks in PAGES.items() if blocks]
+    assert {"quickstart.md", "slices.md"} <= set(pages)
