@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import re
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import NamedTuple
@@ -580,23 +583,56 @@ def test_a_lone_surrogate_is_a_parse_violation_not_a_crash() -> None:
 
 def test_texts_the_compiled_sqlglot_reads_differently_are_judged() -> None:
     # Found by a differential run of sqlglot and its compiled build (sqlglotc 30.30.0,
-    # not adopted: docs/benchmarks.md). DuckDB's COLUMNS lambda is valid and passes; the
-    # compiled parser raised TypeError on it. A malformed lambda and a function missing
-    # its arguments are parse violations that name sqlglot's own message, never a crash.
+    # not adopted: docs/benchmarks.md), which raised TypeError on these. DuckDB's COLUMNS
+    # lambda is valid and passes; a malformed lambda is a parse violation.
     ok = guard("SELECT min(COLUMNS(c -> c LIKE '%_id')) FROM orders", {"orders"})
     assert ok.passed
     assert ok.ast_digest is not None
     bad = guard("SELECT list_transform(['/etc/passwd'], -> read_text(x))", {"orders"})
-    assert [v.check for v in bad.violations] == ["parse"]
-    assert bad.violations[0].message == (
-        "does not parse at line 1, col 55: Required keyword: 'this' missing for "
-        "<class 'sqlglot.expressions.json.JSONExtract'>"
-    )
-    diff = guard("SELECT date_diff()", {"orders"})
-    assert [(v.check, v.message) for v in diff.violations] == [
+    assert [(v.check, v.message) for v in bad.violations] == [
         (
             "parse",
-            "does not parse at line 1, col 18: Required keyword: 'expression' missing for "
-            "<class 'sqlglot.expressions.temporal.DateDiff'>",
+            "does not parse at line 1, col 55: Required keyword missing for "
+            "<class 'sqlglot.expressions.json.JSONExtract'> (required: 'expression', 'this')",
         )
+    ]
+
+
+# A function missing both of its required arguments: sqlglot named one of them, the
+# first of a set, so which one depended on the process's PYTHONHASHSEED.
+_TWO_MISSING = ("SELECT date_diff()", "SELECT strftime()", "SELECT date_trunc()")
+
+
+def test_a_missing_argument_is_named_the_same_in_every_process() -> None:
+    script = (
+        "import json, sys\n"
+        "from ledger.harness.guard import guard\n"
+        "print(json.dumps([[v.message for v in guard(t, {'orders'}).violations]"
+        " for t in sys.argv[1:]]))"
+    )
+    seen = set()
+    for seed in ("1", "2", "3", "4", "5", "6", "7", "8"):
+        done = subprocess.run(
+            [sys.executable, "-c", script, *_TWO_MISSING],
+            capture_output=True, text=True, check=True, timeout=120,
+            env={**os.environ, "PYTHONHASHSEED": seed},
+        )  # fmt: skip
+        seen.add(done.stdout)
+    assert len(seen) == 1  # before: 'this' under seed 6, 'expression' under seed 1
+    (found,) = [json.loads(out) for out in seen]
+    # DateDiff requires this and expression, TimeToStr this and format, TimestampTrunc
+    # this and unit (sqlglot 30.31.0's arg_types), written in sorted order.
+    assert found == [
+        [
+            "does not parse at line 1, col 18: Required keyword missing for <class "
+            "'sqlglot.expressions.temporal.DateDiff'> (required: 'expression', 'this')"
+        ],
+        [
+            "does not parse at line 1, col 17: Required keyword missing for <class "
+            "'sqlglot.expressions.temporal.TimeToStr'> (required: 'format', 'this')"
+        ],
+        [
+            "does not parse at line 1, col 19: Required keyword missing for <class "
+            "'sqlglot.expressions.temporal.TimestampTrunc'> (required: 'this', 'unit')"
+        ],
     ]
