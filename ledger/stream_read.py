@@ -164,7 +164,7 @@ def stream_names(ledger: Ledger) -> set[str]:
 
     def through(index: tree_index.TreeIndex) -> set[str]:
         every_stream_listed(ledger, index)
-        return set(index.heads) | {head.stream for *_, head in rows_after(ledger, index)}
+        return set(index.heads) | {head.stream for _, head in rows_after(ledger, index)}
 
     return _through_index(ledger, through, lambda _: set(ledger.streams()), "")
 
@@ -219,40 +219,27 @@ def _stream_through(ledger: Ledger, index: tree_index.TreeIndex, stream: str) ->
             raise tree_index.IndexMismatch(f"seq {seq}: row changed while read")
         out.append(stored)
     # The rows after the index are read whole once (issue 34: not read again by seq).
-    out += [row for row, head in _stored_after(ledger, index) if head.stream == stream]
+    out += [row for row, head in rows_after(ledger, index) if head.stream == stream]
     return out
 
 
 def rows_after(
     ledger: Ledger, index: tree_index.TreeIndex
-) -> Iterator[tuple[int, bytes, bytes, Envelope]]:
-    """(seq, body, leaf, envelope) of every row from the index's size to the end, read
-    in full (:func:`tail_rows`), each stream's chain continuing from the index's heads."""
-    for row, head in _stored_after(ledger, index):
-        yield row.seq, row.body, row.leaf_hash, head
-
-
-def _stored_after(
-    ledger: Ledger, index: tree_index.TreeIndex
 ) -> Iterator[tuple[StoredEvent, Envelope]]:
-    """:func:`rows_after`, each row whole as stored."""
+    """Every row from the index's size to the end, whole as stored, with its envelope:
+    read in full (:func:`tail_rows`), each stream's chain continuing from the index's
+    heads."""
     chains = {s: (n, leaf) for s, (n, _, leaf) in index.heads.items()}
-    for row in _tail(ledger, index.size, ledger.size()):
+    for row in tail_rows(ledger, index.size, ledger.size()):
         head = decoded(row.seq, ENVELOPE.decode, row.body)
         check_stream(row.seq, head, chains)
         chains[head.stream] = (head.stream_seq, row.leaf_hash)
         yield row, head
 
 
-def tail_rows(ledger: Ledger, start: int, stop: int) -> Iterator[tuple[int, bytes, bytes]]:
-    """(seq, body, leaf) of rows ``start`` .. ``stop``-1: no gap, each body hashing to its
+def tail_rows(ledger: Ledger, start: int, stop: int) -> Iterator[StoredEvent]:
+    """Rows ``start`` .. ``stop``-1, whole as stored: no gap, each body hashing to its
     leaf and the chain continuing from the stored chain of ``start``-1."""
-    for row in _tail(ledger, start, stop):
-        yield row.seq, row.body, row.leaf_hash
-
-
-def _tail(ledger: Ledger, start: int, stop: int) -> Iterator[StoredEvent]:
-    """:func:`tail_rows`, each row whole as stored."""
     prev = GENESIS_CHAIN
     if start:
         before = ledger.get(start - 1)

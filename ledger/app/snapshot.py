@@ -179,7 +179,8 @@ def _indexed(ledger: Ledger, index: tree_index.TreeIndex, stop: int) -> _Indexed
     else:
         tree = index.accumulator(index.size)
         chains = {s: (n, leaf) for s, (n, _, leaf) in index.heads.items()}
-        for seq, body, leaf in tail_rows(ledger, index.size, stop):
+        for row in tail_rows(ledger, index.size, stop):
+            seq, body, leaf = row.seq, row.body, row.leaf_hash
             tree.append(leaf)
             head = decoded(seq, ENVELOPE.decode, body)
             check_stream(seq, head, chains)
