@@ -134,13 +134,7 @@ class SqlWorkers(Closing):
                 max_cell_bytes=max_cell_bytes,
             )
         finally:
-            if len(sql) <= READING_KEPT_CHARS:
-                with self._lock:
-                    self._ran[sql] = executor
-                    self._ran.move_to_end(sql)
-                    if len(self._ran) > READINGS_KEPT:
-                        self._ran.popitem(last=False)
-            self.give_back(executor)
+            self.give_back(executor, ran=sql)
 
     def take(self, sql: str | None = None) -> Executor:
         """An idle worker, waiting for one: the one that last executed ``sql`` when it is
@@ -154,9 +148,14 @@ class SqlWorkers(Closing):
                 return last
             return self._free.pop(0)
 
-    def give_back(self, executor: Executor) -> None:
-        """Return a worker taken with :meth:`take`."""
+    def give_back(self, executor: Executor, *, ran: str | None = None) -> None:
+        """Return a worker taken with :meth:`take`; ``ran``: the SQL it just executed."""
         with self._freed:
+            if ran is not None and len(ran) <= READING_KEPT_CHARS:
+                self._ran[ran] = executor
+                self._ran.move_to_end(ran)
+                if len(self._ran) > READINGS_KEPT:
+                    self._ran.popitem(last=False)
             self._free.append(executor)
             self._freed.notify()
 
