@@ -224,13 +224,14 @@ def _stream_through(ledger: Ledger, index: tree_index.TreeIndex, stream: str) ->
 
 
 def rows_after(
-    ledger: Ledger, index: tree_index.TreeIndex
+    ledger: Ledger, index: tree_index.TreeIndex, stop: int | None = None
 ) -> Iterator[tuple[StoredEvent, Envelope]]:
-    """Every row from the index's size to the end, whole as stored, with its envelope:
-    read in full (:func:`tail_rows`), each stream's chain continuing from the index's
-    heads."""
+    """Every row from the index's size to ``stop`` (the end), whole as stored, with its
+    envelope: read in full (:func:`tail_rows`), each stream's chain continuing from the
+    index's heads."""
     chains = {s: (n, leaf) for s, (n, _, leaf) in index.heads.items()}
-    for row in tail_rows(ledger, index.size, ledger.size()):
+    end = ledger.size() if stop is None else stop
+    for row in tail_rows(ledger, index.size, end):
         head = decoded(row.seq, ENVELOPE.decode, row.body)
         check_stream(row.seq, head, chains)
         chains[head.stream] = (head.stream_seq, row.leaf_hash)

@@ -46,8 +46,8 @@ from ledger.stream_read import (
     Row,
     decoded,
     every_stream_listed,
+    rows_after,
     stream_below,
-    tail_rows,
 )
 from ledger.tree_index import check_stream
 from projections import caseruns
@@ -178,13 +178,10 @@ def _indexed(ledger: Ledger, index: tree_index.TreeIndex, stop: int) -> _Indexed
         root = index.accumulator(stop).root()
     else:
         tree = index.accumulator(index.size)
-        chains = {s: (n, leaf) for s, (n, _, leaf) in index.heads.items()}
-        for row in tail_rows(ledger, index.size, stop):
+        for row, head in rows_after(ledger, index, stop):
             seq, body, leaf = row.seq, row.body, row.leaf_hash
             tree.append(leaf)
-            head = decoded(seq, ENVELOPE.decode, body)
-            check_stream(seq, head, chains)
-            chains[head.stream] = heads[head.stream] = (head.stream_seq, leaf)
+            heads[head.stream] = (head.stream_seq, leaf)
             if head.type == _BANK_TAG or head.stream == LEDGER_STREAM:
                 banks.append((seq, leaf, body))
             else:
