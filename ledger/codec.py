@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import hashlib
+import threading
 from decimal import Decimal
 from typing import Any
 
@@ -84,11 +85,51 @@ def canonical_json(value: Any) -> bytes:
     return _ENCODER.encode(builtins)
 
 
-def encode(event: EventBase) -> bytes:
-    """Canonical bytes of an event body. Raises EncodingError on any float."""
+# The bodies of events encoded with ``keep=True`` and not yet encoded again: a run's
+# stream encodes each event it makes (its link goes into the next event), and the store
+# encodes it once more to append it; the second encode takes the kept bytes instead of
+# encoding the same frozen event again (issue 34: a 1,000-attempt run encoded 6,000 events
+# twice). The entry is keyed by the event's identity and holds the event itself, so the id
+# cannot be reused while it is kept; it is taken out on first use. At most
+# _KEPT_MAX_BYTES are kept, oldest dropped first: an event made and never appended (a
+# batch rolled back) only costs a later re-encode, never a wrong body.
+_KEPT: dict[int, tuple[EventBase, bytes]] = {}
+_KEPT_MAX_BYTES = 32 << 20
+_kept_bytes = 0
+_KEPT_LOCK = threading.Lock()
+
+
+def encode(event: EventBase, *, keep: bool = False) -> bytes:
+    """Canonical bytes of an event body. Raises EncodingError on any float.
+
+    ``keep``: remember the bytes for the next ``encode`` of this same event object (the
+    store's), which then returns them without encoding again.
+
+    >>> from ledger.events import RunFinished
+    >>> ev = RunFinished(stream="r", stream_seq=0, stream_prev=None, at="t", status="completed")
+    >>> encode(ev, keep=True) is encode(ev)
+    True
+    >>> encode(ev) is encode(ev)
+    False
+    """
+    global _kept_bytes
     if not isinstance(event, EventBase):
         raise EncodingError(f"not an event: {type(event).__name__}")
-    return canonical_json(event)
+    if _KEPT:
+        with _KEPT_LOCK:
+            kept = _KEPT.pop(id(event), None)
+            if kept is not None:
+                _kept_bytes -= len(kept[1])
+        if kept is not None and kept[0] is event:
+            return kept[1]
+    body = canonical_json(event)
+    if keep and len(body) <= _KEPT_MAX_BYTES:
+        with _KEPT_LOCK:
+            while _KEPT and _kept_bytes + len(body) > _KEPT_MAX_BYTES:
+                _kept_bytes -= len(_KEPT.pop(next(iter(_KEPT)))[1])
+            _KEPT[id(event)] = (event, body)
+            _kept_bytes += len(body)
+    return body
 
 
 def decode(body: bytes) -> Event:

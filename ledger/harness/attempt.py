@@ -122,7 +122,7 @@ class Stream:
             at=self.clock(),
             **fields,
         )
-        self.prev = link_of(codec.leaf_hash(codec.encode(event)))
+        self.prev = link_of(codec.leaf_hash(codec.encode(event, keep=True)))
         return event, self.prev
 
     def rollback(self, seq: int, prev: str | None) -> None:

@@ -9,6 +9,7 @@ import subprocess
 import sys
 from decimal import Decimal
 from pathlib import Path
+from typing import Any
 
 import msgspec
 import pytest
@@ -143,3 +144,54 @@ def test_event_times_agree_with_strftime_for_any_moment(moment: dt.datetime) -> 
     # format_time's fast path (isoformat) writes what strftime's pattern writes (issue 34).
     expected = moment.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
     assert format_time(moment) == expected
+
+
+# --- encode(keep=True): a stream's event is encoded once, the store takes the kept bytes
+
+
+def _fresh(event: Any) -> Any:
+    """``event`` with nothing kept for it (another test may have left bytes kept)."""
+    encode(event)
+    return event
+
+
+def test_a_kept_body_is_given_once_to_the_next_encode_of_the_same_event() -> None:
+    event = _fresh(SAMPLES[0])
+    kept = encode(event, keep=True)
+    assert encode(event) is kept  # the very bytes kept, not a second encoding
+    assert encode(event) is not kept  # taken out on first use
+    assert encode(event) == kept == GOLDEN.read_bytes().splitlines()[0]
+
+
+def test_an_equal_event_that_is_another_object_is_encoded_afresh() -> None:
+    event = _fresh(SAMPLES[1])
+    kept = encode(event, keep=True)
+    twin = msgspec.structs.replace(event)  # equal, not the same object
+    assert twin == event
+    assert twin is not event
+    assert encode(twin) is not kept
+    assert encode(twin) == kept
+    assert encode(event) is kept  # still kept for the event itself
+
+
+def test_the_kept_bytes_are_bounded_oldest_dropped_first(monkeypatch: pytest.MonkeyPatch) -> None:
+    from ledger import codec
+
+    three = [_fresh(e) for e in SAMPLES[:3]]
+    sizes = [len(encode(e)) for e in three]
+    # Room for the two newest of the three, not for all three.
+    monkeypatch.setattr(codec, "_KEPT_MAX_BYTES", sizes[1] + sizes[2])
+    kept = [encode(e, keep=True) for e in three]
+    assert encode(three[0]) is not kept[0]  # dropped when the third came
+    assert encode(three[1]) is kept[1]
+    assert encode(three[2]) is kept[2]
+    assert not any(id(e) in codec._KEPT for e in three)
+
+
+@given(st.lists(st.tuples(st.integers(0, len(SAMPLES) - 1), st.booleans()), max_size=40))
+def test_any_order_of_kept_and_plain_encodes_gives_the_golden_bytes(
+    steps: list[tuple[int, bool]],
+) -> None:
+    golden = GOLDEN.read_bytes().splitlines()
+    for index, keep in steps:
+        assert encode(SAMPLES[index], keep=keep) == golden[index]

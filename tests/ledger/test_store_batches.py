@@ -9,8 +9,8 @@ import pytest
 from ledger_testkit import fixed_clock, operator, prompt
 
 from ledger.errors import UsageError
-from ledger.events import LEDGER_STREAM, SignerRetired
-from ledger.store import Draft, Ledger
+from ledger.events import LEDGER_STREAM, PromptSent, SignerRetired
+from ledger.store import Draft, Ledger, link_of
 from ledger.verify import verify_ledger
 
 
@@ -54,3 +54,37 @@ def test_refusal_late_in_a_large_batch_writes_nothing(tmp_path: Path):
         assert ledger.append([prompt("run-a", 0)], op) == [1]
     assert len(_rows(path)) == 2
     assert verify_ledger(path).size == 2
+
+
+def test_a_stream_event_is_encoded_once_on_its_way_into_the_store(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 34: the stream encodes each event it makes (the link of the next one); the
+    store appends those very bytes instead of encoding the event a second time. The
+    stored bodies are still the canonical bytes of the events, and the chain holds."""
+    from ledger import codec
+    from ledger.harness.attempt import Stream
+
+    op = operator()
+    ledger = Ledger.create(tmp_path / "l.db", op, clock=fixed_clock)
+    stream = Stream("run-enc", fixed_clock, None)
+    batch = [
+        stream.make(
+            PromptSent,
+            case_id=f"c{i}",
+            attempt=1,
+            prompt=f"question {i}",
+            prompt_sha256="sha256:" + "0" * 64,
+        )[0]
+        for i in range(5)
+    ]
+    calls = []
+    real = codec.canonical_json
+    monkeypatch.setattr(codec, "canonical_json", lambda v: calls.append(v) or real(v))
+    seqs = ledger.append(batch, op)
+    assert calls == []  # all five bodies were the kept ones
+    stored = [ledger.get(s) for s in seqs]
+    assert [s.body for s in stored if s] == [real(e) for e in batch]
+    assert [link_of(s.leaf_hash) for s in stored[:-1] if s] == [e.stream_prev for e in batch[1:]]
+    ledger.close()
+    assert verify_ledger(tmp_path / "l.db").size == 1 + 5
