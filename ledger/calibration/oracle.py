@@ -22,9 +22,11 @@ from ledger.closing import Closing
 from ledger.codec import digest
 from ledger.engines.duckdb_worker import WorkerPool
 from ledger.engines.process import ExecResult
+from ledger.engines.reading import Reading, ReadRequest
 from ledger.errors import InternalError, LedgerError, broken
 from ledger.events import CaseSpec, GoldResult, OutputParsed, Plan
 from ledger.harness import pipeline
+from ledger.harness.reading import KeptReadings
 from ledger.harness.score import SCORER_VERSION
 
 __all__ = ["Judged", "Oracle"]
@@ -58,6 +60,35 @@ class Judged:
     total: Decimal | None = None
 
 
+class _ReadOnce(Closing):
+    """One database's pool, reading each SQL text once for every database of the oracle.
+
+    A reading (``ledger.harness.reading``) is a function of its request alone: the text,
+    the tables, the case's rules and reference SQL, the engine and the caps, never the
+    rows. The oracle asks the same request of every database (one ``tables`` for all), so
+    the reading the first database's worker made serves the others (issue 34: a run's
+    variant diagnostics read every answer once per variant). Executing stays on this
+    database's own workers.
+    """
+
+    def __init__(self, pool: WorkerPool, kept: KeptReadings) -> None:
+        self._pool = pool
+        self._kept = kept
+
+    def execute(
+        self, sql: str, *, max_rows: int, max_result_bytes: int, max_cell_bytes: int
+    ) -> ExecResult:
+        return self._pool.execute(
+            sql, max_rows=max_rows, max_result_bytes=max_result_bytes, max_cell_bytes=max_cell_bytes
+        )
+
+    def read(self, request: ReadRequest) -> Reading | None:
+        return self._kept.read(request, self._pool.read)
+
+    def close(self) -> None:
+        """Nothing: the oracle stops its pools."""
+
+
 class Oracle(Closing):
     """Worker pools over named databases (``base`` and each variant) of one bank.
 
@@ -70,6 +101,7 @@ class Oracle(Closing):
         self.tables = tables
         self.scorer_version = SCORER_VERSION
         self._pools: dict[str, WorkerPool] = {}
+        self._kept = KeptReadings()
         try:
             for name, path in databases.items():
                 self._pools[name] = WorkerPool(path, timeout_s=timeout_s)
@@ -102,7 +134,7 @@ class Oracle(Closing):
             judged = pipeline.judge(
                 pipeline.Bench(spec, gold, self.tables, None),
                 parsed=parsed,
-                pool=self._pools[database],
+                pool=_ReadOnce(self._pools[database], self._kept),
                 version=self.scorer_version,
                 spent_ns=lambda: time.thread_time_ns() - started,
             )

@@ -23,8 +23,12 @@ before: this is a way to use the cores, never a second definition of the verdict
 
 from __future__ import annotations
 
+import threading
 import time
-from collections.abc import Sequence
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+
+import msgspec
 
 from ledger import events
 from ledger.engines import engine_rules
@@ -33,7 +37,12 @@ from ledger.errors import BankError
 from ledger.harness import ast_rules
 from ledger.harness import limits as limits_mod
 
-__all__ = ["read", "readings_of"]
+__all__ = ["READINGS_KEPT", "READING_KEPT_CHARS", "KeptReadings", "read", "readings_of"]
+
+#: How many readings of distinct requests a :class:`KeptReadings` keeps, and the longest
+#: SQL text kept.
+READINGS_KEPT = 4096
+READING_KEPT_CHARS = 65536
 
 
 def readings_of(
@@ -92,3 +101,53 @@ def read(req: ReadRequest) -> Reading:
         found=judged.rules,
     )
     return Reading(judged.passed, tuple(judged.violations), judged.ast_digest, readings)
+
+
+class KeptReadings:
+    """The readings of the last :data:`READINGS_KEPT` requests, shared by the threads that
+    read through it (issue 34).
+
+    A run sends the same SQL many times, and variant diagnostics read each answer once per
+    variant database: a request already read (the same text, tables, rules, reference SQL,
+    engine and limits) is answered with the reading kept, without a worker. A reading that
+    ran out of its CPU budget is never kept (the only part of a reading that depends on
+    the machine rather than on the request), nor one of a text over
+    :data:`READING_KEPT_CHARS`. While one thread reads a request, another asking for the
+    same waits for that reading instead of reading it a second time.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._kept: OrderedDict[ReadRequest, Reading] = OrderedDict()
+        self._reading: dict[ReadRequest, threading.Event] = {}
+
+    def read(
+        self, request: ReadRequest, read: Callable[[ReadRequest], Reading | None]
+    ) -> Reading | None:
+        """The kept reading of ``request``, else ``read(request)`` (kept when it may be)."""
+        if len(request.sql) > READING_KEPT_CHARS:
+            return read(request)
+        key = msgspec.structs.replace(request, spent_ns=0)
+        while True:
+            with self._lock:
+                kept = self._kept.get(key)
+                if kept is not None:
+                    self._kept.move_to_end(key)
+                    return kept
+                busy = self._reading.get(key)
+                if busy is None:
+                    done = self._reading[key] = threading.Event()
+                    break
+            busy.wait()  # then look again: kept, or read here if it could not be kept
+        try:
+            reading = read(request)
+            if reading is not None and not limits_mod.over_budget(reading.violations):
+                with self._lock:
+                    self._kept[key] = reading
+                    if len(self._kept) > READINGS_KEPT:
+                        self._kept.popitem(last=False)
+            return reading
+        finally:
+            with self._lock:
+                del self._reading[key]
+            done.set()

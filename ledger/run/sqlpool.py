@@ -13,20 +13,13 @@ from collections import OrderedDict
 from collections.abc import Callable
 from pathlib import Path
 
-import msgspec
-
 from ledger.closing import Closing
 from ledger.engines import Executor
 from ledger.engines.process import ExecResult
 from ledger.engines.reading import Reading, ReadRequest
 from ledger.events import BankPublished
 from ledger.harness.attempt import BankContext
-from ledger.harness.limits import over_budget
-
-#: How many readings of distinct requests a run keeps (``SqlWorkers.read``), and the
-#: longest SQL text kept.
-READINGS_KEPT = 4096
-READING_KEPT_CHARS = 65536
+from ledger.harness.reading import READING_KEPT_CHARS, READINGS_KEPT, KeptReadings
 
 
 def hold_ctrl_c() -> None:
@@ -63,7 +56,7 @@ class SqlWorkers(Closing):
         self._freed = threading.Condition(self._lock)
         self._ran: OrderedDict[str, Executor] = OrderedDict()
         self._on_ready: list[Callable[[], None]] = []
-        self._readings: OrderedDict[ReadRequest, Reading] = OrderedDict()
+        self._readings = KeptReadings()
         self._started = 0  # workers that have started, or failed to
         self._closed = False  # a worker that starts after close() stops itself
         self._threads = [
@@ -168,29 +161,16 @@ class SqlWorkers(Closing):
         read (the same text, tables, rules, reference SQL, engine and limits) is given
         again without a worker, unless it ran out of its CPU budget (the only part of a
         reading that depends on the machine rather than on the request)."""
-        key = msgspec.structs.replace(request, spent_ns=0)
-        with self._lock:
-            kept = self._readings.get(key)
-            if kept is not None:
-                self._readings.move_to_end(key)
-                return kept
+        return self._readings.read(request, self._read_on_worker)
+
+    def _read_on_worker(self, request: ReadRequest) -> Reading | None:
         self.ready()
         executor = self.take()
         try:
             read = getattr(executor, "read", None)
-            reading = None if read is None else read(request)
+            return None if read is None else read(request)
         finally:
             self.give_back(executor)
-        if (
-            reading is not None
-            and len(request.sql) <= READING_KEPT_CHARS
-            and not over_budget(reading.violations)
-        ):
-            with self._lock:
-                self._readings[key] = reading
-                if len(self._readings) > READINGS_KEPT:
-                    self._readings.popitem(last=False)
-        return reading
 
     def close(self) -> None:
         """Stop every worker that has started. One still starting is not waited for (a

@@ -21,9 +21,10 @@ from test_pipeline import sales_fixture
 from ledger.bank.registry import PublishedBank
 from ledger.engines import executor_for
 from ledger.engines.duckdb_sandbox import Sandbox, connect_sandboxed
-from ledger.engines.reading import Reading, ReadRequest
+from ledger.engines.reading import Reading, Readings, ReadRequest
 from ledger.harness import limits
 from ledger.harness.attempt import BankContext
+from ledger.harness.reading import KeptReadings
 from ledger.run.sqlpool import SqlWorkers
 
 TABLES = ("customers", "order_items", "orders", "products", "sales", "stores", "visits")
@@ -179,3 +180,73 @@ def test_a_repeated_text_goes_to_the_worker_that_ran_it(bank: PublishedBank) -> 
         assert two.take("SELECT 2") is y
         two.give_back(x)
         two.give_back(y)
+
+
+def test_two_threads_asking_for_one_reading_read_it_once() -> None:
+    """KeptReadings: while one thread reads a request, another asking for the same (with
+    another CPU spent before it) waits for that reading instead of reading it again."""
+    kept = KeptReadings()
+    calls: list[ReadRequest] = []
+    release = threading.Event()
+    answer = Reading(True, (), "sha256:" + "1" * 64, Readings(SQL, "duckdb", None, (), None, None))
+
+    def slow_read(req: ReadRequest) -> Reading:
+        calls.append(req)
+        release.wait(60)
+        return answer
+
+    found: list[Reading | None] = []
+    threads = [
+        threading.Thread(target=lambda n=n: found.append(kept.read(request(spent_ns=n), slow_read)))
+        for n in (1, 2)
+    ]
+    for t in threads:
+        t.start()
+    while not calls:
+        threading.Event().wait(0.01)
+    threading.Event().wait(0.2)  # the second thread has had time to ask
+    release.set()
+    for t in threads:
+        t.join(60)
+    assert len(calls) == 1
+    assert found == [answer, answer]
+    # A text over the kept length is read every time.
+    long_sql = SQL + " " * 70_000
+    kept.read(request(long_sql), slow_read)
+    kept.read(request(long_sql), slow_read)
+    assert len(calls) == 3
+
+
+def test_the_oracle_reads_a_text_once_for_all_its_databases(
+    bank: PublishedBank, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Variant diagnostics judge each answer on every variant database: the SQL is read by
+    one database's worker, executed on each; the verdicts are those of reading it on each."""
+    from ledger.calibration.oracle import Oracle
+    from ledger.engines.duckdb_worker import WorkerPool
+
+    copies = {}
+    for name in ("base", "v1", "v2"):
+        copies[name] = tmp_path / f"{name}.duckdb"
+        copies[name].write_bytes(Path(bank.db_path).read_bytes())
+    case = next(c for c in bank.event.cases if c.id == "sf-01")
+    gold = next(g for g in bank.event.gold if g.case_id == case.id)
+    sent: list[str] = []
+    real_read = WorkerPool.read
+
+    def counted(self: WorkerPool, req: ReadRequest) -> Reading | None:
+        sent.append(req.sql)
+        return real_read(self, req)
+
+    monkeypatch.setattr(WorkerPool, "read", counted)
+    sql = bank.references()[case.id]
+    with Oracle(copies, frozenset(TABLES)) as oracle:
+        judged = [oracle.judge(case, sql, name, gold) for name in copies]
+    assert sent == [sql]  # one reading for three databases
+    with Oracle({"v2": copies["v2"]}, frozenset(TABLES)) as alone:
+        own = alone.judge(case, sql, "v2", gold)
+    assert len(sent) == 2  # that oracle read it on its own database
+    assert [j.result_correct for j in judged] == [True, True, True]
+    # The same verdict, digest and score as reading it there (an execution's time differs).
+    fields = ("database", "result_correct", "error_kind", "message", "result_digest", "total")
+    assert [getattr(judged[2], f) for f in fields] == [getattr(own, f) for f in fields]
