@@ -26,6 +26,8 @@ on them fails, and so does a listed one that no longer exists (the list stays tr
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from collections import defaultdict
 from pathlib import Path
 
@@ -256,3 +258,29 @@ def test_unit_of_a_module(module: str, expected: str) -> None:
 def test_a_cycle_is_found() -> None:
     graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
     assert _cycles(graph) == [["a", "b", "c"]]
+
+
+def test_a_sql_worker_that_only_executes_loads_no_parser(tmp_path: Path) -> None:
+    """Issue 34: the engines are data and processes, the parser is the harness's. A SQL
+    worker imports its engine's modules and, only at its first request to read a text,
+    the harness's reader: importing every module of ``ledger.engines`` but ``transpile``
+    (a DuckDB bank's SQL rewritten for another engine when it is published: sqlglot's
+    work, never a worker's) in a fresh interpreter leaves sqlglot unloaded, and no
+    worker module imports ``transpile``."""
+    engines = sorted(
+        f"ledger.engines.{p.stem}"
+        for p in (REPO / "ledger" / "engines").glob("*.py")
+        if p.stem != "transpile"
+    )
+    code = (
+        "import importlib, sys\n"
+        f"for name in {engines!r}:\n"
+        "    importlib.import_module(name)\n"
+        "loaded = {m.split('.')[0] for m in sys.modules} & {'sqlglot', 'yaml', 'click'}\n"
+        "print(sorted(loaded), 'ledger.engines.transpile' in sys.modules)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=tmp_path
+    )
+    assert len(engines) >= 15
+    assert done.stdout.strip() == "[] False"

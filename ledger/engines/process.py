@@ -388,10 +388,11 @@ def serve(
     try:
         if not send_or_quit(conn, encoder.encode(Reply(kind="ready"))):
             return
-        # While the parent prepares the run: import what reading SQL needs (sqlglot, the
-        # guard: the harness's reader, named by READER), so that the first ReadRequest
-        # does not wait for it.
-        reader = importlib.import_module(READER)
+        # What reading SQL needs (sqlglot, the guard: the harness's reader, named by
+        # READER) is imported at the first ReadRequest, before its CPU budget starts: a
+        # worker that is only asked to execute (variant diagnostics read each text on
+        # one variant's worker, not on every one) never loads a parser (issue 34).
+        reader: Any = None
         decoder: msgspec.msgpack.Decoder[Request | ReadRequest] = msgspec.msgpack.Decoder(
             Request | ReadRequest
         )
@@ -403,6 +404,7 @@ def serve(
             req = decoder.decode(raw)
             try:
                 if isinstance(req, ReadRequest):
+                    reader = reader or importlib.import_module(READER)
                     reply = Reply(kind="reading", reading=reader.read(req))
                 else:
                     reply = Reply(kind="result", result=run(session, req))

@@ -5,9 +5,8 @@ A SQL worker answers a :class:`ReadRequest` (read the text, run nothing) with a
 for. These are data (msgpack, never pickle). What reads the SQL is the harness's
 (``ledger.harness.reading``: the guard, the AST rules, the structural match): the
 engines do not import the harness, so a worker imports the module ``READER`` names
-once it is ready (``ledger.engines.process.serve``: the import of sqlglot and the
-guard overlaps the parent's own preparations) and calls its ``read(request)`` for each
-request.
+at its first request to read (``ledger.engines.process.serve``; a worker only asked to
+execute never imports sqlglot) and calls its ``read(request)`` for each request.
 """
 
 from __future__ import annotations

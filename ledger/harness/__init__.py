@@ -6,8 +6,9 @@
   ``depth``: the nesting depths of a SQL text read from its tokens, before any parser.
 - ``sqlparse``: one sqlglot parse per SQL text; ``determinism``: what the guard's
   deterministic check refuses, per engine; ``ast_rules``: capability rules over
-  the AST; ``guard``: the static decision whether the SQL may run at all (with the
-  engine's function catalog, ``ledger.engines.functions``); ``reading``: that reading,
+  the AST; ``function_calls``: a function node's names in the engine, judged against
+  its catalog (``ledger.engines.functions``); ``guard``: the static decision whether the
+  SQL may run at all; ``reading``: that reading,
   also done in the SQL worker about to execute it (the engines name this module).
 - The SQL then runs on the bank's engine (``ledger.engines``: its worker, typed cells).
 - ``align``, ``matching``, ``compare``: the result against the frozen gold

@@ -55,7 +55,7 @@ from sqlglot.errors import SqlglotError
 from sqlglot.optimizer.scope import Scope, traverse_scope
 
 from ledger.engines import engine_rules, functions
-from ledger.harness import sqlparse
+from ledger.harness import function_calls, sqlparse
 
 __all__ = [
     "CHECK",
@@ -174,7 +174,7 @@ def changing_value(cat: functions.Catalog, node: exp.Func, name: str) -> str | N
 
 
 def _names(node: exp.Func, dialect: str) -> tuple[str, ...]:
-    return functions.sqlglot_names(node, dialect)
+    return function_calls.sqlglot_names(node, dialect)
 
 
 def _arguments(node: exp.Func, dialect: str) -> list[exp.Expr] | None:
@@ -216,7 +216,7 @@ def _unwrap(node: exp.Expr, dialect: str) -> exp.Expr:
             isinstance(node, exp.Func)
             and not isinstance(node, exp.Anonymous)
             and isinstance(node.this, exp.Expr)
-            and functions.transparent(node, dialect)
+            and function_calls.transparent(node, dialect)
         ):
             node = node.this
         else:
@@ -683,7 +683,7 @@ def _calls(nodes: Iterable[exp.Expr], dialect: str, cat: functions.Catalog) -> I
     for node in nodes:
         if not isinstance(node, exp.Func):
             continue
-        refused = functions.sqlglot_call_refusal(node, cat, dialect)
+        refused = function_calls.sqlglot_call_refusal(node, cat, dialect)
         if refused is not None:
             why = changing_value(cat, node, refused[0])
             if why is not None:

@@ -56,7 +56,7 @@ from ledger.codec import sha256_hex
 from ledger.engines import engine_rules, functions
 from ledger.errors import broken
 from ledger.events import Violation
-from ledger.harness import depth, determinism, sqlparse
+from ledger.harness import depth, determinism, function_calls, sqlparse
 
 __all__ = [
     "ALLOWED_TABLE_FUNCTIONS",
@@ -299,7 +299,9 @@ def table_functions(tree: exp.Expr, ctx: Context) -> Iterator[Violation]:
         qualified = isinstance(item, exp.Table) and bool(item.args.get("db"))
         if isinstance(call, exp.Unnest) and not qualified:
             continue
-        names = functions.sqlglot_names(call, ctx.dialect) if isinstance(call, exp.Func) else ()
+        names = (
+            function_calls.sqlglot_names(call, ctx.dialect) if isinstance(call, exp.Func) else ()
+        )
         if (
             isinstance(call, exp.GenerateSeries)
             and not qualified
@@ -481,10 +483,10 @@ def function_allowlist(tree: exp.Expr, ctx: Context) -> Iterator[Violation]:
     for node in _walk(tree, ctx):
         if isinstance(node, exp.Func):
             if id(node) in sources and table_ok.intersection(
-                functions.sqlglot_names(node, ctx.dialect)
+                function_calls.sqlglot_names(node, ctx.dialect)
             ):
                 continue
-            refused = functions.sqlglot_call_refusal(node, ctx.catalog, ctx.dialect)
+            refused = function_calls.sqlglot_call_refusal(node, ctx.catalog, ctx.dialect)
             if refused is not None:
                 name, why = refused
                 cat = ctx.catalog or functions.catalog()
