@@ -23,6 +23,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import shutil
 import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -104,10 +105,22 @@ def home(tmp_path_factory: pytest.TempPathFactory) -> Home:
     return Home(root, db, json.loads(out.read_bytes()), name, seed)
 
 
-@pytest.fixture
-def central(tmp_path: Path, home: Home) -> Path:
-    """A ledger with retail published and home-op trusted (through a .pub file)."""
-    db = new_ledger(tmp_path / "central")
+@pytest.fixture(scope="module")
+def plain(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A ledger (operator key central-op) with retail published, made once per module:
+    each test works on its own copy (:func:`copy_of`)."""
+    root = tmp_path_factory.mktemp("plain") / "central"
+    root.mkdir()
+    db = root / "ledger.db"
+    ok(cli(db, "init", "--name", "central-op", home=root))
+    ok(cli(db, "bank", "publish", "retail", home=root))
+    return db
+
+
+@pytest.fixture(scope="module")
+def trusting(tmp_path_factory: pytest.TempPathFactory, plain: Path, home: Home) -> Path:
+    """``plain`` with home-op trusted (through a .pub file), made once per module."""
+    db = copy_of(plain, tmp_path_factory.mktemp("trusting") / "central")
     root = db.parent
     pub = root / "home-op.pub"
     pub.write_text(home.pub + "\n")
@@ -116,13 +129,17 @@ def central(tmp_path: Path, home: Home) -> Path:
     return db
 
 
-def new_ledger(root: Path) -> Path:
-    """A new ledger in ``root`` (operator key central-op) with retail published."""
-    root.mkdir()
-    db = root / "ledger.db"
-    ok(cli(db, "init", "--name", "central-op", home=root))
-    ok(cli(db, "bank", "publish", "retail", home=root))
-    return db
+@pytest.fixture
+def central(tmp_path: Path, trusting: Path) -> Path:
+    """This test's own copy of a ledger with retail published and home-op trusted."""
+    return copy_of(trusting, tmp_path / "central")
+
+
+def copy_of(db: Path, root: Path) -> Path:
+    """A copy of ``db``'s whole folder (ledger, side files, keys, banks) at ``root``: the
+    same ledger, as ``init`` and ``bank publish`` (and any trust) made it there."""
+    shutil.copytree(db.parent, root)
+    return root / db.name
 
 
 def size_of(db: Path) -> int:
@@ -265,9 +282,11 @@ def test_a_bundle_forged_with_a_fresh_key_is_refused(
     assert size_of(central) == before
 
 
-def test_a_fresh_key_is_refused_on_a_ledger_that_trusts_nobody(home: Home, tmp_path: Path) -> None:
+def test_a_fresh_key_is_refused_on_a_ledger_that_trusts_nobody(
+    home: Home, plain: Path, tmp_path: Path
+) -> None:
     """No trust on first use: the honest bundle itself needs its key trusted first."""
-    db = new_ledger(tmp_path / "c")
+    db = copy_of(plain, tmp_path / "c")
     root = db.parent
     before = size_of(db)
     path = write(tmp_path, home.bundle)
@@ -313,8 +332,8 @@ def test_an_origin_without_attestation_is_dropped(
     assert "0123456789abcdef" not in md
 
 
-def test_a_key_trusted_for_one_origin_only(home: Home, tmp_path: Path) -> None:
-    db = new_ledger(tmp_path / "c")
+def test_a_key_trusted_for_one_origin_only(home: Home, plain: Path, tmp_path: Path) -> None:
+    db = copy_of(plain, tmp_path / "c")
     root = db.parent
     pub = root / "k.pub"
     pub.write_text(home.pub)
@@ -435,7 +454,9 @@ def test_an_honest_imported_run_passes_the_auditor(
     )
 
 
-def test_a_ledger_that_imported_before_trust_existed(home: Home, tmp_path: Path) -> None:
+def test_a_ledger_that_imported_before_trust_existed(
+    home: Home, plain: Path, tmp_path: Path
+) -> None:
     """Rows as the code before issue 29 appended them (a signer.foreign.v1 and the
     wrappers, no signer.trusted.v1): verify names the first imported event of the
     untrusted key (exit 1); once the operator trusts the key, it verifies."""
@@ -443,7 +464,7 @@ def test_a_ledger_that_imported_before_trust_existed(home: Home, tmp_path: Path)
     from ledger.keys import Signer
     from ledger.store import Draft, Ledger
 
-    db = new_ledger(tmp_path / "old")
+    db = copy_of(plain, tmp_path / "old")
     root = db.parent
     operator = Signer.load(root / "keys" / "operator.key")
     (who,) = home.bundle["signers"]
