@@ -10,8 +10,10 @@ compares results itself.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
@@ -28,6 +30,7 @@ from ledger.events import CaseSpec, GoldResult, OutputParsed, Plan
 from ledger.harness import pipeline
 from ledger.harness.reading import KeptReadings
 from ledger.harness.score import SCORER_VERSION
+from ledger.run.sqlpool import hold_ctrl_c
 
 __all__ = ["Judged", "Oracle"]
 
@@ -102,12 +105,37 @@ class Oracle(Closing):
         self.scorer_version = SCORER_VERSION
         self._pools: dict[str, WorkerPool] = {}
         self._kept = KeptReadings()
+        # The databases' workers start side by side (issue 34: a run with variant
+        # diagnostics opens them before its first model call; one after another they
+        # took the sum of their start times). Each starting thread blocks Ctrl-C, so a
+        # worker it starts inherits a blocked SIGINT as one started on the main thread
+        # does. Any failure stops every pool that started; the first failure in
+        # database order is raised.
+        starting = ThreadPoolExecutor(max(1, len(databases)), "caseledger-oracle-start",
+                                      initializer=hold_ctrl_c)  # fmt: skip
+        futures = {
+            name: starting.submit(WorkerPool, path, timeout_s=timeout_s)
+            for name, path in databases.items()
+        }
         try:
-            for name, path in databases.items():
-                self._pools[name] = WorkerPool(path, timeout_s=timeout_s)
+            wait(futures.values())
+            for name, future in futures.items():
+                if future.exception() is None:
+                    self._pools[name] = future.result()
+            for future in futures.values():
+                if future.exception() is not None:
+                    raise future.exception()  # type: ignore[misc]
         except BaseException:
+            # Ctrl-C while they start: wait for each start to end, then stop them all.
+            for future in futures.values():
+                with contextlib.suppress(BaseException):
+                    made = future.result()
+                    if made not in self._pools.values():
+                        made.close()
             self.close()
             raise
+        finally:
+            starting.shutdown(wait=True)
 
     def close(self) -> None:
         """Stop every worker."""

@@ -140,3 +140,38 @@ def test_a_caseledger_error_passes_through_unchanged(
         with pytest.raises(UsageError) as info:
             oracle.judge(case, case.reference_sql, "base", gold["sf-01"])
     assert info.value.message == "unknown scorer version '0'"
+
+
+def test_the_databases_workers_start_side_by_side(
+    built: tuple[Bank, Path, dict[str, GoldResult]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 34: a run with variant diagnostics opens an oracle before its first model
+    call, and its pools started one after another. Each start here waits until every
+    database's start has begun: started one by one, each would wait out its 30 s and
+    find the others not begun."""
+    import threading
+
+    from ledger.engines.duckdb_worker import WorkerPool
+
+    names = ("base", "v1", "v2")
+    begun: list[str] = []
+    met: list[bool] = []
+    all_begun = threading.Condition()
+    real_init = WorkerPool.__init__
+
+    def gated(self: WorkerPool, db_path: Path, **kwargs: object) -> None:
+        with all_begun:
+            begun.append(threading.current_thread().name)
+            all_begun.notify_all()
+            met.append(all_begun.wait_for(lambda: len(begun) == len(names), 30.0))
+        real_init(self, db_path, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(WorkerPool, "__init__", gated)
+    with Oracle(dict.fromkeys(names, built[1]), TABLES) as oracle:
+        assert met == [True, True, True]
+        assert len(set(begun)) == 3  # three threads, each starting one database
+        assert sorted(oracle._pools) == sorted(names)
+        bank, _, gold = built
+        case = case_of(bank, "sf-01")
+        for name in names:  # each database's own worker answers
+            assert oracle.judge(case, case.reference_sql, name, gold["sf-01"]).result_correct
