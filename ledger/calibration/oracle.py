@@ -10,7 +10,6 @@ compares results itself.
 
 from __future__ import annotations
 
-import contextlib
 import time
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor, wait
@@ -103,14 +102,14 @@ class Oracle(Closing):
     ) -> None:
         self.tables = tables
         self.scorer_version = SCORER_VERSION
-        self._pools: dict[str, WorkerPool] = {}
         self._kept = KeptReadings()
         # The databases' workers start side by side (issue 34: a run with variant
         # diagnostics opens them before its first model call; one after another they
         # took the sum of their start times). Each starting thread blocks Ctrl-C, so a
         # worker it starts inherits a blocked SIGINT as one started on the main thread
-        # does. Any failure stops every pool that started; the first failure in
-        # database order is raised.
+        # does. Every start ends before this goes on (a Ctrl-C included); then any
+        # failure stops every pool that started, and the first failure in database
+        # order is raised.
         starting = ThreadPoolExecutor(max(1, len(databases)), "caseledger-oracle-start",
                                       initializer=hold_ctrl_c)  # fmt: skip
         futures = {
@@ -118,24 +117,18 @@ class Oracle(Closing):
             for name, path in databases.items()
         }
         try:
-            wait(futures.values())
-            for name, future in futures.items():
-                if future.exception() is None:
-                    self._pools[name] = future.result()
+            try:
+                wait(futures.values())
+            finally:
+                starting.shutdown(wait=True)
+                self._pools: dict[str, WorkerPool] = {
+                    name: f.result() for name, f in futures.items() if f.exception() is None
+                }
             for future in futures.values():
-                if future.exception() is not None:
-                    raise future.exception()  # type: ignore[misc]
+                future.result()  # the first failure, in database order
         except BaseException:
-            # Ctrl-C while they start: wait for each start to end, then stop them all.
-            for future in futures.values():
-                with contextlib.suppress(BaseException):
-                    made = future.result()
-                    if made not in self._pools.values():
-                        made.close()
             self.close()
             raise
-        finally:
-            starting.shutdown(wait=True)
 
     def close(self) -> None:
         """Stop every worker."""

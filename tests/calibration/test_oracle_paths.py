@@ -6,6 +6,7 @@ database, real sandboxed workers."""
 from __future__ import annotations
 
 import multiprocessing
+import threading
 from collections.abc import Iterator
 from decimal import Decimal
 from pathlib import Path
@@ -17,6 +18,7 @@ from ledger.bank import build_database, load_bank
 from ledger.bank.model import Bank, CaseDef
 from ledger.calibration.calibrate import read_gold
 from ledger.calibration.oracle import Judged, Oracle
+from ledger.engines.duckdb_worker import WorkerPool
 from ledger.errors import InternalError, SandboxError, UsageError
 from ledger.events import GoldResult
 
@@ -149,10 +151,6 @@ def test_the_databases_workers_start_side_by_side(
     call, and its pools started one after another. Each start here waits until every
     database's start has begun: started one by one, each would wait out its 30 s and
     find the others not begun."""
-    import threading
-
-    from ledger.engines.duckdb_worker import WorkerPool
-
     names = ("base", "v1", "v2")
     begun: list[str] = []
     met: list[bool] = []
