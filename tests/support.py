@@ -79,7 +79,18 @@ def made_once(factory: Any, name: str, build: Callable[[Path], None]) -> Path:
     """A folder ``build(folder)`` fills once per test session, for tests that only read it
     (or copy it first). Under pytest-xdist the first worker to ask builds it in the
     session's shared folder while the others wait on a lock, then all reuse it; without
-    xdist it is a ``tmp_path_factory`` folder. ``factory`` is the ``tmp_path_factory``."""
+    xdist it is a ``tmp_path_factory`` folder. ``factory`` is the ``tmp_path_factory``.
+    A process asking again for the same name gets the folder it got before, unbuilt."""
+    key = (str(factory.getbasetemp()), name)
+    if key not in _MADE:
+        _MADE[key] = _made(factory, name, build)
+    return _MADE[key]
+
+
+_MADE: dict[tuple[str, str], Path] = {}
+
+
+def _made(factory: Any, name: str, build: Callable[[Path], None]) -> Path:
     if not os.environ.get("PYTEST_XDIST_WORKER"):
         folder: Path = factory.mktemp(name)
         build(folder)

@@ -22,13 +22,13 @@ from typing import Any
 
 import msgspec
 import pytest
+from support import made_once
 
 from ledger import events
 from ledger.store import Ledger, StoredEvent, link_of
 
 # The installed console script, beside the interpreter running the tests.
 CASELEDGER = [str(Path(sys.executable).parent / "caseledger")]
-_TEMPLATE: list[Path] = []
 
 
 def cli(
@@ -59,16 +59,18 @@ def spawn(home: Path, *args: str, env: dict[str, str] | None = None) -> subproce
 
 
 def fresh_home(tmp_path_factory: pytest.TempPathFactory, tmp_path: Path) -> Path:
-    """A copy of the session's template ledger (both built-in banks published)."""
-    if not _TEMPLATE:
-        home = tmp_path_factory.mktemp("template") / "led"
+    """A copy of the session's template ledger (both built-in banks published), made once
+    for the whole session (``support.made_once``: shared by the test workers)."""
+
+    def build(folder: Path) -> None:
+        home = folder / "led"
         home.mkdir()
         for args in (["init"], ["bank", "publish", "sales-fixture"], ["bank", "publish", "retail"]):
             done = cli(home, *args)
             assert done.returncode == 0, done.stderr
-        _TEMPLATE.append(home)
+
     dest = tmp_path / "led"
-    shutil.copytree(_TEMPLATE[0], dest)
+    shutil.copytree(made_once(tmp_path_factory, "runkit-template", build) / "led", dest)
     return dest
 
 
