@@ -39,6 +39,7 @@ import signal
 import threading
 import time
 import traceback
+from collections import OrderedDict
 from collections.abc import Callable
 from multiprocessing.connection import Connection
 from pathlib import Path
@@ -54,12 +55,15 @@ from ledger.engines.reading import READER, Reading, ReadRequest
 from ledger.errors import SandboxError, UsageError
 
 __all__ = [
+    "CHECKS_KEPT",
+    "CHECK_KEPT_CHARS",
     "ERROR_KINDS",
     "KILL_GRACE_S",
     "MEMORY_EXIT_CODE",
     "MEMORY_MESSAGE",
     "RSS_MARGIN_BYTES",
     "STARTUP_TIMEOUT_S",
+    "CheckedTexts",
     "ExecResult",
     "ProcessExecutor",
     "ProcessWorker",
@@ -82,6 +86,14 @@ __all__ = [
 ERROR_KINDS = (
     "timeout", "memory", "sql_runtime", "result_too_large", "worker_crash", "refused",
 )  # fmt: skip
+
+# The kinds of result a worker gives only after its own parse check passed the text and
+# the query ran (a timeout, a memory stop or a crash may come while it is still checking).
+_CHECK_PASSED = frozenset({"sql_runtime", "result_too_large"})
+#: How many texts that passed the workers' own parse check an executor remembers
+#: (``ProcessExecutor.remembers_checks``), and the longest text remembered.
+CHECKS_KEPT = 4096
+CHECK_KEPT_CHARS = 65536
 
 # How long a worker may take to stop after DuckDB was asked to interrupt it.
 KILL_GRACE_S = 1.0
@@ -151,6 +163,10 @@ class Request(msgspec.Struct, frozen=True, tag="execute"):
     timeout_s: float
     max_result_bytes: int = cells.DEFAULT_MAX_RESULT_BYTES
     max_cell_bytes: int = cells.DEFAULT_MAX_CELL_BYTES
+    #: The executor saw this very text pass a worker's own parse check on this database
+    #: before (:attr:`ProcessExecutor.remembers_checks`): the worker may skip that check,
+    #: whose answer depends on the text and the database alone (issue 34).
+    checked: bool = False
 
 
 class Reply(msgspec.Struct, frozen=True):
@@ -603,6 +619,33 @@ class ProcessWorker:
         self.kill()
 
 
+class CheckedTexts:
+    """The last :data:`CHECKS_KEPT` SQL texts (of up to :data:`CHECK_KEPT_CHARS`) that
+    passed a worker's own parse check on one database, shared by the threads and executors
+    that use it (``ProcessExecutor.remembers_checks``)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._texts: OrderedDict[str, None] = OrderedDict()
+
+    def __contains__(self, sql: object) -> bool:
+        with self._lock:
+            if sql not in self._texts:
+                return False
+            self._texts.move_to_end(sql)  # type: ignore[arg-type]
+            return True
+
+    def add(self, sql: str) -> None:
+        """Remember that ``sql`` passed (a text over :data:`CHECK_KEPT_CHARS` is not kept)."""
+        if len(sql) > CHECK_KEPT_CHARS:
+            return
+        with self._lock:
+            self._texts[sql] = None
+            self._texts.move_to_end(sql)
+            if len(self._texts) > CHECKS_KEPT:
+                self._texts.popitem(last=False)
+
+
 class ProcessExecutor(Closing, abc.ABC):
     """The parent side every engine's executor shares: ``size`` persistent worker
     processes (:class:`ProcessWorker`, child side :func:`serve`) over one bank database.
@@ -629,6 +672,12 @@ class ProcessExecutor(Closing, abc.ABC):
     kill_grace_s: ClassVar[float] = KILL_GRACE_S
     #: Whether the workers read SQL texts (``ledger.harness.reading``) for the caller.
     reads_sql: ClassVar[bool] = True
+    #: Whether the executor remembers the texts that passed its workers' own parse check
+    #: and sends them again with ``Request.checked`` (an engine whose check costs a parse:
+    #: DuckDB's ``json_serialize_sql``), in a :class:`CheckedTexts` of its own or one
+    #: shared with :meth:`share_checks`: each worker remembers its own checks too, but a
+    #: run's repeated text reaches whichever worker is idle.
+    remembers_checks: ClassVar[bool] = False
 
     def __init__(self, database: Path, *, size: int, timeout_s: float) -> None:
         if size < 1:
@@ -640,6 +689,7 @@ class ProcessExecutor(Closing, abc.ABC):
         self._all: list[ProcessWorker] = []
         self._idle: queue.Queue[ProcessWorker] = queue.Queue()
         self._closed = False
+        self._checks: CheckedTexts | None = CheckedTexts() if self.remembers_checks else None
         try:
             for _ in range(size):
                 self._all.append(self._spawn())
@@ -706,7 +756,11 @@ class ProcessExecutor(Closing, abc.ABC):
         refusal = self._refusal(sql)
         if refusal is not None:
             return failure("refused", refusal, 0)
-        request = Request(sql, max_rows, self._timeout_s, max_result_bytes, max_cell_bytes)
+        checks = self._checks
+        checked = checks is not None and sql in checks
+        request = Request(
+            sql, max_rows, self._timeout_s, max_result_bytes, max_cell_bytes, checked=checked
+        )
         worker = self._take()
         usable = False
         try:
@@ -716,7 +770,17 @@ class ProcessExecutor(Closing, abc.ABC):
             self._settle(result)
         finally:
             self._give_back(worker, usable)
+        passed = result.ok or result.error_kind in _CHECK_PASSED
+        if checks is not None and passed and not checked:
+            checks.add(sql)
         return result
+
+    def share_checks(self, checks: CheckedTexts) -> None:
+        """Remember the texts that passed the parse check in ``checks``, shared with the
+        other executors over the same database (a run's ``SqlWorkers``: one executor per
+        worker). Nothing happens for an engine that does not remember its checks."""
+        if self.remembers_checks:
+            self._checks = checks
 
     def read(self, req: ReadRequest) -> Reading | None:
         """Read one SQL text in a worker (see ``ledger.harness.reading``); None when the

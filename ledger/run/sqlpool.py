@@ -9,17 +9,16 @@ from __future__ import annotations
 
 import signal
 import threading
-from collections import OrderedDict
 from collections.abc import Callable
 from pathlib import Path
 
 from ledger.closing import Closing
 from ledger.engines import Executor
-from ledger.engines.process import ExecResult
+from ledger.engines.process import CheckedTexts, ExecResult, ProcessExecutor
 from ledger.engines.reading import Reading, ReadRequest
 from ledger.events import BankPublished
 from ledger.harness.attempt import BankContext
-from ledger.harness.reading import READING_KEPT_CHARS, READINGS_KEPT, KeptReadings
+from ledger.harness.reading import KeptReadings
 
 
 def hold_ctrl_c() -> None:
@@ -48,15 +47,14 @@ class SqlWorkers(Closing):
         self._lock = threading.Lock()
         self._made: list[Executor] = []
         self._errors: list[BaseException] = []
-        # Idle workers, and the worker that last executed each text (issue 34): a text is
-        # sent to that worker again when it is idle, so the worker's own memory of its
-        # parse check (``Sandbox.refusal``) serves every repeat, not only those that
-        # happen to reach it.
-        self._free: list[Executor] = []
+        self._free: list[Executor] = []  # idle workers, the one idle longest first
         self._freed = threading.Condition(self._lock)
-        self._ran: OrderedDict[str, Executor] = OrderedDict()
         self._on_ready: list[Callable[[], None]] = []
         self._readings = KeptReadings()
+        # The texts that passed a worker's own parse check, shared by every worker's
+        # executor (issue 34: a repeated text is then checked once per run, not once per
+        # worker it reaches).
+        self._checks = CheckedTexts()
         self._started = 0  # workers that have started, or failed to
         self._closed = False  # a worker that starts after close() stops itself
         self._threads = [
@@ -75,6 +73,8 @@ class SqlWorkers(Closing):
                 self._errors.append(exc)
                 self._started += 1
             return
+        if isinstance(made, ProcessExecutor):
+            made.share_checks(self._checks)
         with self._lock:
             late = self._closed
             if not late:
@@ -118,7 +118,7 @@ class SqlWorkers(Closing):
         """Run one statement on an idle worker (waiting for every worker to start, then
         for an idle one; SandboxError when one could not start)."""
         self.ready()
-        executor = self.take(sql)
+        executor = self.take()
         try:
             return executor.execute(
                 sql,
@@ -127,28 +127,18 @@ class SqlWorkers(Closing):
                 max_cell_bytes=max_cell_bytes,
             )
         finally:
-            self.give_back(executor, ran=sql)
+            self.give_back(executor)
 
-    def take(self, sql: str | None = None) -> Executor:
-        """An idle worker, waiting for one: the one that last executed ``sql`` when it is
-        idle, else the one idle longest."""
+    def take(self) -> Executor:
+        """An idle worker, waiting for one: the one idle longest."""
         with self._freed:
             while not self._free:
                 self._freed.wait()
-            last = None if sql is None else self._ran.get(sql)
-            if last is not None and last in self._free:
-                self._free.remove(last)
-                return last
             return self._free.pop(0)
 
-    def give_back(self, executor: Executor, *, ran: str | None = None) -> None:
-        """Return a worker taken with :meth:`take`; ``ran``: the SQL it just executed."""
+    def give_back(self, executor: Executor) -> None:
+        """Return a worker taken with :meth:`take`."""
         with self._freed:
-            if ran is not None and len(ran) <= READING_KEPT_CHARS:
-                self._ran[ran] = executor
-                self._ran.move_to_end(ran)
-                if len(self._ran) > READINGS_KEPT:
-                    self._ran.popitem(last=False)
             self._free.append(executor)
             self._freed.notify()
 

@@ -3,9 +3,10 @@
 A run answers the same SQL many times (attempts, models). The run's SQL workers
 (``ledger.run.sqlpool.SqlWorkers``) give a repeated read request its reading again
 without a worker, unless that reading ran out of the judge budget; each DuckDB worker
-remembers its own parse check (``Sandbox.refusal``) per text. Real workers, a real
-published bank; what is kept is observed from outside: a read that needs a worker
-cannot finish while the only worker is held.
+remembers its own parse check (``Sandbox.refusal``) per text, and the run remembers the
+texts that passed it on any worker (``CheckedTexts``): those are sent as checked. Real
+workers, a real published bank; what is kept is observed from outside: a read that needs
+a worker cannot finish while the only worker is held.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from test_pipeline import sales_fixture
 from ledger.bank.registry import PublishedBank
 from ledger.engines import executor_for
 from ledger.engines.duckdb_sandbox import Sandbox, connect_sandboxed
+from ledger.engines.process import CHECK_KEPT_CHARS, CHECKS_KEPT, CheckedTexts
 from ledger.engines.reading import Reading, Readings, ReadRequest
 from ledger.harness import limits
 from ledger.harness.attempt import BankContext
@@ -163,23 +165,65 @@ def test_a_kept_reading_is_the_workers_own(workers: SqlWorkers) -> None:
     assert kept.readings.match is True
 
 
-def test_a_repeated_text_goes_to_the_worker_that_ran_it(bank: PublishedBank) -> None:
+CAPS = {"max_rows": 10, "max_result_bytes": 1 << 20, "max_cell_bytes": 1 << 16}
+
+
+def test_a_text_that_passed_one_workers_check_is_not_checked_by_another(
+    bank: PublishedBank,
+) -> None:
+    refused = "SELECT * FROM read_csv('x.csv')"
     with SqlWorkers(context_of(bank), 2, lambda event, path: executor_for(event, path)) as two:
         two.ready()
         x, y = two.take(), two.take()
+        two.give_back(y)  # y is the only idle worker
+        first = two.execute(SQL, **CAPS)  # on y: checked there
+        assert two.execute(refused, **CAPS).error_kind == "refused"
+        held = two.take()  # y again, the only idle one
+        assert held is y
+        two.give_back(x)
+        again = two.execute(SQL, **CAPS)  # on x, which never saw it: sent as checked
+        assert two.execute(refused, **CAPS).error_kind == "refused"  # checked again on x
         two.give_back(y)
-        two.give_back(x)  # idle longest first: y, then x
-        caps = {"max_rows": 10, "max_result_bytes": 1 << 20, "max_cell_bytes": 1 << 16}
-        first = two.execute(SQL, **caps)  # on y, the one idle longest
-        again = two.execute(SQL, **caps)  # on y again, though x has been idle longer
         assert first.ok
         assert again.ok
         assert first.rows == again.rows
-        assert two.take() is x  # x was not used: still idle longest
-        # Any other text goes to the worker idle longest, as before.
-        assert two.take("SELECT 2") is y
-        two.give_back(x)
-        two.give_back(y)
+        # One memory for the run, shared by every worker's executor: the texts that
+        # passed, never one that was refused.
+        assert SQL in two._checks
+        assert refused not in two._checks
+        assert all(made._checks is two._checks for made in two._made)
+
+
+def test_a_remembered_text_runs_without_the_workers_check_and_the_shadows_stand(
+    bank: PublishedBank,
+) -> None:
+    # duckdb_tables() is refused by the worker's parse check (not a published table);
+    # sent as already checked, it runs into the temporary macro that shadows it.
+    text = "SELECT * FROM duckdb_tables()"
+    with executor_for(bank.event, bank.db_path) as pool:
+        assert pool.execute(text, **CAPS).error_kind == "refused"
+        assert pool.execute(SQL, **CAPS).ok
+        checks = CheckedTexts()
+        pool.share_checks(checks)
+        assert SQL not in checks  # the shared memory replaced the executor's own
+        checks.add(text)
+        skipped = pool.execute(text, **CAPS)
+    assert skipped.error_kind == "sql_runtime"
+    assert "duckdb_tables() is disabled in the SQL worker" in (skipped.error_message or "")
+
+
+def test_the_remembered_checks_are_bounded() -> None:
+    checks = CheckedTexts()
+    for n in range(CHECKS_KEPT):
+        checks.add(f"SELECT {n}")
+    assert "SELECT 0" in checks  # now the most recently asked
+    checks.add("SELECT -1")  # one over: the least recently used goes, SELECT 1
+    assert "SELECT 1" not in checks
+    assert "SELECT 0" in checks
+    assert "SELECT -1" in checks
+    long_sql = "SELECT 1" + " " * CHECK_KEPT_CHARS
+    checks.add(long_sql)
+    assert long_sql not in checks
 
 
 def test_two_threads_asking_for_one_reading_read_it_once() -> None:
