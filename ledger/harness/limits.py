@@ -191,6 +191,8 @@ def cut_text(text: str, cap: int, secrets: SecretSet | None = None) -> tuple[str
     return prefix_within(clean, cap), len(text.encode("utf-8", "surrogatepass"))
 
 
+_JSON = msgspec.json.Encoder()
+
 # Fields a TextPolicy leaves alone: bounded by their own caps, or not free text.
 _OWN_CAPS = frozenset(
     {"raw_output", "raw_output_sha256", "rows", "columns", "texts_cut", "prompt", "plan", "sql",
@@ -208,7 +210,24 @@ class TextPolicy:
 
     def fields(self, fields: dict[str, Any]) -> dict[str, Any]:
         """The fields of one event with every free text cut and scrubbed (``texts_cut``
-        extended with what was cut); fields with caps of their own are left alone."""
+        extended with what was cut); fields with caps of their own are left alone.
+
+        Without secrets, fields whose JSON is within the cap as a whole are returned as
+        they are, unwalked (issue 34: nearly every event): no text in them is longer
+        than their JSON, so none would be cut."""
+        if not self.secrets:
+            free = {key: value for key, value in fields.items() if key not in _OWN_CAPS}
+            try:
+                whole = len(_JSON.encode(free))
+            except (TypeError, UnicodeEncodeError):  # not JSON as it is: walk it
+                whole = self.cap + 1
+            if whole <= self.cap:
+                return dict(fields)
+        return self.walked(fields)
+
+    def walked(self, fields: dict[str, Any]) -> dict[str, Any]:
+        """:meth:`fields` by walking every value (the definition; ``fields`` skips the walk
+        only where it cannot cut anything)."""
         known = fields.get("texts_cut", msgspec.UNSET)
         cuts: list[TextCut] = [] if known is msgspec.UNSET else list(known)
         before = len(cuts)

@@ -157,3 +157,33 @@ def test_an_output_contract_error_is_cut_and_the_extracted_fields_are_not() -> N
     assert out["error"] == f"extra fields {extra}"[:64]
     # 13 + 10 x "kN, " (4) + 90 x "kNN, " (5) - the last ", " (2) = 501 bytes
     assert out["texts_cut"] == (events.TextCut(field="error", bytes=501),)
+
+
+_TEXTS = st.text(alphabet=st.sampled_from(["a", "é", '"', "\\", "\n", "\x00", "😀", "\ud800"]))
+_VALUES = st.recursive(
+    st.none() | st.integers(-5, 5) | _TEXTS,
+    lambda inner: (
+        st.lists(inner, max_size=4).map(tuple)
+        | st.dictionaries(st.sampled_from(["a", "b", "c"]), inner, max_size=3)
+        | st.builds(events.Violation, check=_TEXTS, message=_TEXTS)
+    ),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    fields=st.dictionaries(
+        st.sampled_from(["error", "message", "detail", "sql", "summary", "extra"]),
+        _VALUES,
+        max_size=4,
+    ),
+    cap=st.integers(1, 120),
+)
+def test_fields_within_the_cap_are_kept_exactly_as_the_walk_keeps_them(
+    fields: dict[str, object], cap: int
+) -> None:
+    # ``fields`` skips the walk when the fields' JSON is within the cap; whatever it
+    # returns is what walking every value returns (texts, texts_cut and all).
+    policy = limits.TextPolicy(cap=cap)
+    assert policy.fields(fields) == policy.walked(fields)
