@@ -32,7 +32,11 @@ from collections import defaultdict
 from pathlib import Path
 
 import pytest
+from runkit import fresh_home
 from support import REPO
+
+from ledger.events import RunStarted
+from ledger.store import Ledger
 
 ROOTS = ("ledger", "projections")
 
@@ -284,3 +288,35 @@ def test_a_sql_worker_that_only_executes_loads_no_parser(tmp_path: Path) -> None
     )
     assert len(engines) >= 15
     assert done.stdout.strip() == "[] False"
+
+
+def test_a_run_loads_no_engine_or_http_module_it_does_not_use(
+    tmp_path_factory: pytest.TempPathFactory, tmp_path: Path
+) -> None:
+    """Issue 34: a run's own process starts its SQL workers and calls its adapter; it
+    executes nothing itself and a reference run calls no server, so it never imports
+    DuckDB (its workers do) nor ``http.client`` and ``ssl`` (the OpenAI adapter's, at its
+    first call). The run's versions are read from the installed distributions. (With
+    variant diagnostics the run builds its variant databases itself: DuckDB then.)"""
+    home = fresh_home(tmp_path_factory, tmp_path)
+    code = (
+        "import sys\n"
+        "from ledger.cli import main\n"
+        "try:\n"
+        "    main(sys.argv[1:])\n"
+        "except SystemExit as stop:\n"
+        "    assert stop.code == 0, stop.code\n"
+        "loaded = {m.split('.')[0] for m in sys.modules} & {'duckdb', '_duckdb', 'ssl', 'http'}\n"
+        "print('loaded:', sorted(loaded))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, "--ledger", str(home / "ledger.db"), "run", "--bank",
+         "sales-fixture", "--adapter", "reference", "--attempts", "1", "--no-variants",
+         "--run-id", "lean"],
+        capture_output=True, text=True, check=True, cwd=home.parent,
+    )  # fmt: skip
+    assert done.stdout.strip().splitlines()[-1] == "loaded: []"
+    with Ledger.open(home / "ledger.db", readonly=True) as ledger:
+        started = ledger.stream_events("lean")[0].event()
+    assert isinstance(started, RunStarted)
+    assert started.versions.duckdb == "1.5.5"  # the pinned DuckDB, as it was imported

@@ -13,7 +13,6 @@ reason of a connection or protocol error) is scrubbed of it in every form
 
 from __future__ import annotations
 
-import http.client
 import json
 import logging
 import socket
@@ -21,7 +20,7 @@ import time
 import urllib.parse
 from collections.abc import Iterable
 from decimal import Decimal
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
@@ -31,6 +30,9 @@ from ledger.adapters.base import Failure, Identity, Reply, Request
 from ledger.codec import sha256_hex
 from ledger.errors import AdapterError, UsageError
 from ledger.secrets import SecretSet, env_secret
+
+if TYPE_CHECKING:
+    import http.client
 
 __all__ = ["ADAPTER_VERSION", "OpenAIAdapter", "build", "status_kind"]
 
@@ -249,6 +251,8 @@ class OpenAIAdapter:
         }
         if self._secret is not None:
             headers["Authorization"] = "Bearer " + self._secret
+        import http.client  # here: a run that calls no server never loads it (nor ssl)
+
         conn_cls = http.client.HTTPSConnection if self._https else http.client.HTTPConnection
         start = time.perf_counter_ns()
         deadline = time.monotonic() + self._timeout_s

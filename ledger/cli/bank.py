@@ -11,15 +11,6 @@ import click
 
 from ledger.app.importing import import_benchmark
 from ledger.app.output import output_folder
-from ledger.bank import (
-    builtin_banks,
-    list_published,
-    load_any,
-    load_bank,
-    publish,
-    resolve_source,
-    validate_bank,
-)
 from ledger.bank.describe import (
     describe_bank,
     describe_published,
@@ -28,7 +19,9 @@ from ledger.bank.describe import (
     format_show,
     to_json,
 )
-from ledger.bank.registry import label
+from ledger.bank.model import load_bank
+from ledger.bank.publish import publish, validate_bank
+from ledger.bank.registry import builtin_banks, label, list_published, load_any, resolve_source
 from ledger.calibration.relations import check_folder_relations
 from ledger.cli.common import Context, exit_with, pass_ctx
 from ledger.engines.sqlite_integrity import format_violations

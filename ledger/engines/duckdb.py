@@ -6,8 +6,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import duckdb
-
 from ledger.engines.base import EngineQueryError
 from ledger.engines.duckdb_build import (
     REQUIRED_DUCKDB,
@@ -58,6 +56,8 @@ class DuckDBEngine:
         self, database: Path, sql: str
     ) -> tuple[tuple[Column, ...], list[tuple[Any, ...]]]:
         """Run one reference query read-only."""
+        import duckdb  # here: a run's own process only makes executors (issue 34)
+
         con = open_bank_db(database)
         try:
             return run_query(con, sql)

@@ -14,9 +14,7 @@ import contextlib
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
-
-import duckdb
+from typing import TYPE_CHECKING, Any
 
 from ledger.codec import digest
 from ledger.engines.base import EngineQueryError
@@ -24,6 +22,9 @@ from ledger.engines.cells import encode_row
 from ledger.engines.data_files import DATA_SQLITE, DataFiles, load_hint, parents_first
 from ledger.errors import BankError, first_line
 from ledger.events import Column, TableSchema
+
+if TYPE_CHECKING:  # imported where used: a run's own process never loads DuckDB (issue 34)
+    import duckdb
 
 __all__ = [
     "REQUIRED_DUCKDB",
@@ -44,6 +45,8 @@ REQUIRED_DUCKDB = "1.5.5"
 
 def require_duckdb() -> None:
     """Refuse any DuckDB but the pinned one: another version may build or compute differently."""
+    import duckdb
+
     found = duckdb.__version__
     if found != REQUIRED_DUCKDB:
         raise BankError(
@@ -55,6 +58,8 @@ def require_duckdb() -> None:
 
 def connect(path: Path, *, read_only: bool) -> duckdb.DuckDBPyConnection:
     """Open a bank database with fixed settings (UTC, one thread, no external access, locked)."""
+    import duckdb
+
     require_duckdb()
     con = duckdb.connect(
         str(path),
@@ -98,6 +103,8 @@ def build_sql(
     of ``seed_sql``: loaded by DuckDB's own CSV / Parquet readers on a connection
     that runs no bank SQL, after schema.sql created the tables.
     """
+    import duckdb
+
     require_duckdb()
     if path.exists():
         raise BankError(f"refusing to overwrite {path}")
@@ -145,6 +152,8 @@ def load_data_files(
     type. ``data.sqlite``: each table's rows pass through a temporary CSV file in
     which NULL and the empty string stay apart.
     """
+    import duckdb
+
     con = duckdb.connect(str(db), config={"threads": 1})
     try:
         con.execute("SET TimeZone='UTC'")
@@ -173,6 +182,8 @@ def _load_file(
     con: duckdb.DuckDBPyConnection, table: TableSchema, path: Path, kind: str, where: str,
     *, quoted_nulls: bool = True,
 ) -> None:  # fmt: skip
+    import duckdb
+
     target = _ident(table.name)
     if kind == "parquet":
         reader = f"read_parquet({_sql_string(str(path))})"

@@ -74,8 +74,6 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-import duckdb
-
 from ledger import __version__, events, stream_read
 from ledger.adapters.base import Adapter, Answer, Failure, Request, RetryPolicy, adapter_secrets
 from ledger.engines import executor_for
@@ -170,7 +168,9 @@ def _versions() -> events.Versions:
     return events.Versions(
         app=__version__,
         scorer=score.SCORER_VERSION,
-        duckdb=duckdb.__version__,
+        # The installed distributions' versions, read without importing either: the
+        # run's own process needs neither module (its SQL workers import DuckDB).
+        duckdb=importlib.metadata.version("duckdb"),
         sqlglot=importlib.metadata.version("sqlglot"),
         output_contract=OUTPUT_CONTRACT,
         report_contract=REPORT_CONTRACT,

@@ -11,18 +11,20 @@ import duckdb
 import pytest
 from banktest import edit
 
-from ledger.bank import build_database, load_bank, open_bank_db, validate_bank
+from ledger.bank.build import build_database
+from ledger.bank.model import load_bank
+from ledger.bank.publish import validate_bank
 from ledger.bank.registry import builtin_banks
-from ledger.engines.duckdb_build import table_digests
+from ledger.engines.duckdb_build import open_bank_db, table_digests
 from ledger.errors import BankError
 
 # Run in a fresh interpreter: load, build into PATH, freeze gold, print what must agree.
 _CHILD = """
 import json, sys
 from pathlib import Path
-from ledger.bank import build_database, load_bank, open_bank_db
-from ledger.bank.build import freeze_gold, gold_digest
-from ledger.engines.duckdb_build import table_digests, table_snapshot
+from ledger.bank.build import build_database, freeze_gold, gold_digest
+from ledger.bank.model import load_bank
+from ledger.engines.duckdb_build import open_bank_db, table_digests, table_snapshot
 bank = load_bank(Path(sys.argv[1]))
 db = Path(sys.argv[2])
 build_database(bank, db)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from ledger.bank import validate_bank
 from ledger.bank.model import CASE_FIELDS, DIMENSIONS, PLACEHOLDERS, SEMANTIC_KEYS, TOP_FIELDS
+from ledger.bank.publish import validate_bank
 from ledger.bank.source import BANK_FILES
 from ledger.cli.bank import bank_group
 

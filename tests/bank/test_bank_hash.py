@@ -13,9 +13,9 @@ from banktest import edit
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ledger.bank import load_bank, read_source
+from ledger.bank.model import load_bank
 from ledger.bank.problems import Problems
-from ledger.bank.source import BANK_FILES, canonical_text, parse_json, parse_yaml
+from ledger.bank.source import BANK_FILES, canonical_text, parse_json, parse_yaml, read_source
 
 
 def test_crlf_line_endings_keep_the_hash(tiny: Path) -> None:

@@ -23,7 +23,7 @@ import yaml
 from click.testing import CliRunner, Result
 from support import BENCHMARKS, plain_cell
 
-from ledger.bank import validate_bank
+from ledger.bank.publish import validate_bank
 from ledger.cli import main
 from ledger.events import BankPublished
 from ledger.store import Ledger

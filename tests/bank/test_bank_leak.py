@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 from banktest import edit
 
-from ledger.bank import leak_context, leak_findings, publish, validate_bank
+from ledger.bank.leak import leak_context, leak_findings
+from ledger.bank.publish import publish, validate_bank
 from ledger.errors import BankError
 from ledger.events import Column, GoldResult
 from ledger.keys import Signer

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from ledger.bank import validate_bank
+from ledger.bank.publish import validate_bank
 from ledger.cli import main
 
 TINY = Path(__file__).resolve().parents[2] / "docs" / "examples" / "tiny-bank"

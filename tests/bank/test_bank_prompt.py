@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from ledger.bank import leak_context, leak_findings, validate_bank
+from ledger.bank.leak import leak_context, leak_findings
+from ledger.bank.publish import validate_bank
 from ledger.bank.registry import builtin_banks
 from ledger.events import BankPublished, CaseSpec, Plan
 from ledger.harness.prompt import (

@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 from banktest import edit
 
-from ledger.bank import find_published, list_published, publish
 from ledger.bank.build import BUILD_SETTINGS
+from ledger.bank.publish import publish
+from ledger.bank.registry import find_published, list_published
 from ledger.codec import digest
 from ledger.errors import BankError
 from ledger.events import BankPublished

@@ -18,7 +18,8 @@ import pytest
 from banktest import edit
 from support import CUSTOMERS, ORDERS, TINY
 
-from ledger.bank import load_bank, validate_bank
+from ledger.bank.model import load_bank
+from ledger.bank.publish import validate_bank
 from ledger.bank.source import read_source
 from ledger.engines.sqlite import canonical_digest
 from ledger.errors import BankError

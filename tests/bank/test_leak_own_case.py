@@ -14,8 +14,8 @@ from banktest import edit
 from click.testing import CliRunner
 from support import BENCHMARKS
 
-from ledger.bank import leak_context, leak_findings, publish, validate_bank
-from ledger.bank.leak import shared_findings
+from ledger.bank.leak import leak_context, leak_findings, shared_findings
+from ledger.bank.publish import publish, validate_bank
 from ledger.cli import main
 from ledger.engines.cells import encode_cell
 from ledger.errors import BankError

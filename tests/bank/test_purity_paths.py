@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from banktest import edit
 
-from ledger.bank import load_bank
+from ledger.bank.model import load_bank
 from ledger.bank.problems import Problems
 from ledger.bank.purity import check_purity
 from ledger.errors import BankError

@@ -13,8 +13,8 @@ from banktest import edit
 from click.testing import CliRunner
 from ledger_audit import TEST_SCORER
 
-from ledger.bank import publish
 from ledger.bank.model import load_bank
+from ledger.bank.publish import publish
 from ledger.cli import main
 from ledger.errors import BankError
 from ledger.events import ScoreComputed, SqlExecuted

@@ -10,8 +10,8 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from ledger.bank import build_database, load_bank
-from ledger.bank.model import Bank
+from ledger.bank.build import build_database
+from ledger.bank.model import Bank, load_bank
 from ledger.bank.registry import BUILTIN_DIR
 from ledger.calibration.calibrate import CalibrationResult, calibrate
 from ledger.calibration.config import load_calibration

@@ -12,8 +12,7 @@ from pathlib import Path
 import pytest
 from calkit import FIXTURE, copy_bank
 
-from ledger.bank import load_bank
-from ledger.bank.model import Bank
+from ledger.bank.model import Bank, load_bank
 from ledger.calibration.config import (
     CaseCalibration,
     Variant,

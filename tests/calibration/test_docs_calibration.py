@@ -6,7 +6,7 @@ import re
 
 from calkit import FIXTURE
 
-from ledger.bank import load_bank
+from ledger.bank.model import load_bank
 from ledger.bank.registry import REPO_ROOT as REPO
 from ledger.calibration.config import parse_calibration
 from ledger.calibration.operators import OPERATORS

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 from calkit import FIXTURE, copy_bank, run_calibration
 
-from ledger.bank import build_database, load_bank
+from ledger.bank.build import build_database
+from ledger.bank.model import load_bank
 from ledger.calibration.calibrate import CalibrationResult, MutantRecord, read_gold
 from ledger.calibration.config import load_calibration
 from ledger.calibration.diagnostics import VariantDiagnostics

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from calkit import FIXTURE
 
-from ledger.bank import build_database, load_bank
-from ledger.bank.model import Bank, CaseDef
+from ledger.bank.build import build_database
+from ledger.bank.model import Bank, CaseDef, load_bank
 from ledger.calibration.calibrate import read_gold
 from ledger.calibration.oracle import Judged, Oracle
 from ledger.engines.duckdb_worker import WorkerPool

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from calkit import FIXTURE, RETAIL, copy_bank
 
-from ledger.bank import load_bank
+from ledger.bank.model import load_bank
 from ledger.calibration.config import load_calibration
 from ledger.calibration.relations import check_relations
 

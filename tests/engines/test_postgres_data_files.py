@@ -20,7 +20,7 @@ import pytest
 from click.testing import CliRunner, Result
 from support import CUSTOMERS, ORDERS, TINY
 
-from ledger.bank import validate_bank
+from ledger.bank.publish import validate_bank
 from ledger.cli import main
 
 
