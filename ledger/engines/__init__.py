@@ -2,9 +2,10 @@
 
 ``base`` defines the contract; ``duckdb``, ``sqlite`` and ``postgres`` implement
 it. ``process`` is the SQL worker protocol every engine's executor shares (the
-messages, the child's loop and watchdog, ``ProcessExecutor``: spawn, request and
-reply, deadline kill, memory bound, pids, close, a crashed worker replaced); each
-engine supplies its worker's open, run and classify. ``reading``: the protocol's
+messages, the child's loop, ``ProcessExecutor``: spawn, request and reply, deadline
+kill, memory bound, pids, close, a crashed worker replaced), ``watchdog`` the worker's
+own guards in the child (the deadline interrupt, the memory bound, the orphan check);
+each engine supplies its worker's open, run and classify. ``reading``: the protocol's
 "read this SQL" messages (the harness's reader, named, answers them); ``cells``: the
 typed result cells every worker returns; ``data_files``: a bank's rows given as files,
 which every engine's build loads. DuckDB's parts: ``duckdb_build`` (the pinned,

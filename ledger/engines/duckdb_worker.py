@@ -42,19 +42,17 @@ from ledger.engines.duckdb_sandbox import (
 )
 from ledger.engines.process import (
     KILL_GRACE_S,
-    RSS_MARGIN_BYTES,
     ExecResult,
     ProcessExecutor,
     ProcessWorker,
     Request,
-    Watchdog,
     exit_now,
     failure,
-    parse_memory_limit,
     serve,
     success,
     too_large,
 )
+from ledger.engines.watchdog import RSS_MARGIN_BYTES, Watchdog, parse_memory_limit
 
 # ExecResult, KILL_GRACE_S and ProcessWorker are also named here for the callers that
 # imported them from this module before ``ledger.engines.process`` held them.

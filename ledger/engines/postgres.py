@@ -73,7 +73,7 @@ from ledger.engines.postgres_worker import (
     describe,
     why_unsendable,
 )
-from ledger.engines.process import parse_memory_limit
+from ledger.engines.watchdog import parse_memory_limit
 from ledger.errors import BankError, SandboxError, UsageError, first_line
 from ledger.events import Column, TableSchema
 

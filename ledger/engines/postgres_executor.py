@@ -19,7 +19,8 @@ import psycopg
 
 from ledger.engines.postgres_bankfile import ENV_VAR, read_bank_file
 from ledger.engines.postgres_worker import why_unsendable, worker_main
-from ledger.engines.process import ExecResult, ProcessExecutor, ProcessWorker, parse_memory_limit
+from ledger.engines.process import ExecResult, ProcessExecutor, ProcessWorker
+from ledger.engines.watchdog import parse_memory_limit
 from ledger.errors import SandboxError
 
 if TYPE_CHECKING:

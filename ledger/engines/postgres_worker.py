@@ -20,16 +20,8 @@ from psycopg.adapt import Loader
 from psycopg.pq import Format
 
 from ledger.engines import cells
-from ledger.engines.process import (
-    ExecResult,
-    Request,
-    Watchdog,
-    failure,
-    limit_address_space,
-    serve,
-    success,
-    too_large,
-)
+from ledger.engines.process import ExecResult, Request, failure, serve, success, too_large
+from ledger.engines.watchdog import Watchdog, limit_address_space
 from ledger.errors import first_line
 from ledger.events import Column
 

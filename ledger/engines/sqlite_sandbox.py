@@ -25,8 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from ledger.engines import cells
-from ledger.engines.process import parse_memory_limit as worker_memory_limit
 from ledger.engines.sqlite_catalog import allowed_calls, catalog, fold
+from ledger.engines.watchdog import parse_memory_limit as worker_memory_limit
 from ledger.errors import UsageError
 from ledger.events import Column
 

@@ -30,10 +30,8 @@ from ledger.engines.process import (
     ProcessExecutor,
     ProcessWorker,
     Request,
-    Watchdog,
     exit_now,
     failure,
-    limit_address_space,
     serve,
     success,
     too_large,
@@ -45,6 +43,7 @@ from ledger.engines.sqlite_sandbox import (
     parse_memory_limit,
     statement_refusal,
 )
+from ledger.engines.watchdog import Watchdog, limit_address_space
 from ledger.errors import first_line
 from ledger.events import Column
 
