@@ -23,6 +23,7 @@ __all__ = [
     "RetryFigures",
     "RunFigures",
     "failure_of",
+    "figures_of",
     "retry_figures",
     "run_figures",
 ]
@@ -151,6 +152,16 @@ def run_figures(bank: BankPublished, run_events: Iterable[tuple[int, bytes, Even
     state = caseruns.apply(caseruns.initial(), (0, b"", bank))
     for item in run_events:
         state = caseruns.apply(state, item)
+    return figures_of(bank, state)
+
+
+def figures_of(bank: BankPublished, state: caseruns.State) -> RunFigures:
+    """:func:`run_figures` of a state that folded the events of one run on ``bank`` (the
+    runner's end folds its stream once, for its totals and these figures).
+
+    Raises:
+        ValueError: the state holds no run, or more than one.
+    """
     if len(state.runs) != 1:
         raise ValueError("the events of exactly one run are needed")
     run_id, info = next(iter(state.runs.items()))

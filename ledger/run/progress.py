@@ -16,9 +16,10 @@ from decimal import Decimal
 from ledger import events
 from ledger.harness.attempt import AttemptKey
 from ledger.store import StoredEvent
+from projections.caseruns import State
 from projections.outcome import Terminal
 from projections.outcome import terminal as outcome_of
-from projections.runsummary import FailureGroup, RetryFigures, run_figures
+from projections.runsummary import FailureGroup, RetryFigures, figures_of, run_figures
 
 TERMINAL = (events.ScoreComputed, events.AttemptCancelled)
 
@@ -127,11 +128,14 @@ def summarise(
     stored: Sequence[StoredEvent],
     planned: Sequence[AttemptKey],
     bank: events.BankPublished | None = None,
+    folded: State | None = None,
 ) -> RunSummary:
     """The summary of a run from its stream: the final outcome of each planned attempt.
 
     ``status`` is the last RunFinished's (``running`` when there is none yet). With
-    ``bank`` (the run's published bank) the report's figures are added.
+    ``bank`` (the run's published bank) the report's figures are added, from ``folded``
+    when given (the CaseRuns fold of ``stored``, but for its RunFinished, on ``bank``:
+    ``Session.folded``) instead of folding ``stored`` again.
     """
     run_id, status, message, recorded = "", "running", "", None
     decoded = [item.event() for item in stored]
@@ -161,9 +165,13 @@ def summarise(
     )
     if bank is None or recorded is None:
         return summary
-    figures = run_figures(
-        bank,
-        ((item.seq, item.leaf_hash, event) for item, event in zip(stored, decoded, strict=True)),
+    figures = (
+        run_figures(
+            bank,
+            ((item.seq, item.leaf_hash, e) for item, e in zip(stored, decoded, strict=True)),
+        )
+        if folded is None
+        else figures_of(bank, folded)
     )
     return dataclasses.replace(
         summary,

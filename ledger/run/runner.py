@@ -434,7 +434,7 @@ def _run_planned(
     stream = session.finish(status, message)
     if stream is None:
         stream = stream_read.stream_events(ledger, plan.run_id)
-    return summarise(stream, planned, published)
+    return summarise(stream, planned, published, session.folded)
 
 
 def _store_prompts(session: Session, existing: list[StoredEvent], texts: list[str]) -> None:

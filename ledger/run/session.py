@@ -19,8 +19,8 @@ from ledger.harness.limits import TextPolicy
 from ledger.keys import Signer
 from ledger.run.calls import Outcome
 from ledger.store import Ledger, StoredEvent
-from projections.caseruns import BankInfo
-from projections.report.build import stream_totals
+from projections.caseruns import BankInfo, State
+from projections.report.totals import fold_stream, state_totals
 
 
 @contextlib.contextmanager
@@ -63,6 +63,9 @@ class Session:
         self.stream = Stream(run_id, clock, None, texts)
         # The group commit: staged batches, each with the stream head after it.
         self.group: list[tuple[list[events.EventBase], tuple[int, str | None]]] = []
+        #: The CaseRuns fold of the stream :meth:`finish` read for the totals (None before
+        #: it, or without a bank): the run's summary takes its figures from it too.
+        self.folded: State | None = None
         self.group_head: tuple[int, str | None] = (-1, None)
         self.resync(stored)
 
@@ -151,8 +154,8 @@ class Session:
 
         The totals (issue 22: what ``caseledger runs`` shows of the run's attempts)
         are folded from the run's stream as recorded, read back from the log, by the
-        definition ``runs`` folds with (``projections.report.build.stream_totals``);
-        ``verify --recompute`` re-derives them.
+        definition ``runs`` folds with (``projections.report.build.stream_totals``: its
+        fold is kept in :attr:`folded`); ``verify --recompute`` re-derives them.
 
         Returns the run's stream as read for the totals followed by the RunFinished as
         stored (what reading the stream again would give: the RunFinished was appended
@@ -163,9 +166,10 @@ class Session:
         rows: list[StoredEvent] | None = None
         if self.bank is not None:
             rows = stream_read.stream_events(self.ledger, self.run_id)
-            totals = stream_totals(
+            self.folded = fold_stream(
                 BankInfo(-1, self.bank), ((r.seq, r.leaf_hash, r.event()) for r in rows)
             )
+            totals = state_totals(self.folded)
             if totals is not None:
                 fields["totals"] = totals
         self.one(events.RunFinished, **fields)

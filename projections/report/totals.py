@@ -20,9 +20,11 @@ from projections.caseruns import BankInfo, RunInfo, State, attempts_of_run
 __all__ = [
     "RunRow",
     "bank_cases",
+    "fold_stream",
     "recorded_overview",
     "run_overview",
     "run_totals",
+    "state_totals",
     "stream_totals",
 ]
 
@@ -78,10 +80,21 @@ def stream_totals(bank: BankInfo, items: Iterable[tuple[int, bytes, Event]]) -> 
     Model and self-test runs (``run_kind`` ``model``, ``self_test``) get totals: their
     rows are made alike.
     """
+    return state_totals(fold_stream(bank, items))
+
+
+def fold_stream(bank: BankInfo, items: Iterable[tuple[int, bytes, Event]]) -> State:
+    """The CaseRuns fold of one run's stream ``items`` (seq, leaf hash, event) on ``bank``,
+    as :func:`stream_totals` folds it."""
     state = caseruns.initial()
     state.banks[bank.event.content_sha256] = bank
     for item in items:
         state = caseruns.apply(state, item)
+    return state
+
+
+def state_totals(state: State) -> RunTotals | None:
+    """:func:`stream_totals` of the state :func:`fold_stream` made (None as it says)."""
     if len(state.runs) != 1:
         return None
     ((run_id, info),) = state.runs.items()

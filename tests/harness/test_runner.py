@@ -176,6 +176,10 @@ def test_replay_scores_equal_the_scorer_case_by_case(
     # Every planned attempt stays planned, the missing ones included.
     assert (summary.planned, summary.done, summary.status) == (36, 36, "completed")
     assert summary.failures["missing_recording"] == 2
+    # The run's summary takes its figures from the fold its end made for the totals
+    # (issue 34): equal to folding the finished stream afresh, failure groups and all.
+    assert summary == summarise(stored, plan_keys(bank.event.cases, 2), bank.event)
+    assert {g.category for g in summary.groups} >= {"provider", "protocol", "guard"}
     started = stored[0].event()
     assert isinstance(started, events.RunStarted)
     assert started.attempts == 2
