@@ -467,6 +467,7 @@ def test_spider_layout_imports_and_the_reference_scores_100(tmp_path: Path) -> N
 
 
 @pytest.mark.benchmark_data
+@pytest.mark.no_cover  # see pyproject.toml: repeats covered paths
 def test_superhero_on_duckdb_has_no_engine_line_and_the_same_gold(tmp_path: Path) -> None:
     out_duck = tmp_path / "duck"
     result = _import(

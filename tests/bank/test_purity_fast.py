@@ -212,5 +212,6 @@ def test_seeds_of_literal_rows_fast_equals_full(seed: str) -> None:
 
 @settings(max_examples=300, deadline=None)
 @given(_seed(other=True))
+@pytest.mark.no_cover  # see pyproject.toml: repeats covered paths
 def test_mixed_seeds_fast_equals_full(seed: str) -> None:
     assert problems_of(seed) == full_of(seed)

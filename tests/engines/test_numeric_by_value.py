@@ -148,6 +148,7 @@ def _verdicts(home: Path, folder: Path, engine: str) -> dict[str, bool]:
 
 
 @pytest.mark.slow
+@pytest.mark.no_cover  # see pyproject.toml: repeats covered paths
 def test_the_same_values_get_the_same_verdict_on_duckdb_sqlite_and_postgres(
     tmp_path: Path, pg_dsn: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -155,6 +155,7 @@ def _denied_call_names() -> list[str]:
 
 
 @pytest.mark.parametrize("name", _denied_call_names())
+@pytest.mark.no_cover  # see pyproject.toml: repeats covered paths
 def test_every_denied_function_is_refused_by_the_guard(name: str) -> None:
     # Generated from the catalog: whatever class sqlglot parses the call into, and with
     # whatever arity, a denied function never passes.

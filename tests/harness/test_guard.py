@@ -557,6 +557,7 @@ def _mutate(sql: str, data: st.DataObject) -> str:
 
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
+@pytest.mark.no_cover  # see pyproject.toml: repeats covered paths
 def test_mutated_hostile_is_never_accepted(data: st.DataObject) -> None:
     entry = data.draw(st.sampled_from(HOSTILE), label="entry")
     mutated = _mutate(entry.sql, data)
@@ -565,6 +566,7 @@ def test_mutated_hostile_is_never_accepted(data: st.DataObject) -> None:
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
+@pytest.mark.no_cover  # see pyproject.toml: repeats covered paths
 def test_mutated_legit_is_still_accepted(data: st.DataObject) -> None:
     entry = data.draw(st.sampled_from(LEGIT), label="entry")
     mutated = _mutate(entry.sql, data)

@@ -139,6 +139,7 @@ def direct_score(
 
 
 @pytest.mark.slow
+@pytest.mark.no_cover  # see pyproject.toml: repeats covered paths
 def test_replay_scores_equal_the_scorer_case_by_case(
     home: Path, ledger: Ledger, tmp_path: Path
 ) -> None:

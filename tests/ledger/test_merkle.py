@@ -159,6 +159,7 @@ def _valid_subtree(start: int, end: int) -> bool:
     return start == 0 or start == end or start % _bit_ceil(end - start) == 0
 
 
+@pytest.mark.no_cover  # see pyproject.toml: repeats covered paths
 def test_accumulated_130_leaf_vectors(vectors_dir: Path) -> None:
     """Rolling SHA-256 over every subtree hash and every inclusion proof of a 130-leaf tree.
 
@@ -302,6 +303,7 @@ class _CountingLeaves(Sequence[bytes]):
 
 
 @pytest.mark.slow
+@pytest.mark.no_cover  # see pyproject.toml: repeats covered paths
 def test_one_million_leaves_linear_work() -> None:
     """Proofs over 1,000,000 leaves read every leaf at most once (O(n) hashing)."""
     n = 1_000_000

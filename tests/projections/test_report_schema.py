@@ -159,6 +159,7 @@ _OPEN |= {"invocation", "params", "rows", "plan"}
     max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(data=st.data())
+@pytest.mark.no_cover  # see pyproject.toml: repeats covered paths
 def test_any_dropped_field_is_refused(real_reports, data) -> None:
     """Removing any field of a struct (not a key of an open map) makes the document invalid."""
     document = json.loads(real_reports["public"])
