@@ -12,9 +12,11 @@ from __future__ import annotations
 import compileall
 import os
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import coverage
 import pytest
 from click.testing import CliRunner
 from support import BENCHMARKS, VECTORS, made_once
@@ -43,6 +45,27 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     root = Path(__file__).resolve().parents[1]
     for package in ("ledger", "projections"):
         compileall.compile_dir(root / package, quiet=2)
+
+
+@pytest.hookimpl(wrapper=True, trylast=True)
+def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
+    """Make ``@pytest.mark.no_cover`` hold under ``-n`` too (see pyproject.toml).
+
+    pytest-cov pauses its own coverage for such a test, but in an xdist worker it has
+    started a second one earlier (pytest-cov 7.1.0), which then takes over the tracing:
+    the test ran as slowly as without the mark. This runs inside pytest-cov's pause and
+    stops whatever coverage is still started, then starts it again after the call."""
+    if item.get_closest_marker("no_cover") is None:
+        return (yield)
+    stopped = []
+    while (running := coverage.Coverage.current()) is not None:
+        running.stop()
+        stopped.append(running)
+    try:
+        return (yield)
+    finally:
+        for again in reversed(stopped):
+            again.start()
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
