@@ -12,6 +12,7 @@ from __future__ import annotations
 import compileall
 import os
 import shutil
+import signal
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -29,6 +30,16 @@ _HOW = (
     "{n} tests need the public benchmark data, not found at {path}: deselected. Run them "
     "with ../shared/benchmarks beside the clone, or CASELEDGER_BENCHMARKS=/path/to/benchmarks"
 )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Give Ctrl-C back to the processes the tests start when the suite itself was
+    started with SIGINT ignored (a shell's ``cmd &`` without job control does that).
+    Python leaves an inherited ``SIG_IGN`` in place and every child inherits it, so the
+    tests that press Ctrl-C on a ``caseledger`` process would see it ignored. A handler
+    (unlike ``SIG_IGN``) is reset to the default in a child at exec."""
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
