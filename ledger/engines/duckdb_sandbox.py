@@ -208,6 +208,34 @@ def _expression_refusals(
 _SYSTEM = frozenset({"pg_catalog", "information_schema", "system", "temp"})
 
 
+def serialize_query(sql: str) -> tuple[str, list[str]]:
+    """The query (and its parameters) that asks DuckDB for its parse tree of ``sql``.
+
+    The text goes in as a string literal with its quotes doubled (DuckDB's standard
+    string literals have no other escape), which is the same value as a bound
+    parameter: DuckDB's Python client spends about 0.2 ms more on a query with a
+    parameter than on one without (issue 34). A text with a NUL character (a query
+    string ends at its first NUL) or one that is not valid Unicode is bound as a
+    parameter, as before.
+
+    >>> serialize_query("SELECT 'it''s'")[0]
+    "SELECT json_serialize_sql('SELECT ''it''''s''')"
+    >>> serialize_query("SELECT 1\\x00")
+    ('SELECT json_serialize_sql(?)', ['SELECT 1\\x00'])
+    """
+    if "\x00" in sql or not _encodable(sql):
+        return "SELECT json_serialize_sql(?)", [sql]
+    return "SELECT json_serialize_sql('" + sql.replace("'", "''") + "')", []
+
+
+def _encodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 #: How many of its last texts' refusals a worker remembers (``Sandbox.refusal``).
 REFUSALS_KEPT = 256
 REFUSAL_KEPT_CHARS = 65536
@@ -244,7 +272,7 @@ class Sandbox:
         import duckdb
 
         try:
-            raw = self.check.execute("SELECT json_serialize_sql(?)", [sql]).fetchone()[0]
+            raw = self.check.execute(*serialize_query(sql)).fetchone()[0]
             found = duckdb_refusals(json.loads(raw), self.tables, self.schemas)
         except duckdb.Error as exc:
             found = [f"DuckDB cannot parse it: {str(exc).splitlines()[0]}"]
