@@ -6,7 +6,8 @@ layers before it (tests/test_import_contracts.py, docs/architecture.md):
 1. the core, which writes and reads evidence: ``errors``, ``bounds``: the exceptions
    every layer raises (each with its exit code and a hint) and the bounds on every
    number a user can pass; ``closing``: the one context-manager shape (closed on
-   the way out); ``events``: every event shape; ``codec``: their canonical
+   the way out); ``collector``: the garbage collector's thresholds in caseledger's
+   own processes; ``events``: every event shape; ``codec``: their canonical
    bytes, leaf and chain hashes; ``secrets``: what must never be stored; ``keys``:
    Ed25519 signers; ``store``: the append-only log (chain, signatures, stored
    checkpoints; its parts ``store_rows``: one stored row, ``store_plan``: how an

@@ -36,6 +36,7 @@ from typing import Any, NoReturn
 
 import click
 
+from ledger import collector
 from ledger.bounds import MAX_LOCK_WAIT_S
 from ledger.cli.common import DEFAULT_HOME, DEFAULT_LEDGER, Context, exit_with, pass_ctx
 from ledger.errors import InternalError, LedgerError, StoreError, UsageError
@@ -176,6 +177,7 @@ class _Group(click.Group):
         # --debug is read when the group's options are parsed (make_context); the
         # environment counts from the start, so a bug before that parse shows too.
         self._debug = _debug_from(os.environ)
+        collector.tune()  # a caseledger process, not a program embedding the library
         if not standalone_mode:
             try:
                 return super().main(args, prog_name, standalone_mode=False, **kwargs)

@@ -46,7 +46,7 @@ from typing import Any, ClassVar, TypeVar
 import msgspec
 from msgspec import UNSET, UnsetType
 
-from ledger import events
+from ledger import collector, events
 from ledger.closing import Closing
 from ledger.engines import cells
 from ledger.engines.reading import READER, Reading, ReadRequest
@@ -229,6 +229,7 @@ def serve(
     while running a query is a worker bug, handed to the parent as ``fault``.
     """
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    collector.tune()  # a reading worker builds a sqlglot tree per new text
     encoder = msgspec.msgpack.Encoder()
     try:
         session = open_session()
