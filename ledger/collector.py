@@ -12,7 +12,8 @@ worker's 3.9-5.2 s on the throughput bench's all-distinct workload.
 three times rarer and full ones ten times rarer. Garbage is still collected, by the
 same collector; what changes is how much of it waits for a pass. Measured on that
 workload (docs/benchmarks.md): a worker's collections took 0.13 CPU s instead of
-0.30, and none was a full one. Only processes that caseledger starts itself call it:
+0.30, and none was a full one; the garbage that waits longer raised a worker's peak
+resident memory by 3 to 5 MB (of about 120). Only processes that caseledger starts itself call it:
 the ``caseledger`` command and its SQL workers. A program that imports caseledger as
 a library (``ledger.api``) keeps its own settings.
 """
