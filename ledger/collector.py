@@ -9,13 +9,14 @@ and four or five full ones; a full collection walks every object the process hol
 worker's 3.9-5.2 s on the throughput bench's all-distinct workload.
 
 :func:`tune` raises the thresholds to :data:`THRESHOLDS`: young collections about
-three times rarer and full ones ten times rarer. Garbage is still collected, by the
-same collector; what changes is how much of it waits for a pass. Measured on that
-workload (docs/benchmarks.md): a worker's collections took 0.13 CPU s instead of
-0.30, and none was a full one; the garbage that waits longer raised a worker's peak
-resident memory by 3 to 5 MB (of about 120). Only processes that caseledger starts itself call it:
-the ``caseledger`` command and its SQL workers. A program that imports caseledger as
-a library (``ledger.api``) keeps its own settings.
+three times rarer, middle ones about six times, and full ones far rarer (none in a
+1,000-prediction run). Garbage is still collected, by the same collector; what changes
+is how much of it waits for a pass. Measured on that workload (docs/benchmarks.md): a
+worker's collections took 0.13 CPU s instead of 0.30, and none was a full one; the
+garbage that waits longer raised a worker's peak resident memory by 3 to 5 MB (of
+about 120). Only processes that caseledger starts itself call it: the ``caseledger``
+command and its SQL workers. A program that imports caseledger as a library
+(``ledger.api``) keeps its own settings.
 """
 
 from __future__ import annotations
