@@ -40,11 +40,29 @@ The read side lives in the ``projections`` package: pure folds over events.
 ``__version__`` is the one app version: pyproject.toml's ``[project] version``
 as installed (package metadata). Every event that records an app version
 (RunStarted, the calibration record) and every adapter client string reads it.
+It is read from the metadata when first asked for: ``importlib.metadata`` costs
+about 20 ms of CPU to import, which a SQL worker that only executes and a command that
+records no version (``init``, ``verify``, ``checkpoint``) would otherwise pay at its
+start (sqlglot and psycopg import it themselves).
 """
 
-from importlib.metadata import PackageNotFoundError, version
+from __future__ import annotations
 
-try:
-    __version__: str = version("caseledger")
-except PackageNotFoundError:  # a source tree that was never installed
-    __version__ = "0+unknown"
+import functools
+
+
+@functools.cache
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("caseledger")
+    except PackageNotFoundError:  # a source tree that was never installed
+        return "0+unknown"
+
+
+def __getattr__(name: str) -> str:
+    """``ledger.__version__``, read on first use (module docstring)."""
+    if name == "__version__":
+        return _version()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
