@@ -17,7 +17,7 @@ import duckdb
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-from throughput_bench import prepare, variant
+from throughput_bench import FLOOR_EVENTS, prepare, run_floor, variant
 
 BENCH = Path(__file__).resolve().parents[1] / "benchmarks" / "throughput_bench.py"
 
@@ -147,3 +147,42 @@ def test_json_prints_one_object_per_row_and_mode(tmp_path: Path) -> None:
     assert rows[0]["cpu_ratio"]["median"] == rows[2]["cpu_ratio"]["median"] == 1.0
     # workloads of another size than the recorded verdicts' are not compared
     assert [r["verdicts"] for r in rows] == ["n/a", "not checked", "n/a", "not checked"]
+
+
+def test_the_floor_does_the_library_work_of_each_prediction(tmp_path: Path) -> None:
+    """40 peer predictions over 10 cases (one text each, given 4 times): 40 answered, 10
+    gold results read, six events stored per prediction, the workers asked for. The
+    rows-equal answers are counted by hand from the workload's kinds below."""
+    template, replay, predictions = prepare(tmp_path, 56, 21, "peer", 40)
+    (db,) = (template / ".caseledger" / "banks").glob("*.duckdb")
+    seconds, cpu, did = run_floor(db, tmp_path / "queries.json", replay, workers=3)
+    assert FLOOR_EVENTS == 6
+    assert did[:4] == [40, 10, 240, 3]
+    assert seconds > 0
+    assert cpu > 0
+    # The floor compares rows as text, in the order of the answer's columns: a reference
+    # answer's rows equal the gold's, a duplicated one's never do.
+    kinds = Counter(p["kind"] for p in predictions)
+    assert did[4] >= kinds["reference"]
+    assert did[4] <= 40 - kinds["duplicated"]
+
+
+def test_floor_adds_its_rows_between_the_two_others(tmp_path: Path) -> None:
+    """--floor, and --floor-python naming an interpreter (here this one: the project's
+    pinned sqlglot 30.31.0, pure Python), each add a row before caseledger's."""
+    done = subprocess.run(
+        [sys.executable, str(BENCH), "--json", "--mode", "peer", "--rounds", "1",
+         "--peer-predictions", "40", "--floor", "--floor-python", sys.executable,
+         "--keep", str(tmp_path / "k")],
+        capture_output=True, text=True, check=False, timeout=600,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    rows = [json.loads(line) for line in done.stdout.splitlines()]
+    assert [(r["row"], r["verdicts"]) for r in rows] == [
+        ("DuckDB execute-only", "n/a"),
+        ("library floor", "n/a"),
+        ("library floor (sqlglot 30.31.0, pure)", "n/a"),
+        ("caseledger run", "not checked"),
+    ]
+    assert all(r["predictions"] == 40 and r["distinct_texts"] == 10 for r in rows)
+    assert rows[1]["cpu_ratio"]["median"] > 0
