@@ -69,8 +69,9 @@ run must do for each prediction and nothing more:
 * each case's gold is read once (its reference SQL executed once by a worker, as the
   run reads the frozen gold once);
 * for each prediction it decodes the replay line and the answer in it (JSON), sends the
-  SQL to a worker through a pipe (msgpack), and the worker, for a text it has not seen,
-  runs DuckDB's own parse check (``json_serialize_sql`` of the text written in as a
+  SQL to a worker through a pipe (msgpack), and the worker, for a text the run has not
+  sent before (each text is read once a run, as caseledger's kept readings do), runs
+  DuckDB's own parse check (``json_serialize_sql`` of the text written in as a
   string literal, as caseledger's worker asks, its tree decoded) and sqlglot's reading
   (one parse and two generations from that tree with no copy: the guard's digest and
   the structural match's normal form), then executes the SQL (fetching every row)
@@ -88,8 +89,8 @@ events' full shapes, the keyring, the stream index, checkpoints, progress, the t
 environment with DuckDB, msgspec, ``cryptography`` and another sqlglot build, such as
 the compiled ``sqlglotc``), named by its sqlglot version and build.
 Its process prints what it did on its last line (predictions answered, gold results
-read, rows stored, workers, rows-equal answers); the script checks the first four
-against the workload and exits if they differ.
+read, rows stored, workers, rows-equal answers, texts read); the script checks all but
+the rows-equal answers against the workload and exits if they differ.
 
 ``--json`` prints, instead of the tables, one JSON object per row and mode (keys in
 ``JSON_KEYS``): ``predictions_per_s``, ``cpu_ms_per_prediction`` and ``cpu_ratio``
@@ -377,11 +378,10 @@ _FLOOR_WORKER = """
 import sys, json, msgspec, duckdb, sqlglot
 con = duckdb.connect(sys.argv[1], read_only=True, config={"threads": 1})
 encode, decode = msgspec.msgpack.encode, msgspec.msgpack.decode
-read, write, seen = sys.stdin.buffer.read, sys.stdout.buffer, set()
+read, write = sys.stdin.buffer.read, sys.stdout.buffer
 while len(head := read(4)) == 4:
-    sql = decode(read(int.from_bytes(head, "big")))
-    if sql not in seen:
-        seen.add(sql)
+    sql, new = decode(read(int.from_bytes(head, "big")))
+    if new:
         literal = "'" + sql.replace("'", "''") + "'"
         try:
             json.loads(con.execute(f"SELECT json_serialize_sql({literal})").fetchone()[0])
@@ -405,15 +405,17 @@ while len(head := read(4)) == 4:
 """
 
 _FLOOR = """
-import collections, hashlib, json, os, sqlite3, subprocess, sys, tempfile
+import collections, hashlib, json, os, shutil, sqlite3, subprocess, sys, tempfile
 import msgspec
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 db, queries, replay, worker = sys.argv[1:5]
 workers, events, group = int(sys.argv[5]), int(sys.argv[6]), int(sys.argv[7])
 pool = [subprocess.Popen([sys.executable, "-c", worker, db], stdin=subprocess.PIPE,
                          stdout=subprocess.PIPE) for _ in range(workers)]
+seen = set()
 def ask(w, sql):
-    body = msgspec.msgpack.encode(sql)
+    body = msgspec.msgpack.encode([sql, sql not in seen])
+    seen.add(sql)
     w.stdin.write(len(body).to_bytes(4, "big") + body)
     w.stdin.flush()
     return msgspec.msgpack.decode(w.stdout.read(int.from_bytes(w.stdout.read(4), "big")))
@@ -457,7 +459,8 @@ for w in pool:
     w.wait()
 stored = log.execute("SELECT count(*) FROM log").fetchone()[0]
 log.close()
-print(answered, len(gold), stored, len(pool), correct)
+shutil.rmtree(folder)
+print(answered, len(gold), stored, len(pool), correct, len(seen))
 """
 
 
@@ -466,7 +469,7 @@ def run_floor(
 ) -> tuple[float, float, list[int]]:
     """Seconds and CPU seconds of the ``library floor`` process and its workers (module
     docstring) run by ``python``, and what it did: [predictions answered, gold results
-    read, rows stored, workers, answers whose rows equal the gold's]."""
+    read, rows stored, workers, answers whose rows equal the gold's, texts read]."""
     cpu = _children_cpu()
     start = time.perf_counter()
     done = subprocess.run(
@@ -660,12 +663,15 @@ class _Mode:
                 secs, cpu, did = run_floor(
                     self.db, self.folder / "queries.json", self.replay, python=self.floors[row]
                 )
-                n, golds = len(self.predictions), len({p["reference"] for p in self.predictions})
-                expected = [n, golds, n * FLOOR_EVENTS, os.cpu_count() or 1]
-                if did[:4] != expected:
+                n = len(self.predictions)
+                golds = {p["reference"] for p in self.predictions}
+                texts = len(golds | {p["sql"] for p in self.predictions})
+                expected = [n, len(golds), n * FLOOR_EVENTS, os.cpu_count() or 1, texts]
+                if [*did[:4], did[5]] != expected:
                     raise SystemExit(
-                        f"{self.name}, round {r + 1}, {row}: did {did[:4]} (predictions, "
-                        f"gold results, rows stored, workers), expected {expected}"
+                        f"{self.name}, round {r + 1}, {row}: did {did} (predictions, gold "
+                        f"results, rows stored, workers, rows equal, texts read), expected "
+                        f"{expected} (but the rows equal)"
                     )
                 self.times[row].append(secs)
                 self.cpus[row].append(cpu)
