@@ -12,6 +12,7 @@ import subprocess
 import sys
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import duckdb
 import pytest
@@ -112,15 +113,21 @@ def test_the_peer_workload_has_a_quarter_distinct_texts(tmp_path: Path) -> None:
     assert len(list((template / ".caseledger" / "banks").glob("*.duckdb"))) == 1
 
 
-def test_json_prints_one_object_per_row_and_mode(tmp_path: Path) -> None:
-    """--json on a tiny workload (1 round; 18 and 40 predictions): the shape, not a time."""
+def _json_rows(tmp_path: Path, *args: str) -> list[dict[str, Any]]:
+    """The --json rows of one round of the script with ``args`` (its ledgers kept in
+    ``tmp_path``)."""
     done = subprocess.run(
-        [sys.executable, str(BENCH), "--json", "--mode", "both", "--rounds", "1",
-         "--attempts", "1", "--peer-predictions", "40", "--keep", str(tmp_path / "k")],
+        [sys.executable, str(BENCH), "--json", "--rounds", "1", *args,
+         "--keep", str(tmp_path / "k")],
         capture_output=True, text=True, check=False, timeout=600,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
-    rows = [json.loads(line) for line in done.stdout.splitlines()]
+    return [json.loads(line) for line in done.stdout.splitlines()]
+
+
+def test_json_prints_one_object_per_row_and_mode(tmp_path: Path) -> None:
+    """--json on a tiny workload (1 round; 18 and 40 predictions): the shape, not a time."""
+    rows = _json_rows(tmp_path, "--mode", "both", "--attempts", "1", "--peer-predictions", "40")
     assert [(r["mode"], r["row"]) for r in rows] == [
         ("distinct", "DuckDB execute-only"),
         ("distinct", "caseledger run"),
@@ -172,14 +179,10 @@ def test_the_floor_does_the_library_work_of_each_prediction(tmp_path: Path) -> N
 def test_floor_adds_its_rows_between_the_two_others(tmp_path: Path) -> None:
     """--floor, and --floor-python naming an interpreter (here this one: the project's
     pinned sqlglot 30.31.0, pure Python), each add a row before caseledger's."""
-    done = subprocess.run(
-        [sys.executable, str(BENCH), "--json", "--mode", "peer", "--rounds", "1",
-         "--peer-predictions", "40", "--floor", "--floor-python", sys.executable,
-         "--keep", str(tmp_path / "k")],
-        capture_output=True, text=True, check=False, timeout=600,
+    rows = _json_rows(
+        tmp_path, "--mode", "peer", "--peer-predictions", "40", "--floor",
+        "--floor-python", sys.executable,
     )  # fmt: skip
-    assert done.returncode == 0, done.stderr
-    rows = [json.loads(line) for line in done.stdout.splitlines()]
     assert [(r["row"], r["verdicts"]) for r in rows] == [
         ("DuckDB execute-only", "n/a"),
         ("library floor", "n/a"),
