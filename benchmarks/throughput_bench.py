@@ -669,9 +669,9 @@ class _Mode:
                 expected = [n, len(golds), n * FLOOR_EVENTS, os.cpu_count() or 1, texts]
                 if [*did[:4], did[5]] != expected:
                     raise SystemExit(
-                        f"{self.name}, round {r + 1}, {row}: did {did} (predictions, gold "
-                        f"results, rows stored, workers, rows equal, texts read), expected "
-                        f"{expected} (but the rows equal)"
+                        f"{self.name}, round {r + 1}, {row}: predictions, gold results, rows "
+                        f"stored, workers and texts read were {[*did[:4], did[5]]}, expected "
+                        f"{expected}"
                     )
                 self.times[row].append(secs)
                 self.cpus[row].append(cpu)
