@@ -88,6 +88,9 @@ events' full shapes, the keyring, the stream index, checkpoints, progress, the t
 ``--floor-python PY`` adds the same row run by another interpreter (a virtual
 environment with DuckDB, msgspec, ``cryptography`` and another sqlglot build, such as
 the compiled ``sqlglotc``), named by its sqlglot version and build.
+With ``--floor`` the JSON object of each caseledger row also has ``floor_ratio``: round
+by round, the row's CPU time over the library floor's in the same round (median and
+range), the share caseledger's own code adds to the least the design costs.
 Its process prints what it did on its last line (predictions answered, gold results
 read, rows stored, workers, rows-equal answers, texts read); the script checks all but
 the rows-equal answers against the workload and exits if they differ.
@@ -723,6 +726,9 @@ class _Mode:
                 "cpu_ms_per_prediction": _spread([1000 * c / n for c in cpus]),
                 "cpu_ratio": _spread([c / b for c, b in zip(cpus, base, strict=True)]),
             }
+            floor = self.cpus.get(FLOOR)
+            if floor and name != EXECUTE_ONLY and name not in self.floors:
+                row["floor_ratio"] = _spread([c / f for c, f in zip(cpus, floor, strict=True)])
             out.append(row)
         return out
 
@@ -740,20 +746,28 @@ class _Mode:
             f"rounds; {os.cpu_count()} CPUs; Python {sys.version.split()[0]}; DuckDB "
             f"{duckdb.__version__}; every verdict {self.verdicts()}"
         )
+        floor = FLOOR in self.floors
         print(
             "| row | predictions/s median | range | CPU ms per prediction median | range "
             "| CPU ratio to execute-only median | range |"
+            + (" CPU ratio to the library floor median | range |" if floor else "")
         )
-        print("|---|---:|---:|---:|---:|---:|---:|")
+        print("|---|---:|---:|---:|---:|---:|---:|" + ("---:|---:|" if floor else ""))
         for row in self.rows_out():
             rate, cpu, ratio = (
                 row["predictions_per_s"], row["cpu_ms_per_prediction"], row["cpu_ratio"]
             )  # fmt: skip
+            over = row.get("floor_ratio")
             print(
                 f"| {row['row']} | {rate['median']:,.1f} | {rate['min']:,.1f}-{rate['max']:,.1f} "
                 f"| {cpu['median']:.2f} | {cpu['min']:.2f}-{cpu['max']:.2f} "
                 f"| {ratio['median']:.2f} | {ratio['min']:.2f}-{ratio['max']:.2f} |"
-            )
+                + (
+                    (f" {over['median']:.2f} | {over['min']:.2f}-{over['max']:.2f} |" if over
+                     else " | |")
+                    if floor else ""
+                )
+            )  # fmt: skip
         print()
 
 

@@ -191,3 +191,8 @@ def test_floor_adds_its_rows_between_the_two_others(tmp_path: Path) -> None:
     ]
     assert all(r["predictions"] == 40 and r["distinct_texts"] == 10 for r in rows)
     assert rows[1]["cpu_ratio"]["median"] > 0
+    # Only caseledger's row has the ratio to the library floor of its round, after the
+    # keys every row has.
+    assert [list(r)[10:] for r in rows] == [[], [], [], ["floor_ratio"]]
+    assert list(rows[3]["floor_ratio"]) == ["median", "min", "max"]
+    assert rows[3]["floor_ratio"]["median"] > 0
