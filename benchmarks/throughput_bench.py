@@ -625,6 +625,15 @@ def _spread(values: list[float]) -> dict[str, float]:
     }
 
 
+def _cells(spread: dict[str, float], spec: str) -> str:
+    """A spread's two table cells: its median, and its range (``spec``: the number format).
+
+    >>> _cells({"median": 1.5, "min": 1.25, "max": 1234.5}, ",.1f")
+    '1.5 | 1.2-1,234.5'
+    """
+    return f"{spread['median']:{spec}} | {spread['min']:{spec}}-{spread['max']:{spec}}"
+
+
 class _Mode:
     """One workload measured: its ledger template, replay file and each row's rounds."""
 
@@ -758,16 +767,11 @@ class _Mode:
                 row["predictions_per_s"], row["cpu_ms_per_prediction"], row["cpu_ratio"]
             )  # fmt: skip
             over = row.get("floor_ratio")
+            extra = (f" {_cells(over, '.2f')} |" if over else " | |") if floor else ""
             print(
-                f"| {row['row']} | {rate['median']:,.1f} | {rate['min']:,.1f}-{rate['max']:,.1f} "
-                f"| {cpu['median']:.2f} | {cpu['min']:.2f}-{cpu['max']:.2f} "
-                f"| {ratio['median']:.2f} | {ratio['min']:.2f}-{ratio['max']:.2f} |"
-                + (
-                    (f" {over['median']:.2f} | {over['min']:.2f}-{over['max']:.2f} |" if over
-                     else " | |")
-                    if floor else ""
-                )
-            )  # fmt: skip
+                f"| {row['row']} | {_cells(rate, ',.1f')} | {_cells(cpu, '.2f')} "
+                f"| {_cells(ratio, '.2f')} |{extra}"
+            )
         print()
 
 
